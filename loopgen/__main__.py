@@ -1,0 +1,5 @@
+import sys
+
+from loopgen.cli import main
+
+sys.exit(main())

@@ -1,0 +1,142 @@
+"""Command line: render, run, check, diff, schema. Bad input: one line per problem, exit status 2."""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from loopgen import __version__
+from loopgen.errors import LoopgenError
+
+EXIT_BAD_INPUT = 2
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return args.command(args)
+    except LoopgenError as error:
+        for problem in error.problems:
+            print(f"loopgen: error: {problem}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        return 130
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="loopgen", description="Compile a training spec into one flat PyTorch script.")
+    parser.add_argument("--version", action="version", version=f"loopgen {__version__}")
+    commands = parser.add_subparsers(required=True, metavar="COMMAND")
+
+    render = commands.add_parser("render", help="print the script (or write it to OUT)")
+    render.add_argument("spec", type=Path)
+    render.add_argument("-o", "--output", type=Path, help="write here, atomically, instead of stdout")
+    render.set_defaults(command=_render)
+
+    run = commands.add_parser("run", help="render the script and run it; its exit status is loopgen's")
+    run.add_argument("spec", type=Path)
+    run.add_argument("script_args", nargs=argparse.REMAINDER, help="after --: arguments for the script")
+    run.set_defaults(command=_run)
+
+    check = commands.add_parser("check", help="exit 0 when SCRIPT is what SPEC renders to now; else show the difference")
+    check.add_argument("spec", type=Path)
+    check.add_argument("script", type=Path)
+    check.set_defaults(command=_check)
+
+    diff = commands.add_parser("diff", help="unified diff of the scripts two specs render to")
+    diff.add_argument("spec_a", type=Path)
+    diff.add_argument("spec_b", type=Path)
+    diff.set_defaults(command=_diff)
+
+    schema = commands.add_parser("schema", help="print the JSON Schema of the spec")
+    schema.set_defaults(command=_schema)
+    return parser
+
+
+def _render_text(spec: Path, script_name: str = "train.py") -> str:
+    from loopgen.pipeline import render_spec
+
+    text, notices = render_spec(spec, script_name)
+    for notice in notices:
+        print(f"loopgen: note: {notice}", file=sys.stderr)
+    return text
+
+
+def _render(args: argparse.Namespace) -> int:
+    if args.output is None:
+        sys.stdout.write(_render_text(args.spec))
+        return 0
+    text = _render_text(args.spec, args.output.name)
+    write_atomically(args.output, text)
+    return 0
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write to a temporary file beside `path`, then rename it over: `path` is never half-written."""
+    directory = path.parent if str(path.parent) else Path(".")
+    if not directory.is_dir():
+        raise LoopgenError(f"-o {path}: directory {directory} does not exist")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def _run(args: argparse.Namespace) -> int:
+    from loopgen.pipeline import project_root
+
+    script_args = args.script_args[1:] if args.script_args[:1] == ["--"] else args.script_args
+    text = _render_text(args.spec)
+    root = project_root(args.spec)
+    with tempfile.TemporaryDirectory(prefix="loopgen-") as tmp:
+        script = Path(tmp) / "train.py"
+        script.write_text(text, encoding="utf-8")
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH")]))
+        return subprocess.call([sys.executable, str(script), *script_args], env=env)
+
+
+def _check(args: argparse.Namespace) -> int:
+    expected = _render_text(args.spec, args.script.name)
+    try:
+        actual = args.script.read_text(encoding="utf-8")
+    except OSError as error:
+        raise LoopgenError(f"{args.script}: cannot read: {error.strerror}") from None
+    if actual == expected:
+        return 0
+    sys.stdout.writelines(
+        difflib.unified_diff(
+            actual.splitlines(keepends=True),
+            expected.splitlines(keepends=True),
+            fromfile=str(args.script),
+            tofile=f"rendered from {args.spec}",
+        )
+    )
+    return 1
+
+
+def _diff(args: argparse.Namespace) -> int:
+    a, b = _render_text(args.spec_a), _render_text(args.spec_b)
+    sys.stdout.writelines(
+        difflib.unified_diff(
+            a.splitlines(keepends=True), b.splitlines(keepends=True), fromfile=str(args.spec_a), tofile=str(args.spec_b)
+        )
+    )
+    return 0
+
+
+def _schema(args: argparse.Namespace) -> int:
+    from loopgen.spec import spec_schema
+
+    print(json.dumps(spec_schema(), indent=2))
+    return 0

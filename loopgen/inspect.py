@@ -1,0 +1,386 @@
+"""Stage 2: read the user's classes with libcst -> `ClassFacts`. Never imports user code."""
+
+from __future__ import annotations
+
+import ast
+import difflib
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import libcst as cst
+
+from loopgen.errors import LoopgenError, Problem
+
+_LIGHTNING_PACKAGES = ("pytorch_lightning", "lightning")
+
+
+@dataclass(frozen=True)
+class ClassFacts:
+    class_path: str  # as given in the spec
+    file: Path  # the source file the class is defined in
+    root: Path  # the sys.path root the module was found under (the script must run with it importable)
+    is_lightning_module: bool  # a base is pytorch_lightning's / lightning's LightningModule
+    is_lightning_callback: bool  # a base is Lightning's Callback
+    # methods defined by the class or its bases in the user's code (not Lightning's),
+    # each with its parameter names after `self` (keyword-only included; *args/**kwargs as "*args"/"**kwargs")
+    methods: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    uses_log: bool = False  # the class body calls self.log(...) or self.log_dict(...)
+    attributes_read: frozenset[str] = frozenset()  # every `self.X` the methods mention
+    mentions_scheduler: bool = False  # configure_optimizers mentions an LR scheduler (name or "lr_scheduler" key)
+
+    def defines(self, hook: str) -> bool:
+        return hook in self.methods
+
+
+def default_roots(spec_path: Path) -> list[Path]:
+    """Where user modules are looked up: the current directory, then the spec's directory and its ancestors."""
+    spec_dir = spec_path.absolute().parent.resolve()
+    return list(dict.fromkeys([Path.cwd().resolve(), spec_dir, *spec_dir.parents]))
+
+
+def find_class_source(class_path: str, roots: Sequence[Path], *, where: str = "") -> tuple[Path, Path]:
+    """(root, file) of the module under `roots` that defines the class `class_path` names."""
+    cls = _Reader(roots, where).find(class_path)
+    return cls.module.root, cls.module.file
+
+
+def inspect_class(class_path: str, roots: Sequence[Path], *, where: str) -> ClassFacts:
+    """What the source of `class_path` and of its bases in the user's code says; `where` is the spec key."""
+    reader = _Reader(roots, where)
+    cls = reader.find(class_path)
+    found = list(reader.ancestry(cls))
+    outside = [name for name in found if isinstance(name, str)]
+    methods: dict[str, tuple[str, ...]] = {}
+    uses_log = False
+    attributes: set[str] = set()
+    scheduler = False
+    for ancestor in _linearize([c for c in found if isinstance(c, _Class)]):
+        for fn in ancestor.methods():
+            me = _self_name(fn)
+            first = fn.name.value not in methods
+            methods.setdefault(fn.name.value, _params(fn, skip_first=me is not None))
+            uses_log = uses_log or (me is not None and _calls(fn, {f"{me}.log", f"{me}.log_dict"}))
+            words = _Words(me)
+            fn.body.visit(words)
+            attributes |= words.attributes
+            if first and fn.name.value == "configure_optimizers":
+                scheduler = any("sched" in w.lower() or w.endswith("LR") or "LROn" in w for w in words.words)
+    return ClassFacts(
+        class_path=class_path,
+        file=cls.module.file,
+        root=cls.module.root,
+        is_lightning_module=any(_is_lightning(name, "LightningModule") for name in outside),
+        is_lightning_callback=any(_is_lightning(name, "Callback") for name in outside),
+        methods=methods,
+        uses_log=uses_log,
+        attributes_read=frozenset(attributes),
+        mentions_scheduler=scheduler,
+    )
+
+
+# A module-level name: a class defined there, the dotted name it was imported as, or unknown.
+_Binding = str | cst.ClassDef | None
+
+
+@dataclass(frozen=True, eq=False)
+class _Module:
+    name: str  # dotted module name
+    root: Path
+    file: Path
+    statements: list[cst.CSTNode]  # the module-level statements that bind names, in source order
+
+    @property
+    def package(self) -> str:
+        return self.name if self.file.name == "__init__.py" else self.name.rpartition(".")[0]
+
+
+@dataclass(frozen=True, eq=False)
+class _Class:
+    module: _Module
+    node: cst.ClassDef
+
+    def methods(self) -> Iterator[cst.FunctionDef]:
+        return (s for s in self.node.body.body if isinstance(s, cst.FunctionDef))
+
+
+class _Reader:
+    """Finds and parses user modules under `roots`; each file is parsed at most once."""
+
+    def __init__(self, roots: Sequence[Path], where: str):
+        self.roots = list(roots)
+        self.where = where
+        self._modules: dict[str, _Module | None] = {}
+        self._files: dict[Path, list[cst.CSTNode]] = {}
+
+    def find(self, class_path: str) -> _Class:
+        """The user class `class_path` names, following re-exports; a LoopgenError when there is none."""
+        module_name, _, name = class_path.rpartition(".")
+        if not all(part.isidentifier() for part in class_path.split(".")) or not module_name:
+            raise self._error(f"'{class_path}' is not a class path of the form 'package.module.ClassName'")
+        module = self._module(module_name)
+        if module is None:
+            roots = ", ".join(str(root) for root in self.roots)
+            close = self._close_module(module_name)
+            hint = _hint(f"{close}.{name}" if close else None)
+            raise self._error(f"cannot find module '{module_name}' of '{class_path}' (searched {roots}){hint}")
+        found = self._lookup(class_path)
+        if isinstance(found, _Class):
+            return found
+        if isinstance(found, str):
+            raise self._error(
+                f"'{class_path}' is imported from '{found.rpartition('.')[0]}', which is not under the "
+                "project roots; name a class defined in your own code"
+            )
+        submodule = self._module(class_path)
+        if submodule is not None:
+            raise self._error(f"'{class_path}' is a module, not a class; it defines {_listing(_classes(submodule))}")
+        defined = _classes(module)
+        close = difflib.get_close_matches(name, defined or list(_bindings(module)), n=1)
+        hint = _hint(f"{module_name}.{close[0]}" if close else None)
+        raise self._error(
+            f"module '{module_name}' ({module.file}) defines no class '{name}'; it defines {_listing(defined)}{hint}"
+        )
+
+    def ancestry(self, cls: _Class, below: tuple[cst.ClassDef, ...] = ()) -> Iterator[_Class | str]:
+        """`cls`, then depth-first and left to right its bases: user classes, or dotted names outside the roots."""
+        yield cls
+        for base in cls.node.bases:
+            expr = _dotted(base.value) if not base.star else None
+            found = self._lookup_in(cls.module, expr, stop=cls.node) if expr else None
+            if isinstance(found, _Class) and found.node not in (*below, cls.node):
+                yield from self.ancestry(found, (*below, cls.node))
+            elif isinstance(found, str):
+                yield found
+
+    def _lookup_in(self, module: _Module, expr: str, stop: cst.ClassDef | None) -> _Class | str | None:
+        """What the dotted expression `expr` refers to in `module` just before the statement `stop`."""
+        target = _qualify(_bindings(module, stop), expr)
+        if isinstance(target, cst.ClassDef):
+            return _Class(module, target)
+        return self._lookup(target) if target else None
+
+    def _lookup(self, dotted: str, seen: frozenset[str] = frozenset()) -> _Class | str | None:
+        """The class a fully qualified name refers to: a user class, the name itself when its module
+        is not under the roots, or None when it cannot be resolved."""
+        module_name, _, name = dotted.rpartition(".")
+        module = self._module(module_name)
+        if module is None:
+            return dotted
+        if dotted in seen:
+            return None
+        binding = _bindings(module).get(name)
+        if isinstance(binding, cst.ClassDef):
+            return _Class(module, binding)
+        if isinstance(binding, str):
+            return self._lookup(binding, seen | {dotted})
+        stars = (self._lookup(f"{star}.{name}", seen | {dotted}) for star in reversed(_stars(module)))
+        return next((found for found in stars if isinstance(found, _Class)), None)
+
+    def _module(self, name: str) -> _Module | None:
+        """The module `name` from the first root that has it as a package or a .py file."""
+        if name not in self._modules:
+            self._modules[name] = None
+            for root in self.roots if name else ():
+                base = root.joinpath(*name.split("."))
+                file = next((f for f in (base / "__init__.py", base.parent / f"{base.name}.py") if f.is_file()), None)
+                if file is not None:
+                    self._modules[name] = _Module(name, root, file, self._parse(file))
+                    break
+        return self._modules[name]
+
+    def _parse(self, file: Path) -> list[cst.CSTNode]:
+        """The name-binding statements of `file`, parsed once."""
+        if file not in self._files:
+            source = file.read_bytes()
+            try:
+                tree = cst.parse_module(source)
+            except cst.ParserSyntaxError as e:
+                raise self._syntax_error(file, source, e) from None
+            collector = _BindingStatements()
+            tree.visit(collector)
+            self._files[file] = collector.statements
+        return self._files[file]
+
+    def _close_module(self, module_name: str) -> str:
+        """The closest existing module path to `module_name`, correcting its first missing part; else ""."""
+        parts = module_name.split(".")
+        dirs = [root for root in self.roots if root.is_dir()]
+        for i, part in enumerate(parts):
+            children = {p.stem if p.suffix == ".py" else p.name for d in dirs for p in d.iterdir()}
+            if part not in children:
+                close = difflib.get_close_matches(part, [c for c in children if c.isidentifier()], n=1)
+                return ".".join([*parts[:i], *close, *parts[i + 1 :]]) if close else ""
+            dirs = [d / part for d in dirs if (d / part).is_dir()]
+        return ""
+
+    def _syntax_error(self, file: Path, source: bytes, error: cst.ParserSyntaxError) -> LoopgenError:
+        """Python's own message and line (libcst's line numbers can be off); libcst's if Python accepts it."""
+        try:
+            ast.parse(source, str(file))  # parses only; nothing runs
+            message, line = error.message, error.raw_line
+        except SyntaxError as e:
+            message, line = e.msg, e.lineno
+        reading = f" (reading it for {self.where})" if self.where else ""
+        return LoopgenError(Problem(str(file), f"syntax error: {message}{reading}", line))
+
+    def _error(self, message: str) -> LoopgenError:
+        return LoopgenError(Problem(self.where, message))
+
+
+class _BindingStatements(cst.CSTVisitor):
+    """Collects module-level imports, assignments and class statements (also inside if/try/with blocks)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.statements: list[cst.CSTNode] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, (cst.Import, cst.ImportFrom, cst.Assign, cst.ClassDef)):
+            self.statements.append(node)
+            return False
+        return not isinstance(node, (cst.FunctionDef, cst.BaseExpression))
+
+
+class _CallFinder(cst.CSTVisitor):
+    def __init__(self, names: set[str]) -> None:
+        super().__init__()
+        self.names = names
+        self.found = False
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self.found = self.found or _dotted(node.func) in self.names
+
+
+class _Words(cst.CSTVisitor):
+    """The names, attribute names and string literals of a method body, and the `me.X` attributes."""
+
+    def __init__(self, me: str | None) -> None:
+        super().__init__()
+        self.me = me
+        self.words: set[str] = set()
+        self.attributes: set[str] = set()
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.words.add(node.value)
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        self.words.add(node.value.strip("\"'"))
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self.words.add(node.attr.value)
+        if isinstance(node.value, cst.Name) and node.value.value == self.me:
+            self.attributes.add(node.attr.value)
+
+
+def _bindings(module: _Module, stop: cst.ClassDef | None = None) -> dict[str, _Binding]:
+    """The module-level names bound before the statement `stop` (all of them without one)."""
+    names: dict[str, _Binding] = {}
+    for node in module.statements:
+        if node is stop:
+            break
+        if isinstance(node, cst.ClassDef):
+            names[node.name.value] = node
+        elif isinstance(node, cst.Import):
+            for alias in node.names:
+                top = alias.evaluated_name.partition(".")[0]
+                names[alias.evaluated_alias or top] = alias.evaluated_name if alias.evaluated_alias else top
+        elif isinstance(node, cst.ImportFrom) and not isinstance(node.names, cst.ImportStar):
+            source = _import_source(module, node)
+            for alias in node.names:
+                names[alias.evaluated_alias or alias.evaluated_name] = source and f"{source}.{alias.evaluated_name}"
+        elif isinstance(node, cst.Assign):
+            value = _dotted(node.value)
+            for target in node.targets:
+                if isinstance(target.target, cst.Name):
+                    names[target.target.value] = _qualify(names, value) if value else None
+    return names
+
+
+def _stars(module: _Module) -> list[str]:
+    """The modules `from X import *` reads from, in source order."""
+    stars = (s for s in module.statements if isinstance(s, cst.ImportFrom) and isinstance(s.names, cst.ImportStar))
+    return [source for s in stars if (source := _import_source(module, s))]
+
+
+def _import_source(module: _Module, node: cst.ImportFrom) -> str | None:
+    """The absolute module name `from ... import` reads from; None for a relative import above the top package."""
+    name = _dotted(node.module) if node.module else None
+    level = len(node.relative)
+    if not level:
+        return name
+    package = module.package.split(".") if module.package else []
+    if level - 1 > len(package):
+        return None
+    return ".".join([*package[: len(package) - level + 1], *([name] if name else [])]) or None
+
+
+def _qualify(names: Mapping[str, _Binding], expr: str) -> _Binding:
+    """Resolve the dotted expression `expr` against module-level `names`."""
+    head, _, rest = expr.partition(".")
+    target = names.get(head)
+    if not rest or target is None:
+        return target
+    return f"{target}.{rest}" if isinstance(target, str) else None
+
+
+def _dotted(node: cst.BaseExpression) -> str | None:
+    """`a.b.c` for a name or attribute chain, else None."""
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        head = _dotted(node.value)
+        return f"{head}.{node.attr.value}" if head else None
+    return None
+
+
+def _linearize(classes: list[_Class]) -> list[_Class]:
+    """Method resolution order from a depth-first walk: keep each class's last occurrence."""
+    kept: list[_Class] = []
+    for cls in reversed(classes):
+        if all(cls.node is not k.node for k in kept):
+            kept.append(cls)
+    return kept[::-1]
+
+
+def _params(fn: cst.FunctionDef, *, skip_first: bool) -> tuple[str, ...]:
+    p = fn.params
+    positional = [*p.posonly_params, *p.params][1 if skip_first else 0 :]
+    names = [param.name.value for param in positional]
+    if isinstance(p.star_arg, cst.Param):
+        names.append(f"*{p.star_arg.name.value}")
+    names += [param.name.value for param in p.kwonly_params]
+    if p.star_kwarg is not None:
+        names.append(f"**{p.star_kwarg.name.value}")
+    return tuple(names)
+
+
+def _self_name(fn: cst.FunctionDef) -> str | None:
+    """What a method calls its instance (its first parameter); None for a static method."""
+    positional = [*fn.params.posonly_params, *fn.params.params]
+    static = any(_dotted(d.decorator) in ("staticmethod", "builtins.staticmethod") for d in fn.decorators)
+    return positional[0].name.value if positional and not static else None
+
+
+def _calls(fn: cst.FunctionDef, names: set[str]) -> bool:
+    """Whether the body of `fn` calls one of the dotted `names`."""
+    finder = _CallFinder(names)
+    fn.body.visit(finder)
+    return finder.found
+
+
+def _is_lightning(name: str, cls: str) -> bool:
+    parts = name.split(".")
+    return parts[0] in _LIGHTNING_PACKAGES and parts[-1] == cls
+
+
+def _classes(module: _Module) -> list[str]:
+    return sorted(name for name, b in _bindings(module).items() if isinstance(b, cst.ClassDef))
+
+
+def _listing(names: list[str]) -> str:
+    return ", ".join(names) if names else "no classes"
+
+
+def _hint(suggestion: str | None) -> str:
+    return f"; did you mean '{suggestion}'?" if suggestion else ""
