@@ -140,3 +140,8 @@ def _schema(args: argparse.Namespace) -> int:
 
     print(json.dumps(spec_schema(), indent=2))
     return 0
+
+
+def main_exit() -> None:
+    """Console-script entry point."""
+    sys.exit(main())

@@ -130,6 +130,7 @@ class Plan:
     spec_sha256: str
     choices: tuple[str, ...]
     launch: str
+    script_name: str
     # what to build
     model: Construct
     data: Construct | None
@@ -210,7 +211,7 @@ class Plan:
         for c in (self.model, self.data, *(cb.construct for cb in self.callbacks), self.optimizer, self.lr_scheduler):
             if c is not None and not c.from_torch and c.name not in by_module.setdefault(c.module, []):
                 by_module[c.module].append(c.name)
-        return tuple(Import(module, tuple(names)) for module, names in by_module.items())
+        return tuple(Import(module, tuple(sorted(names))) for module, names in sorted(by_module.items()))
 
     @property
     def needs_is_last_batch(self) -> bool:
@@ -424,6 +425,7 @@ def make_plan(
         spec_sha256=spec.sha256,
         choices=choices,
         launch=f"python {script_name}",
+        script_name=script_name,
         model=_construct(spec.model),
         data=_construct(spec.data) if spec.data else None,
         callbacks=callback_plans,

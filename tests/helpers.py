@@ -1,0 +1,54 @@
+"""Shared test helpers: render specs, run generated scripts in a fresh interpreter."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def write_spec(directory: Path, spec: dict, name: str = "spec.yaml") -> Path:
+    path = directory / name
+    path.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def render(spec: Path | dict, tmp_path: Path | None = None, script_name: str = "train.py") -> str:
+    from loopgen.pipeline import render_spec
+
+    if isinstance(spec, dict):
+        assert tmp_path is not None
+        spec = write_spec(tmp_path, spec)
+    text, _ = render_spec(spec, script_name)
+    return text
+
+
+def env_with_root(*extra: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    paths = [str(p) for p in (ROOT, *extra)]
+    env["PYTHONPATH"] = os.pathsep.join(paths + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    return env
+
+
+def train_script(script: Path, out: Path, timeout: int = 300) -> dict:
+    """Run the script's main() in a fresh interpreter; return {"state_dict", "records"}."""
+    import torch
+
+    code = textwrap.dedent(
+        f"""
+        import runpy, torch
+        model = runpy.run_path({str(script)!r})["main"]()
+        torch.save({{"state_dict": model.state_dict(), "records": getattr(model, "records", None)}}, {str(out)!r})
+        """
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], env=env_with_root(), capture_output=True, text=True, timeout=timeout
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    return torch.load(out, weights_only=False)
