@@ -44,6 +44,7 @@ def test_script_is_clean_under_ruff(spec):
 
     result = subprocess.run(
         [sys.executable, "-m", "ruff", "check", "--no-cache", "--isolated", str(golden_path(spec))],
+        cwd=ROOT,
         capture_output=True,
         text=True,
     )
