@@ -1,0 +1,681 @@
+"""The trainer flag table: what every `trainer:` key accepts, means and defaults to.
+
+- `FLAGS`: every argument of Lightning 2.x `Trainer.__init__`, plus the seed-era
+  flags that 2.x removed and the contract keeps (amp_backend, amp_level,
+  track_grad_norm, truncated_bptt_steps, terminate_on_nan).
+- `ALIASES`: seed-era spellings (gpus, distributed_backend, ...), read as
+  values of modern flags, with a one-line notice.
+- `cross_problems`: Lightning's rules that involve two flags.
+
+A `Flag` holds a `Kind` (validates and normalises a raw YAML value, and
+describes it as JSON Schema), its default (what null or absence means), a doc
+line, and `support`: the predicate on the normalised value saying whether
+loopgen implements it. To implement a value, edit that flag's `support=`.
+
+Pure text work: imports neither torch nor Lightning.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import math
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+NOT_YET = "not supported yet"
+CLASS_REF_SCHEMA: Mapping[str, Any] = {"$ref": "#/$defs/class_ref"}  # the $def is in spec.spec_schema()
+LIGHTNING_PACKAGES = ("pytorch_lightning.", "lightning.pytorch.", "lightning.")
+
+
+class FlagError(ValueError):
+    """A raw value that Lightning itself refuses.
+
+    `at` is where below the flag's key (mapping keys as str, list indexes as
+    int); the caller prefixes the flag's own key path.
+    """
+
+    def __init__(self, message: str, at: tuple[str | int, ...] = ()):
+        super().__init__(message)
+        self.message = message
+        self.at = at
+
+
+# ---------------------------------------------------------------------------
+# values in messages
+
+
+def show(value: Any) -> str:
+    """A value as it is written in YAML."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple, dict)):
+        return json.dumps(value, default=str)
+    return str(value)
+
+
+def kind_of(value: Any) -> str:
+    if value is None:
+        return "null"
+    names = {bool: "a boolean", int: "an integer", float: "a float", str: "a string", list: "a list", dict: "a mapping"}
+    return names.get(type(value), f"a {type(value).__name__}")
+
+
+def got(value: Any) -> str:
+    if isinstance(value, (list, dict)):
+        return f"got {kind_of(value)}"
+    return f"got {show(value)} ({kind_of(value)})"
+
+
+def did_you_mean(word: str, choices: Collection[str]) -> str:
+    """A " (did you mean 'x'?)" hint when `word` looks like a misspelling of some of `choices`, else ""."""
+    by_lower = {choice.lower(): choice for choice in choices}
+    close = difflib.get_close_matches(word.lower(), list(by_lower), n=3, cutoff=0.6)
+    if not close:
+        return ""
+    return " (did you mean " + " or ".join(f"'{by_lower[c]}'" for c in close) + "?)"
+
+
+def same(a: Any, b: Any) -> bool:
+    """Equality that tells 1 from 1.0 and from True (Lightning gives them different meanings)."""
+    return type(a) is type(b) and a == b
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+# ---------------------------------------------------------------------------
+# kinds of values: a validating normaliser plus its JSON Schema
+
+Parser = Callable[[Any], Any]  # raw non-null YAML value -> normalised value; raises FlagError
+Support = Callable[[Any], "str | None"]  # normalised value -> None if loopgen implements it, else why not
+
+
+@dataclass(frozen=True)
+class Kind:
+    parse: Parser
+    schema: Mapping[str, Any]  # JSON Schema of the raw non-null value
+
+
+def integer(minimum: int, meaning: str = "") -> Kind:
+    """An int >= minimum (neither a bool nor a float)."""
+    expected = f"an integer >= {minimum}" + (f" ({meaning})" if meaning else "")
+
+    def parse(raw: Any) -> int:
+        if not _is_int(raw) or raw < minimum:
+            raise FlagError(f"expected {expected}, {got(raw)}")
+        return raw
+
+    return Kind(parse, {"type": "integer", "minimum": minimum})
+
+
+def boolean() -> Kind:
+    def parse(raw: Any) -> bool:
+        if not isinstance(raw, bool):
+            raise FlagError(f"expected true or false, {got(raw)}")
+        return raw
+
+    return Kind(parse, {"type": "boolean"})
+
+
+def string() -> Kind:
+    def parse(raw: Any) -> str:
+        if not isinstance(raw, str):
+            raise FlagError(f"expected a string, {got(raw)}")
+        return raw
+
+    return Kind(parse, {"type": "string"})
+
+
+def choice(*options: str, aliases: Mapping[str | int, str] | None = None, lower: bool = False) -> Kind:
+    """One of `options`, or an alias of one (normalised to it). `lower`: case-insensitive (Lightning's strategy)."""
+    aliases = dict(aliases or {})
+    accepted = list(dict.fromkeys([*options, *(str(alias) for alias in aliases)]))
+
+    def parse(raw: Any) -> str:
+        if type(raw) in (str, int):
+            key = raw.lower() if lower and isinstance(raw, str) else raw
+            if key in aliases:
+                return aliases[key]
+            if key in options:
+                return key
+        hint = did_you_mean(raw, accepted) if isinstance(raw, str) else ""
+        raise FlagError(f"expected one of {', '.join(accepted)}, {got(raw)}{hint}")
+
+    return Kind(parse, {"enum": list(dict.fromkeys([*options, *aliases]))})
+
+
+def batch_limit(*, zero: bool = True) -> Kind:
+    """Lightning's `_determine_batch_limits`: a float fraction in [0, 1] or an int count.
+
+    An integral float above 1 becomes an int, as in Lightning. `zero=False`
+    (val_check_interval) refuses 0 and 0.0.
+    """
+    low, least = ("[", 0) if zero else ("(", 1)
+    expected = f"expected a float in {low}0.0, 1.0] (a fraction) or an integer >= {least} (a count)"
+
+    def parse(raw: Any) -> int | float:
+        if not _is_number(raw) or raw < 0 or (raw == 0 and not zero):
+            raise FlagError(f"{expected}, {got(raw)}")
+        if isinstance(raw, float) and raw > 1:
+            if not raw.is_integer():
+                raise FlagError(f"{expected}, {got(raw)}")
+            return int(raw)
+        return raw
+
+    fraction = {"type": "number", "minimum" if zero else "exclusiveMinimum": 0, "maximum": 1}
+    return Kind(parse, {"anyOf": [{"type": "integer", "minimum": least}, fraction]})
+
+
+def anything() -> Kind:
+    """Any value: for Lightning arguments of which loopgen accepts only the default."""
+    return Kind(lambda raw: raw, {})
+
+
+def _class_path_of(raw: Any, expected: str) -> str:
+    if isinstance(raw, dict) and isinstance(raw.get("class_path"), str):
+        return raw["class_path"]
+    raise FlagError(f"expected {expected}, {got(raw)}")
+
+
+def _fast_dev_run() -> Kind:
+    """false, true (= 1) or a number of batches; normalised to an int."""
+
+    def parse(raw: Any) -> int:
+        if isinstance(raw, bool):
+            return int(raw)
+        if not _is_int(raw) or raw < 0:
+            raise FlagError(f"expected true, false or an integer >= 0, {got(raw)}")
+        return raw
+
+    return Kind(parse, {"anyOf": [{"type": "boolean"}, {"type": "integer", "minimum": 0}]})
+
+
+def _devices() -> Kind:
+    """Lightning's devices: a count, -1 (all), "auto", a "0,1" string or a list of indices.
+
+    Normalised to a count ("auto" -> 1 as the contract says, [0, ..., n-1] -> n,
+    -1 stays -1), or a tuple of device indices when they are not 0..n-1.
+    """
+    expected = 'expected "auto", an integer >= 1, -1 (all devices), or a list of device indices'
+
+    def indices(values: list[Any], raw: Any) -> int | tuple[int, ...]:
+        if not values or not all(_is_int(v) and v >= 0 for v in values) or len(set(values)) != len(values):
+            raise FlagError(f"{expected}, {got(raw)}")
+        return len(values) if values == list(range(len(values))) else tuple(values)
+
+    def parse(raw: Any) -> int | tuple[int, ...]:
+        if isinstance(raw, list):
+            return indices(raw, raw)
+        count = raw
+        if isinstance(raw, str):
+            if raw.strip() == "auto":
+                return 1
+            try:
+                numbers = [int(part) for part in raw.split(",") if part.strip()]
+            except ValueError:
+                raise FlagError(f"{expected}, {got(raw)}") from None
+            if "," in raw:
+                return indices(numbers, raw)
+            count = numbers[0] if numbers else None
+        if _is_int(count) and (count >= 1 or count == -1):
+            return count
+        raise FlagError(f"{expected}, {got(raw)}")
+
+    index_list = {"type": "array", "items": {"type": "integer", "minimum": 0}, "minItems": 1, "uniqueItems": True}
+    return Kind(parse, {"anyOf": [{"type": "integer", "minimum": -1}, {"type": "string"}, index_list]})
+
+
+_STRATEGIES = (
+    "auto", "single_device", "dp", "ddp", "horovod",  # the contract's (dp and horovod: Lightning 1.9)
+    "ddp_spawn", "ddp_fork", "ddp_notebook",  # ... and the rest of Lightning 2.x's StrategyRegistry
+    "ddp_find_unused_parameters_false", "ddp_find_unused_parameters_true",
+    "ddp_spawn_find_unused_parameters_false", "ddp_spawn_find_unused_parameters_true",
+    "ddp_fork_find_unused_parameters_false", "ddp_fork_find_unused_parameters_true",
+    "ddp_notebook_find_unused_parameters_false", "ddp_notebook_find_unused_parameters_true",
+    "deepspeed", "deepspeed_stage_1", "deepspeed_stage_2", "deepspeed_stage_2_offload",
+    "deepspeed_stage_3", "deepspeed_stage_3_offload", "deepspeed_stage_3_offload_nvme",
+    "fsdp", "fsdp_cpu_offload", "single_tpu", "single_xla", "xla", "xla_debug",
+)  # fmt: skip
+
+_PRECISION_ALIASES: Mapping[str | int, str] = {
+    64: "64", "64": "64", "64-true": "64",
+    32: "32", "32": "32", "32-true": "32",
+    16: "16-mixed", "16": "16-mixed",
+    "bf16": "bf16-mixed",
+}  # fmt: skip
+_PRECISION_OTHERS = ("16-true", "bf16-true", "transformer-engine", "transformer-engine-float16")
+
+
+def _precision_notice(raw: Any) -> str | None:
+    # the spellings Lightning 2.x also warns about ("supported for historical reasons")
+    if type(raw) in (str, int) and raw in (16, "16", "bf16"):
+        return f"{show(raw)} is a seed-era spelling, read as `precision: {_PRECISION_ALIASES[raw]}`"
+    return None
+
+
+def _accumulate() -> Kind:
+    """An int >= 1, or the seed's {epoch: factor} schedule (Lightning 1.x's GradientAccumulationScheduler).
+
+    A schedule is normalised as that scheduler does: sorted, with factor 1 from
+    epoch 0 when epoch 0 is not given.
+    """
+
+    def parse(raw: Any) -> int | dict[int, int]:
+        if _is_int(raw) and raw >= 1:
+            return raw
+        if not isinstance(raw, dict):
+            raise FlagError(f"expected an integer >= 1 or a mapping {{epoch: factor}}, {got(raw)}")
+        if not raw:
+            raise FlagError("the {epoch: factor} mapping is empty")
+        for epoch, factor in raw.items():
+            if not _is_int(epoch) or epoch < 0:
+                message = f"epoch keys must be integers >= 0, got {show(epoch)} ({kind_of(epoch)})"
+                raise FlagError(message, (show(epoch),))
+            if not _is_int(factor) or factor < 1:
+                raise FlagError(f"accumulation factors must be integers >= 1, {got(factor)}", (show(epoch),))
+        return dict(sorted({0: 1, **raw}.items()))
+
+    schedule = {
+        "type": "object",
+        "propertyNames": {"pattern": "^[0-9]+$"},
+        "additionalProperties": {"type": "integer", "minimum": 1},
+        "minProperties": 1,
+    }
+    return Kind(parse, {"anyOf": [{"type": "integer", "minimum": 1}, schedule]})
+
+
+def _gradient_clip_val() -> Kind:
+    """A number; normalised to a float, or to None when <= 0 (Lightning does not clip then)."""
+
+    def parse(raw: Any) -> float | None:
+        if not _is_number(raw) or math.isnan(raw):
+            raise FlagError(f"expected a number, {got(raw)}")
+        return float(raw) if raw > 0 else None
+
+    return Kind(parse, {"type": "number"})
+
+
+def _deterministic() -> Kind:
+    """true, false, or Lightning's "warn"."""
+
+    def parse(raw: Any) -> bool | str:
+        return raw if isinstance(raw, bool) else choice("warn").parse(raw)
+
+    return Kind(parse, {"anyOf": [{"type": "boolean"}, {"const": "warn"}]})
+
+
+_LOGGERS = {"CSVLogger": "csv", "TensorBoardLogger": "tensorboard"}
+
+
+def _logger() -> Kind:
+    """true, false, csv, tensorboard, or a logger class entry (Lightning's CSVLogger/TensorBoardLogger: csv/tensorboard).
+
+    Another class is normalised to its class path.
+    """
+
+    def parse(raw: Any) -> bool | str:
+        if isinstance(raw, bool) or raw in _LOGGERS.values():
+            return raw
+        expected = "true, false, csv, tensorboard or a logger class entry"
+        if isinstance(raw, str):
+            raise FlagError(f"expected {expected}, {got(raw)}{did_you_mean(raw, _LOGGERS.values())}")
+        class_path = _class_path_of(raw, expected)
+        module, _, name = class_path.rpartition(".")
+        if name in _LOGGERS and (not module or module.startswith(LIGHTNING_PACKAGES)):
+            return _LOGGERS[name]
+        return class_path
+
+    return Kind(parse, {"anyOf": [{"type": "boolean"}, {"enum": list(_LOGGERS.values())}, CLASS_REF_SCHEMA]})
+
+
+def _logger_support(value: bool | str) -> str | None:
+    if value is False:
+        return None
+    if value is True or value in _LOGGERS.values():
+        return NOT_YET
+    return "not supported by loopgen (only csv, tensorboard or false)"
+
+
+_PROFILERS = ("simple", "advanced", "pytorch", "xla")
+
+
+def _profiler() -> Kind:
+    """Lightning's profiler names, or a profiler class entry (normalised to its class path)."""
+
+    def parse(raw: Any) -> str:
+        if isinstance(raw, str):
+            return choice(*_PROFILERS).parse(raw)
+        return _class_path_of(raw, "a profiler name or class_path")
+
+    return Kind(parse, {"anyOf": [{"enum": list(_PROFILERS)}, CLASS_REF_SCHEMA]})
+
+
+def _val_check_interval() -> Kind:
+    """A fraction of the epoch (float in (0, 1]) or a number of batches (int >= 1), or Lightning's time-based forms."""
+    batches = batch_limit(zero=False)
+
+    def parse(raw: Any) -> int | float | str | dict[str, Any]:
+        if isinstance(raw, (str, dict)):
+            return raw  # "DD:HH:MM:SS" or timedelta kwargs: refused by `support`
+        return batches.parse(raw)
+
+    return Kind(parse, {"anyOf": [batches.schema, {"type": "string"}, {"type": "object"}]})
+
+
+def _callback_entries() -> Kind:
+    """A list of callback entries (a single entry: a list of one); spec.py reads each entry as a class ref."""
+
+    def parse(raw: Any) -> list[Any]:
+        entries = raw if isinstance(raw, list) else [raw]
+        for index, entry in enumerate(entries):
+            if not isinstance(entry, (str, dict)):
+                at = (index,) if isinstance(raw, list) else ()
+                raise FlagError(f"expected a class path or a mapping with class_path and init_args, {got(entry)}", at)
+        return entries
+
+    return Kind(parse, {"anyOf": [{"type": "array", "items": CLASS_REF_SCHEMA}, CLASS_REF_SCHEMA]})
+
+
+def _track_grad_norm() -> Kind:
+    """Lightning 1.9: -1 (off), a p > 0 for the p-norm, or "inf"; normalised to a float."""
+
+    def parse(raw: Any) -> float:
+        if raw == "inf":
+            return math.inf
+        if not _is_number(raw) or not (raw == -1 or raw > 0):
+            raise FlagError(f'expected -1 (off), a number > 0 or "inf", {got(raw)}')
+        return float(raw)
+
+    return Kind(parse, {"anyOf": [{"type": "number"}, {"const": "inf"}]})
+
+
+# ---------------------------------------------------------------------------
+# Lightning's own callbacks
+
+LIGHTNING_CALLBACKS = {"ModelCheckpoint": "model_checkpoint", "EarlyStopping": "early_stopping"}  # name: submodule
+
+
+def lightning_callback(class_path: str) -> str | None:
+    """pytorch_lightning.callbacks.NAME for Lightning's ModelCheckpoint/EarlyStopping however spelled, else None."""
+    module, _, name = class_path.rpartition(".")
+    if name not in LIGHTNING_CALLBACKS:
+        return None
+    packages = ("pytorch_lightning.callbacks", "lightning.pytorch.callbacks")
+    spellings = {"", *packages, *(f"{package}.{LIGHTNING_CALLBACKS[name]}" for package in packages)}
+    return f"pytorch_lightning.callbacks.{name}" if module in spellings else None
+
+
+def callback_support(class_path: str) -> str | None:
+    """Whether loopgen implements a `callbacks` entry (its class path canonicalised by `lightning_callback`)."""
+    if lightning_callback(class_path) is not None:
+        return NOT_YET
+    if class_path.startswith(LIGHTNING_PACKAGES):
+        return "not supported by loopgen: of Lightning's callbacks, only ModelCheckpoint and EarlyStopping"
+    return None  # the user's own callback
+
+
+# ---------------------------------------------------------------------------
+# support predicates
+
+
+def implemented(value: Any) -> str | None:
+    return None
+
+
+def only(*done: Any, planned: Collection[Any] | None = None) -> Support:
+    """Implemented for the `done` values. Another value is "not supported yet" when the
+    contract names it (`planned`; None: every value), else "not supported by loopgen"."""
+
+    def support(value: Any) -> str | None:
+        if any(same(value, d) for d in done):
+            return None
+        if planned is None or any(same(value, p) for p in planned):
+            return NOT_YET
+        return "not supported by loopgen"
+
+    return support
+
+
+def lightning_default(default: Any) -> Support:
+    """For the Lightning arguments that the contract does not name: only the default is accepted."""
+    reason = f"not supported by loopgen (only Lightning's default, {show(default)}, is accepted)"
+    return lambda value: None if same(value, default) else reason
+
+
+# ---------------------------------------------------------------------------
+# the table
+
+
+@dataclass(frozen=True)
+class Flag:
+    name: str
+    kind: Kind
+    default: Any  # the normalised value that null or absence means
+    doc: str
+    support: Support  # normalised value -> None if loopgen implements it, else the reason
+    nullable: bool = False  # null is a value of its own, not "the default"
+    notice: Callable[[Any], str | None] | None = None  # raw value -> one-line notice (seed-era value spellings)
+    default_notice: str | None = None  # notice when null/absent: Lightning's default is not implemented
+
+    def parse(self, raw: Any) -> Any:
+        return None if raw is None else self.kind.parse(raw)
+
+
+def _default_not_implemented(what: str, consequence: str, flag: str) -> str:
+    return f"Lightning's default {what} is not implemented yet; {consequence} (set `{flag}: false` to silence this)"
+
+
+def _lightning_only(name: str, kind: Kind, default: Any, doc: str) -> Flag:
+    """A Lightning argument the contract does not name: accepted at its default (or null) only."""
+    schema = {"const": default} if default is not None else {"type": "null"}
+    return Flag(name, Kind(kind.parse, {**kind.schema, **schema}), default, doc, support=lightning_default(default))
+
+
+# fmt: off
+FLAGS: tuple[Flag, ...] = (
+    # --- Lightning 2.x Trainer arguments, in the order of its signature
+    Flag("accelerator", choice("auto", "cpu", "cuda", "mps", "tpu", aliases={"gpu": "cuda"}), "auto",
+         "auto (cuda when available, else cpu; decided when the script starts), cpu, gpu/cuda, tpu",
+         support=only("auto", "cpu", "cuda", planned=("tpu",))),
+    Flag("strategy", choice(*_STRATEGIES, aliases={"single_device": "auto"}, lower=True), "auto",
+         "auto/single_device, dp, ddp, horovod",
+         support=only("auto", planned=("dp", "ddp", "horovod"))),
+    Flag("devices", _devices(), 1, "auto (= 1), or a device count",
+         support=only(1)),
+    Flag("num_nodes", integer(1), 1, "number of nodes",
+         support=only(1)),
+    Flag("precision", choice("32", "64", "16-mixed", "bf16-mixed", *_PRECISION_OTHERS, aliases=_PRECISION_ALIASES),
+         "32", "32, 16-mixed (16), bf16-mixed (bf16), 64",
+         support=only("32", planned=("16-mixed", "bf16-mixed", "64")),
+         notice=_precision_notice),
+    Flag("logger", _logger(), None, "csv, tensorboard, false (null: Lightning's default logger)",
+         support=_logger_support,
+         default_notice=_default_not_implemented("logger", "the script does not log", "logger")),
+    Flag("callbacks", _callback_entries(), (),
+         "list of {class_path, init_args}: ModelCheckpoint, EarlyStopping or the user's own callback class",
+         support=implemented),  # each entry is checked by `callback_support`
+    Flag("fast_dev_run", _fast_dev_run(), 0, "false, true (= 1) or a number of batches",
+         support=implemented),
+    Flag("max_epochs", integer(-1, "-1: no limit"), None, "stop after this many epochs (null: 1000 unless max_steps)",
+         support=implemented),
+    Flag("min_epochs", integer(0), None, "train at least this many epochs",
+         support=implemented),
+    Flag("max_steps", integer(-1, "-1: no limit"), -1, "stop after this many optimizer steps (-1: no limit)",
+         support=implemented),
+    Flag("min_steps", integer(0), None, "train at least this many optimizer steps",
+         support=implemented),
+    _lightning_only("max_time", anything(), None, "stop after this much time"),
+    Flag("limit_train_batches", batch_limit(), 1.0, "fraction (float) or number (int) of training batches per epoch",
+         support=implemented),
+    Flag("limit_val_batches", batch_limit(), 1.0, "fraction (float) or number (int) of validation batches",
+         support=implemented),
+    _lightning_only("limit_test_batches", batch_limit(), 1.0, "fraction or number of test batches"),
+    _lightning_only("limit_predict_batches", batch_limit(), 1.0, "fraction or number of predict batches"),
+    Flag("overfit_batches", batch_limit(), 0.0, "overfit on this fraction (float) or number (int) of batches",
+         support=implemented),
+    Flag("val_check_interval", _val_check_interval(), 1.0,
+         "validate after this fraction of an epoch (float) or number of batches (int)",
+         support=lambda value: None if _is_number(value) else "not supported by loopgen (time-based intervals)"),
+    Flag("check_val_every_n_epoch", integer(1), 1, "validate every n epochs (null: count batches across epochs)",
+         support=implemented, nullable=True),
+    Flag("num_sanity_val_steps", integer(-1, "-1: all batches"), 2, "validation batches run before training",
+         support=implemented),
+    Flag("log_every_n_steps", integer(0), 50, "log every n optimizer steps",
+         support=implemented),
+    Flag("enable_checkpointing", boolean(), None, "save checkpoints (null: Lightning's default, true)",
+         support=only(False),
+         default_notice=_default_not_implemented(
+             "checkpointing", "the script saves no checkpoint", "enable_checkpointing")),
+    Flag("enable_progress_bar", boolean(), None, "show a progress bar (null: Lightning's default, true)",
+         support=only(False),
+         default_notice=_default_not_implemented("progress bar", "the script shows none", "enable_progress_bar")),
+    _lightning_only("enable_model_summary", boolean(), True, "print a model summary"),
+    Flag("accumulate_grad_batches", _accumulate(), 1,
+         "accumulate gradients over k batches, or {epoch: factor} (the seed's accumulation scheduler)",
+         support=implemented),
+    Flag("gradient_clip_val", _gradient_clip_val(), None, "clip gradients at this value (null or <= 0: off)",
+         support=implemented),
+    Flag("gradient_clip_algorithm", choice("norm", "value", lower=True), "norm", "norm or value",
+         support=implemented),
+    Flag("deterministic", _deterministic(), False, "use deterministic algorithms",
+         support=only(False, True, planned=())),
+    Flag("benchmark", boolean(), None, "torch.backends.cudnn.benchmark (null: leave it as it is)",
+         support=implemented),
+    _lightning_only("inference_mode", boolean(), True, "evaluate under torch.inference_mode"),
+    _lightning_only("use_distributed_sampler", boolean(), True, "wrap samplers in a DistributedSampler"),
+    Flag("profiler", _profiler(), None, "null or simple",
+         support=only(None, planned=("simple",))),
+    _lightning_only("detect_anomaly", boolean(), False, "autograd anomaly detection"),
+    _lightning_only("barebones", boolean(), False, "Lightning's barebones mode"),
+    _lightning_only("plugins", anything(), None, "Lightning plugins"),
+    _lightning_only("sync_batchnorm", boolean(), False, "synchronise batch norm statistics across processes"),
+    Flag("reload_dataloaders_every_n_epochs", integer(0), 0, "reload the dataloaders every n epochs (0: never)",
+         support=implemented),
+    Flag("default_root_dir", string(), None, "where logs and checkpoints go (null: the working directory)",
+         support=implemented),
+    _lightning_only("enable_autolog_hparams", boolean(), True, "log hyperparameters at the start"),
+    _lightning_only("model_registry", anything(), None, "model hub name"),
+    # --- seed-era flags that Lightning 2.0 removed (Lightning 1.9.5's meaning)
+    Flag("amp_backend", choice("native", "apex"), "native", "native or apex",
+         support=only("native")),
+    Flag("amp_level", choice("O0", "O1", "O2", "O3"), None, "apex optimisation level, with amp_backend apex (null: O2)",
+         support=only(None)),
+    Flag("track_grad_norm", _track_grad_norm(), -1.0, "-1 (off), or log the p-norm of the gradients",
+         support=only(-1.0)),
+    Flag("truncated_bptt_steps", integer(1), None, "truncated backpropagation through time, in steps",
+         support=only(None)),
+    Flag("terminate_on_nan", boolean(), False, "stop when the loss or the weights become nan or inf",
+         support=only(False)),
+)
+# fmt: on
+
+FLAGS_BY_NAME: Mapping[str, Flag] = {flag.name: flag for flag in FLAGS}
+
+
+# ---------------------------------------------------------------------------
+# seed-era spellings
+
+EARLY_STOPPING_DEFAULT = {
+    # the seed's `early_stop_callback: true`; Lightning 2.x's EarlyStopping needs the monitor named
+    "class_path": "pytorch_lightning.callbacks.EarlyStopping",
+    "init_args": {"monitor": "val_loss"},
+}
+
+
+@dataclass(frozen=True)
+class Alias:
+    """A seed-era spelling: `kind.parse` reads its non-null value as {modern flag: raw value}
+    (a `callbacks` value is a list of entries to add)."""
+
+    name: str
+    kind: Kind
+    doc: str
+
+
+def _gpus(raw: Any) -> dict[str, Any]:
+    if isinstance(raw, bool) or not isinstance(raw, (int, str, list)):
+        raise FlagError(f"expected a number of GPUs, -1, or a list of GPU indices, {got(raw)}")
+    if raw == 0 or raw == [] or (isinstance(raw, str) and raw.strip() in ("0", "[]")):
+        return {"accelerator": "cpu"}  # Lightning 1.x: no GPU
+    return {"accelerator": "cuda", "devices": raw}
+
+
+def _distributed_backend(raw: Any) -> dict[str, Any]:
+    if raw == "ddp_cpu":
+        return {"strategy": "ddp", "accelerator": "cpu"}
+    return {"strategy": raw}
+
+
+def _reload_dataloaders_every_epoch(raw: Any) -> dict[str, Any]:
+    return {"reload_dataloaders_every_n_epochs": 1 if boolean().parse(raw) else 0}
+
+
+def _early_stop_callback(raw: Any) -> dict[str, Any]:
+    if raw is False:
+        return {}
+    if raw is True:
+        return {"callbacks": [EARLY_STOPPING_DEFAULT]}
+    _class_path_of(raw, "true, false or an EarlyStopping entry with a class_path")
+    return {"callbacks": [raw]}
+
+
+def _progress_bar_refresh_rate(raw: Any) -> dict[str, Any]:
+    return {"enable_progress_bar": integer(0).parse(raw) > 0}
+
+
+# fmt: off
+ALIASES: tuple[Alias, ...] = (
+    Alias("gpus", Kind(_gpus, {"anyOf": [{"type": "integer"}, {"type": "string"}, {"type": "array"}]}),
+          "seed-era: accelerator cuda with this many devices (0: cpu)"),
+    Alias("distributed_backend", Kind(_distributed_backend, {"type": "string"}),
+          "seed-era: strategy"),
+    Alias("row_log_interval", Kind(lambda raw: {"log_every_n_steps": raw}, {"type": "integer"}),
+          "seed-era: log_every_n_steps"),
+    Alias("reload_dataloaders_every_epoch", Kind(_reload_dataloaders_every_epoch, {"type": "boolean"}),
+          "seed-era: reload_dataloaders_every_n_epochs 1 (true) or 0 (false)"),
+    Alias("early_stop_callback", Kind(_early_stop_callback, {"anyOf": [{"type": "boolean"}, CLASS_REF_SCHEMA]}),
+          "seed-era: true adds an EarlyStopping callback monitoring val_loss"),
+    Alias("progress_bar_refresh_rate", Kind(_progress_bar_refresh_rate, {"type": "integer", "minimum": 0}),
+          "seed-era: 0 is enable_progress_bar false, else true"),
+)
+# fmt: on
+
+ALIASES_BY_NAME: Mapping[str, Alias] = {alias.name: alias for alias in ALIASES}
+TRAINER_KEYS: tuple[str, ...] = (*FLAGS_BY_NAME, *ALIASES_BY_NAME)
+
+
+def alias_notice(modern: Mapping[str, Any]) -> str:
+    """The one-line notice for a seed-era spelling read as `modern` (Alias.kind.parse's result)."""
+    if not modern:
+        return "seed-era flag with no effect here; remove it"
+    parts = []
+    for name, value in modern.items():
+        if name == "callbacks":
+            parts.append("callbacks: + " + ", ".join(entry["class_path"] for entry in value))
+        else:
+            parts.append(f"{name}: {show(value)}")
+    return "seed-era spelling, read as `" + "`, `".join(parts) + "`"
+
+
+# ---------------------------------------------------------------------------
+# rules between flags
+
+
+def cross_problems(values: Mapping[str, Any], given: Collection[str]) -> list[tuple[str, str]]:
+    """Lightning's rules between flags, as (flag, message); `values` are normalised, `given` were set explicitly."""
+    problems = []
+    epochs_off = values["check_val_every_n_epoch"] is None
+    if epochs_off and "val_check_interval" in given and isinstance(values["val_check_interval"], float):
+        # Lightning's _DataConnector.on_trainer_init
+        message = "must be an integer (a number of batches) when check_val_every_n_epoch is null"
+        problems.append(("val_check_interval", message))
+    return problems

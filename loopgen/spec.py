@@ -1,0 +1,616 @@
+"""Stage 1: YAML spec -> validated, defaulted, typed `Spec`.
+
+Every error about the user's input is raised here (as LoopgenError, with the
+key path and YAML line); nothing downstream re-validates.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import keyword
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from loopgen.errors import LoopgenError, Problem
+from loopgen.flags import (
+    ALIASES,
+    CLASS_REF_SCHEMA,
+    FLAGS,
+    TRAINER_KEYS,
+    Flag,
+    FlagError,
+    alias_notice,
+    callback_support,
+    cross_problems,
+    did_you_mean,
+    got,
+    lightning_callback,
+    same,
+    show,
+)
+
+
+@dataclass(frozen=True)
+class ClassRef:
+    """A `class_path` + `init_args` entry (model, data, optimizer, callbacks, ...)."""
+
+    class_path: str  # dotted path, e.g. "examples.models.Classifier"
+    init_args: Mapping[str, Any] = field(default_factory=dict)  # plain YAML values
+    line: int | None = None  # YAML line of the entry
+
+    @property
+    def module(self) -> str:
+        return self.class_path.rpartition(".")[0]
+
+    @property
+    def name(self) -> str:
+        return self.class_path.rpartition(".")[2]
+
+
+@dataclass(frozen=True)
+class TrainerFlags:
+    """Trainer flags, normalised to Lightning 2.x names and canonical values.
+
+    `None` keeps its Lightning meaning where Lightning gives it one (e.g.
+    max_epochs None: decided together with max_steps by the plan).
+    """
+
+    accelerator: str = "auto"  # auto | cpu | cuda | tpu   ("gpu" -> "cuda")
+    strategy: str = "auto"  # auto | dp | ddp | horovod   ("single_device" -> "auto")
+    devices: int = 1  # "auto" -> 1
+    num_nodes: int = 1
+    precision: str = "32"  # "32" | "16-mixed" | "bf16-mixed" | "64"
+    amp_backend: str = "native"  # native | apex
+    amp_level: str | None = None  # O0..O3 with apex
+    max_epochs: int | None = None
+    min_epochs: int | None = None
+    max_steps: int = -1
+    min_steps: int | None = None
+    limit_train_batches: int | float = 1.0
+    limit_val_batches: int | float = 1.0
+    overfit_batches: int | float = 0
+    val_check_interval: int | float = 1.0
+    check_val_every_n_epoch: int | None = 1
+    num_sanity_val_steps: int = 2  # -1: all validation batches
+    accumulate_grad_batches: int | Mapping[int, int] = 1  # int, or the seed's {epoch: factor}
+    gradient_clip_val: float | None = None
+    gradient_clip_algorithm: str = "norm"  # norm | value
+    track_grad_norm: float = -1  # -1: off, else the p of the p-norm
+    truncated_bptt_steps: int | None = None
+    terminate_on_nan: bool = False
+    log_every_n_steps: int = 50
+    reload_dataloaders_every_n_epochs: int = 0
+    fast_dev_run: int = 0  # False -> 0, True -> 1, N -> N
+    profiler: str | None = None  # None | "simple"
+    enable_progress_bar: bool | None = None  # None: Lightning's default (on)
+    logger: bool | str | None = None  # None: Lightning's default; False; "csv"; "tensorboard"
+    default_root_dir: str | None = None
+    enable_checkpointing: bool | None = None  # None: Lightning's default (on)
+    callbacks: tuple[ClassRef, ...] = ()
+    deterministic: bool = False
+    benchmark: bool | None = None
+
+
+@dataclass(frozen=True)
+class LoopFlags:
+    """loopgen-only `loop:` section: facts Lightning finds at run time that shape the code."""
+
+    optimizer_frequencies: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True)
+class Spec:
+    path: Path  # the spec file as given
+    sha256: str  # of the spec file's bytes
+    seed_everything: int | bool  # int seed; True: seed chosen at run time; False: do not seed
+    model: ClassRef
+    data: ClassRef | None
+    trainer: TrainerFlags
+    optimizer: ClassRef | None
+    lr_scheduler: ClassRef | None
+    loop: LoopFlags
+    ckpt_path: str | None = None
+    notices: tuple[str, ...] = ()  # one-line notices (seed-era spellings, defaults not implemented, ...)
+
+
+# ---------------------------------------------------------------------------
+# what the spec may say
+
+TOP_LEVEL_KEYS = (
+    "seed_everything", "model", "data", "trainer", "optimizer", "lr_scheduler",  # LightningCLI `fit`
+    "ckpt_path", "weights_only",  # LightningCLI `fit`: Trainer.fit arguments
+    "loop",  # loopgen-only
+)  # fmt: skip
+CLASS_REF_KEYS = ("class_path", "init_args", "dict_kwargs")  # jsonargparse's
+LOOP_KEYS = tuple(f.name for f in fields(LoopFlags))
+MAX_SEED = 2**32 - 1  # Lightning's seed_everything bounds (numpy's)
+
+_TOP_LEVEL_HINTS = {
+    "fit": "this is a LightningCLI main config; use the contents of its `fit:` section as the spec",
+}
+_DOTTED_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$"
+
+KeyPath = tuple[str | int, ...]  # mapping keys are str, list indexes int
+
+
+def dotted(path: KeyPath) -> str:
+    """("trainer", "callbacks", 0, "class_path") -> "trainer.callbacks[0].class_path"."""
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else part)
+    return out
+
+
+# ---------------------------------------------------------------------------
+# YAML with lines
+
+
+@dataclass(frozen=True)
+class _Document:
+    data: Any
+    lines: Mapping[KeyPath, int]  # 1-based line of each mapping key and list item
+    problems: tuple[Problem, ...]  # duplicate keys
+
+
+def _parse_yaml(text: str, where: str) -> _Document:
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            raise LoopgenError(Problem(where, "the spec is empty"))
+        lines: dict[KeyPath, int] = {}
+        problems: list[Problem] = []
+        _walk(node, (), lines, problems, set())  # before constructing: that flattens `<<` merges in place
+        data = loader.construct_document(node)
+    except yaml.MarkedYAMLError as error:
+        mark = error.problem_mark or error.context_mark
+        message = " ".join(str(part) for part in (error.context, error.problem) if part)
+        raise LoopgenError(Problem(where, f"invalid YAML: {message}", mark.line + 1 if mark else None)) from None
+    except yaml.YAMLError as error:
+        raise LoopgenError(Problem(where, f"invalid YAML: {error}")) from None
+    finally:
+        loader.dispose()
+    return _Document(data, lines, tuple(problems))
+
+
+def _walk(node: yaml.Node, path: KeyPath, lines: dict[KeyPath, int], problems: list[Problem], active: set[int]) -> None:
+    """Record the line of every key path under `node`, and report duplicate keys."""
+    if id(node) in active:  # a recursive alias
+        return
+    active.add(id(node))
+    if isinstance(node, yaml.MappingNode):
+        first_line: dict[str, int] = {}
+        merges = []
+        for key_node, value_node in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                merges += value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
+                continue
+            if not isinstance(key_node, yaml.ScalarNode):
+                continue  # a complex key: refused once constructed
+            key, line = key_node.value, key_node.start_mark.line + 1
+            if key in first_line:
+                problems.append(Problem(dotted((*path, key)), f"duplicate key (first on line {first_line[key]})", line))
+                continue
+            first_line[key] = line
+            lines.setdefault((*path, key), line)
+            _walk(value_node, (*path, key), lines, problems, active)
+        for merged in merges:  # keys written here win over merged ones, as in YAML
+            _walk(merged, path, lines, problems, active)
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            lines.setdefault((*path, index), item.start_mark.line + 1)
+            _walk(item, (*path, index), lines, problems, active)
+    active.discard(id(node))
+
+
+# ---------------------------------------------------------------------------
+# loading
+
+
+def load_spec(path: Path) -> Spec:
+    """Read, validate and normalise a spec file; raise LoopgenError listing every problem found."""
+    where = str(path)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise LoopgenError(Problem(where, "no such file")) from None
+    except OSError as error:
+        raise LoopgenError(Problem(where, f"cannot read: {error.strerror or error}")) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise LoopgenError(Problem(where, f"not UTF-8 text ({error.reason} at byte {error.start})")) from None
+    document = _parse_yaml(text, where)
+    if not isinstance(document.data, dict):
+        raise LoopgenError(
+            Problem(where, f"expected a mapping of top-level keys (model, trainer, ...), {got(document.data)}")
+        )
+    reader = _Reader(where, document.lines, list(document.problems))
+    spec = reader.spec(document.data, path, hashlib.sha256(raw).hexdigest())
+    if spec is None or reader.problems:
+        raise LoopgenError(sorted(reader.problems, key=_by_line))
+    return spec
+
+
+def _by_line(problem: Problem) -> int:
+    return problem.line or 0
+
+
+_INVALID: Any = object()  # a value that had a problem (already reported)
+
+
+class _Reader:
+    """Walks the parsed YAML, collecting every problem (with key path and line) and notice."""
+
+    def __init__(self, file: str, lines: Mapping[KeyPath, int], problems: list[Problem]):
+        self.file = file
+        self.lines = lines
+        self.problems = problems
+        self.notices: list[Problem] = []  # notices are reported like problems: key path, line, message
+
+    # --- reporting
+
+    def line(self, path: KeyPath) -> int | None:
+        while path and path not in self.lines:
+            path = path[:-1]
+        return self.lines.get(path)
+
+    def problem(self, path: KeyPath, message: str) -> None:
+        self.problems.append(Problem(dotted(path) or self.file, message, self.line(path)))
+
+    def notice(self, path: KeyPath, message: str) -> None:
+        self.notices.append(Problem(dotted(path), message, self.line(path)))
+
+    # --- the spec
+
+    def spec(self, data: dict[Any, Any], path: Path, sha256: str) -> Spec | None:
+        top = self.mapping((), data, TOP_LEVEL_KEYS, "not a LightningCLI `fit` key nor `loop`", _TOP_LEVEL_HINTS)
+        seed = self.seed(top.get("seed_everything"))
+        model = None
+        if top.get("model") is None:
+            self.problem(("model",), "required: the model's class path")
+        else:
+            subclass_mode = (
+                "(LightningCLI configs must come from subclass mode: LightningCLI(..., subclass_mode_model=True))"
+            )
+            model = self.class_ref(("model",), top["model"], missing=subclass_mode)
+        data_ref = self.optional_class_ref(("data",), top.get("data"))
+        trainer = self.trainer(top.get("trainer"))
+        optimizer = self.optional_class_ref(("optimizer",), top.get("optimizer"))
+        lr_scheduler = self.optional_class_ref(("lr_scheduler",), top.get("lr_scheduler"))
+        if lr_scheduler is not None and top.get("optimizer") is None:
+            self.notice(("lr_scheduler",), "ignored without `optimizer:` (as LightningCLI does)")
+            lr_scheduler = None
+        loop = self.loop(top.get("loop"))
+        ckpt_path = top.get("ckpt_path")
+        if ckpt_path is not None and not isinstance(ckpt_path, str):
+            self.problem(("ckpt_path",), f"expected a checkpoint path or null, {got(ckpt_path)}")
+        if top.get("weights_only") is not None and not isinstance(top["weights_only"], bool):
+            self.problem(("weights_only",), f"expected true, false or null, {got(top['weights_only'])}")
+        if self.problems or model is None or trainer is None:
+            return None
+        return Spec(
+            path=path,
+            sha256=sha256,
+            seed_everything=seed,
+            model=model,
+            data=data_ref,
+            trainer=trainer,
+            optimizer=optimizer,
+            lr_scheduler=lr_scheduler,
+            loop=loop,
+            ckpt_path=ckpt_path,
+            notices=tuple(str(notice) for notice in sorted(self.notices, key=_by_line)),
+        )
+
+    def mapping(
+        self,
+        path: KeyPath,
+        value: Any,
+        known: Collection[str],
+        unknown: str,
+        hints: Mapping[str, str] | None = None,
+    ) -> dict[str, Any]:
+        """`value` as a mapping of known keys (null: empty); reports unknown keys, with "did you mean"."""
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            self.problem(path, f"expected a mapping, {got(value)}")
+            return {}
+        known_items = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                self.problem((*path, show(key)), f"unknown key: {unknown}")
+            elif key in known:
+                known_items[key] = item
+            else:
+                hint = (hints or {}).get(key) or f"{unknown}{did_you_mean(key, known)}"
+                self.problem((*path, key), f"unknown key: {hint}")
+        return known_items
+
+    def seed(self, value: Any) -> int | bool:
+        if value is None:
+            return True  # LightningCLI's default
+        if isinstance(value, bool) or (isinstance(value, int) and 0 <= value <= MAX_SEED):
+            return value
+        self.problem(
+            ("seed_everything",),
+            f"expected an integer in [0, {MAX_SEED}], true (seed chosen at run time) or false (no seeding), {got(value)}",
+        )
+        return True
+
+    # --- class references
+
+    def optional_class_ref(self, path: KeyPath, value: Any) -> ClassRef | None:
+        return None if value is None else self.class_ref(path, value)
+
+    def class_ref(
+        self,
+        path: KeyPath,
+        value: Any,
+        canonical: Callable[[str], str | None] | None = None,
+        missing: str = "",
+    ) -> ClassRef | None:
+        """A `class_path` + `init_args` (+ jsonargparse's `dict_kwargs`, merged in) entry, or a bare class path.
+
+        `canonical` maps a class path to its canonical spelling (None: keep it).
+        """
+        if isinstance(value, str):
+            class_path, class_path_at, init_args = value, path, {}
+        elif isinstance(value, dict):
+            entry = self.mapping(path, value, CLASS_REF_KEYS, "a class entry has class_path, init_args and dict_kwargs")
+            class_path, class_path_at = entry.get("class_path"), (*path, "class_path")
+            init_args = self.init_args((*path, "init_args"), entry.get("init_args"))
+            extra = self.init_args((*path, "dict_kwargs"), entry.get("dict_kwargs"))
+            for name in init_args.keys() & extra.keys():
+                self.problem((*path, "dict_kwargs", name), "also given in init_args")
+            init_args.update(extra)
+            if "class_path" not in entry:
+                self.problem(path, f"missing class_path {missing}".rstrip())
+                return None
+        else:
+            self.problem(path, f"expected a class path or a mapping with class_path and init_args, {got(value)}")
+            return None
+        if not isinstance(class_path, str):
+            self.problem(class_path_at, f"expected a dotted class path, {got(class_path)}")
+            return None
+        if canonical is not None:
+            class_path = canonical(class_path) or class_path
+        parts = class_path.split(".")
+        if not all(part.isidentifier() and not keyword.iskeyword(part) for part in parts):
+            self.problem(class_path_at, f"{class_path!r} is not a dotted Python path (module.Class)")
+            return None
+        if len(parts) < 2:
+            self.problem(class_path_at, f"{class_path!r} needs its module: write module.{class_path}")
+            return None
+        return ClassRef(class_path, init_args, self.line(path))
+
+    def init_args(self, path: KeyPath, value: Any) -> dict[str, Any]:
+        """Keyword arguments: identifier names, plain YAML data values."""
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            self.problem(path, f"expected a mapping of argument names to values, {got(value)}")
+            return {}
+        args = {}
+        for name, item in value.items():
+            if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
+                self.problem((*path, show(name)), "argument names must be Python identifiers")
+            elif self.plain((*path, name), item):
+                args[name] = item
+        return args
+
+    def plain(self, path: KeyPath, value: Any) -> bool:
+        """Whether `value` is plain YAML data: null, booleans, numbers, strings, and lists and mappings of them."""
+        if value is None or isinstance(value, (bool, int, float, str)):
+            return True
+        if isinstance(value, list):
+            children = [((*path, index), item) for index, item in enumerate(value)]
+        elif isinstance(value, dict):
+            children = [((*path, show(key)), part) for key, item in value.items() for part in (key, item)]
+        else:
+            self.problem(
+                path,
+                "only plain YAML data (null, booleans, numbers, strings, lists and mappings of them) is accepted, "
+                f"got {type(value).__name__} (quote it to pass a string)",
+            )
+            return False
+        checked = [self.plain(at, child) for at, child in children]  # all of them: every problem is reported
+        return all(checked)
+
+    # --- trainer
+
+    def trainer(self, value: Any) -> TrainerFlags | None:
+        path: KeyPath = ("trainer",)
+        raw = self.mapping(path, value, TRAINER_KEYS, "not a Lightning 2.x Trainer argument")
+        problems_before = len(self.problems)
+
+        # seed-era spellings become candidate values of modern flags
+        from_aliases: dict[str, list[tuple[KeyPath, Any]]] = {}
+        for alias in ALIASES:
+            if raw.get(alias.name) is None:
+                continue
+            where = (*path, alias.name)
+            try:
+                modern = alias.kind.parse(raw[alias.name])
+            except FlagError as error:
+                self.problem((*where, *error.at), error.message)
+                continue
+            self.notice(where, alias_notice(modern))
+            for name, item in modern.items():
+                entries = item if name == "callbacks" else [item]
+                from_aliases.setdefault(name, []).extend((where, entry) for entry in entries)
+
+        values: dict[str, Any] = {}
+        given: set[str] = set()
+        for flag in FLAGS:
+            key = (*path, flag.name)
+            own = [(key, raw[flag.name])] if flag.name in raw and (raw[flag.name] is not None or flag.nullable) else []
+            added = from_aliases.get(flag.name, [])
+            if own or added:
+                given.add(flag.name)
+            if flag.name == "callbacks":
+                values[flag.name] = self.callbacks(flag, key, raw.get(flag.name), added)
+            else:
+                values[flag.name] = self.flag_value(flag, key, own + added)
+
+        if len(self.problems) > problems_before:
+            return None
+        for name, message in cross_problems(values, given):
+            self.problem((*path, name), message)
+        if len(self.problems) > problems_before:
+            return None
+        return TrainerFlags(**{f.name: values[f.name] for f in fields(TrainerFlags)})
+
+    def flag_value(self, flag: Flag, key: KeyPath, candidates: list[tuple[KeyPath, Any]]) -> Any:
+        """The normalised value of `flag` from its key and/or seed-era spellings (which must agree)."""
+        if not candidates:
+            if flag.default_notice:
+                self.notice(key, flag.default_notice)
+            return flag.default
+        parsed = []
+        for where, raw in candidates:
+            try:
+                value = flag.parse(raw)
+            except FlagError as error:
+                self.problem((*where, *error.at), error.message)
+                return _INVALID
+            notice = flag.notice(raw) if flag.notice is not None and raw is not None else None
+            if notice:
+                self.notice(where, notice)
+            parsed.append((where, value))
+        (where, value), *others = parsed
+        for other_where, other in others:
+            if not same(other, value):
+                self.problem(
+                    other_where,
+                    f"means {flag.name}: {show(other)}, which conflicts with {dotted(where)}: {show(value)}",
+                )
+                return _INVALID
+        reason = flag.support(value)
+        if reason:
+            self.problem(where, reason if where == key else f"{flag.name}: {show(value)} is {reason}")
+            return _INVALID
+        return value
+
+    def callbacks(
+        self, flag: Flag, key: KeyPath, listed: Any, added: list[tuple[KeyPath, Any]]
+    ) -> tuple[ClassRef, ...]:
+        """`trainer.callbacks` entries, then those `added` by seed-era spellings; each checked by callback_support."""
+        entries: list[tuple[KeyPath, Any]] = []
+        if listed is not None:
+            try:
+                entries = [
+                    ((*key, index) if isinstance(listed, list) else key, entry)
+                    for index, entry in enumerate(flag.parse(listed))
+                ]
+            except FlagError as error:
+                self.problem((*key, *error.at), error.message)
+        entries += added
+        refs = []
+        for where, entry in entries:
+            ref = self.class_ref(where, entry, canonical=lightning_callback)
+            if ref is None:
+                continue
+            reason = callback_support(ref.class_path)
+            if reason:
+                self.problem(where, f"{ref.name}: {reason}")
+            else:
+                refs.append(ref)
+        return tuple(refs)
+
+    # --- loop
+
+    def loop(self, value: Any) -> LoopFlags:
+        path: KeyPath = ("loop",)
+        raw = self.mapping(path, value, LOOP_KEYS, "not a loopgen loop setting")
+        frequencies = raw.get("optimizer_frequencies")
+        if frequencies is None:
+            return LoopFlags()
+        key = (*path, "optimizer_frequencies")
+        if not isinstance(frequencies, list) or not frequencies:
+            self.problem(key, f"expected a non-empty list of positive integers (one per optimizer), {got(frequencies)}")
+            return LoopFlags()
+        for index, frequency in enumerate(frequencies):
+            if isinstance(frequency, bool) or not isinstance(frequency, int) or frequency < 1:
+                self.problem((*key, index), f"expected a positive integer, {got(frequency)}")
+        return LoopFlags(tuple(frequencies))
+
+
+# ---------------------------------------------------------------------------
+# JSON Schema
+
+
+def spec_schema() -> dict[str, Any]:
+    """A JSON Schema (draft 2020-12) of the spec, built from the flag table (for `loopgen schema`, editors)."""
+
+    def nullable(schema: Mapping[str, Any]) -> dict[str, Any]:
+        return {"anyOf": [{"type": "null"}, dict(schema)]}
+
+    trainer: dict[str, Any] = {}
+    for flag in FLAGS:
+        default = list(flag.default) if isinstance(flag.default, tuple) else flag.default
+        trainer[flag.name] = {"description": flag.doc, "default": default, **nullable(flag.kind.schema)}
+    for alias in ALIASES:
+        trainer[alias.name] = {"description": alias.doc, "deprecated": True, **nullable(alias.kind.schema)}
+    plain_object = {"type": "object", "propertyNames": {"pattern": r"^[A-Za-z_][A-Za-z0-9_]*$"}}
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "loopgen spec",
+        "description": "A LightningCLI `fit` config (plus loopgen's `loop:`) that loopgen renders to a training script.",
+        "type": "object",
+        "required": ["model"],
+        "additionalProperties": False,
+        "properties": {
+            "seed_everything": {
+                "description": "an int seed; true: seed chosen at run time; false: do not seed",
+                "default": True,
+                "anyOf": [
+                    {"type": "null"},
+                    {"type": "boolean"},
+                    {"type": "integer", "minimum": 0, "maximum": MAX_SEED},
+                ],
+            },
+            "model": {"description": "the model class (a torch.nn.Module with Lightning's hooks)", **CLASS_REF_SCHEMA},
+            "data": {
+                "description": "the data class; null: the model's own *_dataloader hooks",
+                **nullable(CLASS_REF_SCHEMA),
+            },
+            "trainer": {"type": ["object", "null"], "additionalProperties": False, "properties": trainer},
+            "optimizer": {"description": "null: the model's configure_optimizers", **nullable(CLASS_REF_SCHEMA)},
+            "lr_scheduler": {"description": "used with `optimizer:`", **nullable(CLASS_REF_SCHEMA)},
+            "loop": {
+                "description": "loopgen-only: facts Lightning finds at run time that shape the code",
+                "type": ["object", "null"],
+                "additionalProperties": False,
+                "properties": {
+                    "optimizer_frequencies": nullable(
+                        {"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 1}
+                    ),
+                },
+            },
+            "ckpt_path": {"description": "the checkpoint to resume from by default", "type": ["string", "null"]},
+            "weights_only": {"description": "accepted and ignored", "type": ["boolean", "null"]},
+        },
+        "$defs": {
+            "class_ref": {
+                "anyOf": [
+                    {"type": "string", "pattern": _DOTTED_PATTERN},
+                    {
+                        "type": "object",
+                        "required": ["class_path"],
+                        "additionalProperties": False,
+                        "properties": {
+                            "class_path": {"type": "string", "pattern": _DOTTED_PATTERN},
+                            "init_args": nullable(plain_object),
+                            "dict_kwargs": nullable(plain_object),
+                        },
+                    },
+                ]
+            }
+        },
+    }

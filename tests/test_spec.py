@@ -1,0 +1,851 @@
+"""loopgen.spec / loopgen.flags: the YAML spec becomes a validated, normalised Spec, or one error per problem."""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import textwrap
+from dataclasses import MISSING, fields
+from pathlib import Path
+
+import pytest
+import yaml
+
+from loopgen.errors import LoopgenError
+from loopgen.flags import FLAGS, FLAGS_BY_NAME, TRAINER_KEYS
+from loopgen.spec import ClassRef, LoopFlags, Spec, TrainerFlags, load_spec, spec_schema
+
+FIXTURES = Path(__file__).parent / "fixtures"
+REPO = Path(__file__).parent.parent
+
+# Generated with pytorch_lightning 2.6.6 (and jsonargparse 4.53):
+#   LightningCLI(pl.LightningModule, subclass_mode_model=True) run as
+#   fit --model tiny_model.TinyModel --model.hidden 16 --data tiny_model.TinyData --data.batch_size 4
+#       --trainer.max_epochs 3 --trainer.logger false --trainer.callbacks+=tiny_model.PrintCallback
+#       --trainer.callbacks.every 2 --trainer.gradient_clip_val 0.5 --optimizer torch.optim.Adam
+#       --optimizer.lr 0.01 --lr_scheduler torch.optim.lr_scheduler.StepLR --lr_scheduler.step_size 2
+#       --seed_everything 42 --print_config
+PRINT_CONFIG = FIXTURES / "print_config.yaml"
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "spec.yaml"
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def load(tmp_path: Path, text: str) -> Spec:
+    return load_spec(write(tmp_path, text))
+
+
+def problems(tmp_path: Path, text: str) -> list[str]:
+    with pytest.raises(LoopgenError) as excinfo:
+        load(tmp_path, text)
+    return [str(problem) for problem in excinfo.value.problems]
+
+
+def problem(tmp_path: Path, text: str) -> str:
+    (only,) = problems(tmp_path, text)
+    return only
+
+
+def trainer(tmp_path: Path, flags: str) -> TrainerFlags:
+    return load(tmp_path, "model: pkg.models.Net\ntrainer:\n" + textwrap.indent(textwrap.dedent(flags), "  ")).trainer
+
+
+def trainer_problem(tmp_path: Path, flags: str) -> str:
+    return problem(tmp_path, "model: pkg.models.Net\ntrainer:\n" + textwrap.indent(textwrap.dedent(flags), "  "))
+
+
+def notice_keys(spec: Spec) -> list[str]:
+    return [notice.split(":")[0].split(" (line")[0] for notice in spec.notices]
+
+
+# --- valid specs
+
+
+def test_minimal_spec_gets_lightning_defaults(tmp_path: Path) -> None:
+    path = write(tmp_path, "model: pkg.models.Net\n")
+    spec = load_spec(path)
+    assert spec.path == path
+    assert spec.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert spec.model == ClassRef("pkg.models.Net", {}, line=1)
+    assert spec.seed_everything is True  # LightningCLI's default
+    assert (spec.data, spec.optimizer, spec.lr_scheduler, spec.ckpt_path) == (None, None, None, None)
+    assert spec.loop == LoopFlags()
+    assert spec.trainer == TrainerFlags()
+    assert spec.trainer.precision == "32" and spec.trainer.devices == 1 and spec.trainer.max_epochs is None
+    assert notice_keys(spec) == [
+        "trainer.logger",
+        "trainer.enable_checkpointing",
+        "trainer.enable_progress_bar",
+    ]
+    assert spec.notices[0] == (
+        "trainer.logger: Lightning's default logger is not implemented yet; the script does not log "
+        "(set `logger: false` to silence this)"
+    )
+
+
+def test_contract_example_spec(tmp_path: Path) -> None:
+    spec = load(
+        tmp_path,
+        """
+        seed_everything: 42
+        model:
+          class_path: examples.models.Classifier
+          init_args: {hidden: 64, lr: 0.05}
+        data:
+          class_path: examples.data.RandomData
+          init_args: {batch_size: 32}
+        trainer:
+          max_epochs: 5
+          accumulate_grad_batches: 2
+          gradient_clip_val: 0.5
+          logger: false
+          enable_checkpointing: false
+          enable_progress_bar: false
+        optimizer:
+          class_path: torch.optim.SGD
+          init_args: {lr: 0.1}
+        lr_scheduler:
+          class_path: torch.optim.lr_scheduler.StepLR
+          init_args: {step_size: 1}
+        loop:
+          optimizer_frequencies: [5, 1]
+        """,
+    )
+    assert spec.seed_everything == 42
+    assert spec.model == ClassRef("examples.models.Classifier", {"hidden": 64, "lr": 0.05}, line=3)
+    assert spec.model.module == "examples.models" and spec.model.name == "Classifier"
+    assert spec.data == ClassRef("examples.data.RandomData", {"batch_size": 32}, line=6)
+    assert spec.optimizer == ClassRef("torch.optim.SGD", {"lr": 0.1}, line=16)
+    assert spec.lr_scheduler is not None and spec.lr_scheduler.init_args == {"step_size": 1}
+    assert spec.loop.optimizer_frequencies == (5, 1)
+    t = spec.trainer
+    assert (t.max_epochs, t.accumulate_grad_batches, t.gradient_clip_val) == (5, 2, 0.5)
+    assert (t.logger, t.enable_checkpointing, t.enable_progress_bar) == (False, False, False)
+    assert spec.notices == ()  # explicit `false` silences the not-implemented-default notices
+
+
+def test_lightning_cli_print_config_loads_unchanged() -> None:
+    spec = load_spec(PRINT_CONFIG)
+    assert spec.seed_everything == 42
+    assert spec.model == ClassRef(
+        "tiny_model.TinyModel", {"hidden": 16, "activation": "relu", "sizes": [4, 2]}, line=48
+    )
+    assert spec.data == ClassRef("tiny_model.TinyData", {"batch_size": 4, "num_samples": 8}, line=56)
+    assert spec.optimizer is not None and spec.optimizer.class_path == "torch.optim.Adam"
+    assert spec.optimizer.init_args["betas"] == [0.9, 0.999] and spec.optimizer.init_args["foreach"] is None
+    assert spec.lr_scheduler == ClassRef(
+        "torch.optim.lr_scheduler.StepLR", {"step_size": 2, "gamma": 0.1, "last_epoch": -1}, line=77
+    )
+    assert spec.ckpt_path is None
+    t = spec.trainer
+    assert t.callbacks == (ClassRef("tiny_model.PrintCallback", {"every": 2}, line=11),)
+    assert (t.max_epochs, t.gradient_clip_val, t.logger) == (3, 0.5, False)
+    # every other argument is null or Lightning's default, so the rest is as if absent
+    assert t == TrainerFlags(max_epochs=3, gradient_clip_val=0.5, logger=False, callbacks=t.callbacks)
+    assert notice_keys(spec) == [
+        "trainer.enable_checkpointing",
+        "trainer.enable_progress_bar",
+    ]
+
+
+def test_bare_class_paths_and_dict_kwargs(tmp_path: Path) -> None:
+    spec = load(
+        tmp_path,
+        """
+        model:
+          class_path: pkg.models.Net
+          init_args: {hidden: 3}
+          dict_kwargs: {extra: [1, {a: null}]}
+        data: pkg.data.Data
+        optimizer: torch.optim.Adam
+        """,
+    )
+    assert spec.model.init_args == {"hidden": 3, "extra": [1, {"a": None}]}
+    assert spec.data == ClassRef("pkg.data.Data", {}, line=6)
+    assert spec.optimizer == ClassRef("torch.optim.Adam", {}, line=7)
+
+
+def test_lr_scheduler_without_optimizer_is_ignored_as_lightning_cli_does(tmp_path: Path) -> None:
+    spec = load(tmp_path, "model: pkg.Net\nlr_scheduler: torch.optim.lr_scheduler.StepLR\n")
+    assert spec.lr_scheduler is None
+    assert any(notice.startswith("lr_scheduler (line 2): ignored without `optimizer:`") for notice in spec.notices)
+
+
+@pytest.mark.parametrize(("text", "seed"), [("42", 42), ("0", 0), ("false", False), ("true", True), ("null", True)])
+def test_seed_everything(tmp_path: Path, text: str, seed: int | bool) -> None:
+    value = load(tmp_path, f"model: pkg.Net\nseed_everything: {text}\n").seed_everything
+    assert value == seed and type(value) is type(seed)
+
+
+# --- the flag table
+
+
+def test_every_trainer_flags_field_has_a_flag_with_the_same_default() -> None:
+    for field in fields(TrainerFlags):
+        flag = FLAGS_BY_NAME[field.name]
+        default = field.default if field.default_factory is MISSING else field.default_factory()
+        assert flag.default == default, field.name
+
+
+def test_every_lightning_trainer_argument_is_a_flag() -> None:
+    pl = pytest.importorskip("pytorch_lightning")
+    arguments = set(inspect.signature(pl.Trainer.__init__).parameters) - {"self"}
+    assert arguments <= set(FLAGS_BY_NAME)
+    seed_era = {"amp_backend", "amp_level", "track_grad_norm", "truncated_bptt_steps", "terminate_on_nan"}
+    assert set(FLAGS_BY_NAME) == arguments | seed_era
+
+
+@pytest.mark.parametrize(
+    ("flags", "field", "value"),
+    [
+        ("accelerator: gpu", "accelerator", "cuda"),
+        ("strategy: single_device", "strategy", "auto"),
+        ("strategy: Auto", "strategy", "auto"),
+        ("devices: auto", "devices", 1),
+        ("devices: '1'", "devices", 1),
+        ("devices: [0]", "devices", 1),
+        ("precision: 32-true", "precision", "32"),
+        ("precision: '32'", "precision", "32"),
+        ("fast_dev_run: true", "fast_dev_run", 1),
+        ("fast_dev_run: 7", "fast_dev_run", 7),
+        ("fast_dev_run: false", "fast_dev_run", 0),
+        ("limit_train_batches: 0.25", "limit_train_batches", 0.25),
+        ("limit_train_batches: 10", "limit_train_batches", 10),
+        ("limit_train_batches: 10.0", "limit_train_batches", 10),  # Lightning makes it an int
+        ("limit_val_batches: 0", "limit_val_batches", 0),
+        ("overfit_batches: 2", "overfit_batches", 2),
+        ("val_check_interval: 0.5", "val_check_interval", 0.5),
+        ("val_check_interval: 100", "val_check_interval", 100),
+        ("check_val_every_n_epoch: null", "check_val_every_n_epoch", None),
+        ("check_val_every_n_epoch: 3", "check_val_every_n_epoch", 3),
+        ("num_sanity_val_steps: -1", "num_sanity_val_steps", -1),
+        ("max_epochs: -1", "max_epochs", -1),
+        ("max_steps: 100", "max_steps", 100),
+        ("min_steps: 5", "min_steps", 5),
+        ("min_epochs: 2", "min_epochs", 2),
+        ("gradient_clip_val: 1", "gradient_clip_val", 1.0),
+        ("gradient_clip_val: 0", "gradient_clip_val", None),  # Lightning does not clip at <= 0
+        ("gradient_clip_algorithm: Value", "gradient_clip_algorithm", "value"),
+        ("log_every_n_steps: 1", "log_every_n_steps", 1),
+        ("reload_dataloaders_every_n_epochs: 2", "reload_dataloaders_every_n_epochs", 2),
+        ("deterministic: true", "deterministic", True),
+        ("benchmark: false", "benchmark", False),
+        ("default_root_dir: runs", "default_root_dir", "runs"),
+        ("track_grad_norm: -1", "track_grad_norm", -1.0),
+        ("amp_backend: native", "amp_backend", "native"),
+        ("terminate_on_nan: false", "terminate_on_nan", False),
+        ("logger: false", "logger", False),
+    ],
+)
+def test_flag_values_are_normalised(tmp_path: Path, flags: str, field: str, value: object) -> None:
+    got = getattr(trainer(tmp_path, flags), field)
+    assert got == value and type(got) is type(value)
+
+
+def test_accumulate_grad_batches_schedule(tmp_path: Path) -> None:
+    assert trainer(tmp_path, "accumulate_grad_batches: 4").accumulate_grad_batches == 4
+    # as Lightning's GradientAccumulationScheduler: sorted, factor 1 until the first epoch given
+    assert trainer(tmp_path, "accumulate_grad_batches: {5: 3, 2: 2}").accumulate_grad_batches == {0: 1, 2: 2, 5: 3}
+    assert trainer(tmp_path, "accumulate_grad_batches: {0: 2}").accumulate_grad_batches == {0: 2}
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (
+            "accumulate_grad_batches: {0: 0}",
+            "trainer.accumulate_grad_batches.0 (line 3): accumulation factors must be integers >= 1, got 0",
+        ),
+        (
+            "accumulate_grad_batches: {0: 1.5}",
+            "trainer.accumulate_grad_batches.0 (line 3): accumulation factors must be integers >= 1, got 1.5",
+        ),
+        (
+            "accumulate_grad_batches: {-1: 2}",
+            "trainer.accumulate_grad_batches.-1 (line 3): epoch keys must be integers >= 0, got -1",
+        ),
+        (
+            "accumulate_grad_batches: {a: 2}",
+            "trainer.accumulate_grad_batches.a (line 3): epoch keys must be integers >= 0, got a (a string)",
+        ),
+        (
+            "accumulate_grad_batches: {}",
+            "trainer.accumulate_grad_batches (line 3): the {epoch: factor} mapping is empty",
+        ),
+        (
+            "accumulate_grad_batches: 0",
+            "trainer.accumulate_grad_batches (line 3): expected an integer >= 1 or a mapping",
+        ),
+        (
+            "accumulate_grad_batches: true",
+            "trainer.accumulate_grad_batches (line 3): expected an integer >= 1 or a mapping",
+        ),
+    ],
+)
+def test_accumulate_grad_batches_is_validated(tmp_path: Path, flags: str, message: str) -> None:
+    assert trainer_problem(tmp_path, flags).startswith(message)
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        ("max_epochs: '5'", "expected an integer >= -1 (-1: no limit), got 5 (a string)"),
+        ("max_epochs: true", "expected an integer >= -1 (-1: no limit), got true (a boolean)"),
+        ("max_epochs: 2.0", "expected an integer >= -1 (-1: no limit), got 2.0 (a float)"),
+        ("max_steps: -2", "expected an integer >= -1 (-1: no limit), got -2 (an integer)"),
+        ("min_epochs: -1", "expected an integer >= 0, got -1"),
+        ("num_sanity_val_steps: -2", "expected an integer >= -1 (-1: all batches), got -2"),
+        ("check_val_every_n_epoch: 0", "expected an integer >= 1, got 0"),
+        ("log_every_n_steps: false", "expected an integer >= 0, got false (a boolean)"),
+        ("reload_dataloaders_every_n_epochs: -1", "expected an integer >= 0, got -1"),
+        ("fast_dev_run: -1", "expected true, false or an integer >= 0, got -1"),
+        ("fast_dev_run: 0.5", "expected true, false or an integer >= 0, got 0.5"),
+        (
+            "limit_train_batches: 1.5",
+            "expected a float in [0.0, 1.0] (a fraction) or an integer >= 0 (a count), got 1.5",
+        ),
+        ("limit_val_batches: -1", "expected a float in [0.0, 1.0] (a fraction) or an integer >= 0 (a count), got -1"),
+        ("limit_train_batches: true", "got true (a boolean)"),
+        ("overfit_batches: 1.5", "expected a float in [0.0, 1.0]"),
+        ("val_check_interval: 0", "expected a float in (0.0, 1.0] (a fraction) or an integer >= 1 (a count), got 0"),
+        ("val_check_interval: 1.5", "got 1.5 (a float)"),
+        ("gradient_clip_val: 'big'", "expected a number, got big (a string)"),
+        ("gradient_clip_val: true", "expected a number, got true (a boolean)"),
+        ("gradient_clip_algorithm: l2", "expected one of norm, value, got l2 (a string)"),
+        ("accelerator: cpuu", "got cpuu (a string) (did you mean 'cpu'?)"),
+        ("strategy: ddpp", "(did you mean 'ddp'"),
+        ("precision: 8", "expected one of 32, 64, 16-mixed, bf16-mixed"),
+        ("precision: 16.0", "got 16.0 (a float)"),
+        ("devices: 0", 'expected "auto", an integer >= 1, -1 (all devices), or a list of device indices, got 0'),
+        ("devices: true", "got true (a boolean)"),
+        ("devices: [0, 0]", "got a list"),
+        ("devices: many", "got many (a string)"),
+        ("num_nodes: 0", "expected an integer >= 1, got 0"),
+        ("deterministic: maybe", "expected one of warn, got maybe"),
+        ("benchmark: 1", "expected true or false, got 1 (an integer)"),
+        ("enable_checkpointing: 'no'", "expected true or false, got no (a string)"),
+        ("track_grad_norm: 0", 'expected -1 (off), a number > 0 or "inf", got 0'),
+        ("truncated_bptt_steps: 0", "expected an integer >= 1, got 0"),
+        ("amp_backend: nvidia", "expected one of native, apex, got nvidia"),
+        ("amp_level: O5", "expected one of O0, O1, O2, O3, got O5"),
+        ("logger: wandb", "expected true, false, csv, tensorboard or a logger class entry, got wandb (a string)"),
+        ("logger: cvs", "got cvs (a string) (did you mean 'csv'?)"),
+        ("logger: [false]", "expected true, false, csv, tensorboard or a logger class entry, got a list"),
+        ("profiler: fancy", "expected one of simple, advanced, pytorch, xla, got fancy"),
+        ("default_root_dir: 3", "expected a string, got 3 (an integer)"),
+        ("callbacks: 3", "expected a class path or a mapping with class_path and init_args, got 3"),
+    ],
+)
+def test_wrong_values_name_the_key_and_line(tmp_path: Path, flags: str, message: str) -> None:
+    key = flags.split(":")[0]
+    text = trainer_problem(tmp_path, flags)
+    assert text.startswith(f"trainer.{key} (line 3): ") and message in text, text
+
+
+def test_check_val_every_n_epoch_null_needs_an_integer_interval(tmp_path: Path) -> None:
+    # Lightning's rule: without epochs to count, validation is every N batches
+    assert trainer(tmp_path, "check_val_every_n_epoch: null\nval_check_interval: 50").val_check_interval == 50
+    assert trainer_problem(tmp_path, "check_val_every_n_epoch: null\nval_check_interval: 0.5") == (
+        "trainer.val_check_interval (line 4): must be an integer (a number of batches) "
+        "when check_val_every_n_epoch is null"
+    )
+
+
+# --- what loopgen implements
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        "accelerator: tpu",
+        "strategy: ddp",
+        "strategy: dp",
+        "strategy: horovod",
+        "devices: 2",
+        "devices: -1",
+        "devices: [1]",
+        "num_nodes: 2",
+        "precision: 16-mixed",
+        "precision: bf16-mixed",
+        "precision: 64",
+        "amp_backend: apex",
+        "amp_level: O2",
+        "track_grad_norm: 2",
+        "track_grad_norm: inf",
+        "truncated_bptt_steps: 5",
+        "terminate_on_nan: true",
+        "profiler: simple",
+        "logger: true",
+        "logger: csv",
+        "logger: tensorboard",
+        "logger: {class_path: lightning.pytorch.loggers.CSVLogger, init_args: {save_dir: logs}}",
+        "enable_checkpointing: true",
+        "enable_progress_bar: true",
+    ],
+)
+def test_contract_flags_not_implemented_yet(tmp_path: Path, flags: str) -> None:
+    key = flags.split(":")[0]
+    assert trainer_problem(tmp_path, flags) == f"trainer.{key} (line 3): not supported yet"
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        "accelerator: mps",
+        "strategy: fsdp",
+        "precision: 16-true",
+        "profiler: advanced",
+        "deterministic: warn",
+        "val_check_interval: '00:00:10:00'",
+        "logger: {class_path: my.loggers.Logger}",
+    ],
+)
+def test_lightning_values_outside_the_contract_are_refused(tmp_path: Path, flags: str) -> None:
+    key = flags.split(":")[0]
+    assert trainer_problem(tmp_path, flags).startswith(f"trainer.{key} (line 3): not supported by loopgen")
+
+
+@pytest.mark.parametrize(
+    ("flags", "default"),
+    [
+        ("sync_batchnorm: true", "false"),
+        ("detect_anomaly: true", "false"),
+        ("barebones: true", "false"),
+        ("inference_mode: false", "true"),
+        ("use_distributed_sampler: false", "true"),
+        ("enable_model_summary: false", "true"),
+        ("enable_autolog_hparams: false", "true"),
+        ("limit_test_batches: 0.5", "1.0"),
+        ("limit_predict_batches: 1", "1.0"),  # 1 batch, not 100%
+        ("max_time: '00:01:00:00'", "null"),
+        ("plugins: [my.Plugin]", "null"),
+        ("model_registry: hub", "null"),
+    ],
+)
+def test_lightning_arguments_outside_the_contract_only_at_their_default(
+    tmp_path: Path, flags: str, default: str
+) -> None:
+    key = flags.split(":")[0]
+    assert trainer_problem(tmp_path, flags) == (
+        f"trainer.{key} (line 3): not supported by loopgen (only Lightning's default, {default}, is accepted)"
+    )
+
+
+def test_lightning_arguments_outside_the_contract_accepted_at_default_or_null(tmp_path: Path) -> None:
+    flags = """
+        sync_batchnorm: false
+        inference_mode: true
+        limit_test_batches: 1.0
+        enable_model_summary: null
+        max_time: null
+        plugins: null
+        logger: false
+        enable_checkpointing: false
+        enable_progress_bar: false
+    """
+    spec = load(tmp_path, "model: pkg.Net\ntrainer:" + textwrap.indent(textwrap.dedent(flags), "  "))
+    assert spec.trainer == TrainerFlags(logger=False, enable_checkpointing=False, enable_progress_bar=False)
+    assert spec.notices == ()
+
+
+# --- callbacks
+
+
+def test_callbacks(tmp_path: Path) -> None:
+    t = trainer(
+        tmp_path,
+        """
+        callbacks:
+          - pkg.callbacks.Printer
+          - class_path: pkg.callbacks.EarlyStopping  # the user's own class of that name
+            init_args: {patience: 2}
+        """,
+    )
+    assert t.callbacks == (
+        ClassRef("pkg.callbacks.Printer", {}, line=5),
+        ClassRef("pkg.callbacks.EarlyStopping", {"patience": 2}, line=6),
+    )
+    single = trainer(tmp_path, "callbacks: {class_path: pkg.callbacks.Printer}")
+    assert single.callbacks == (ClassRef("pkg.callbacks.Printer", {}, line=3),)
+
+
+@pytest.mark.parametrize(
+    "class_path",
+    [
+        "ModelCheckpoint",
+        "EarlyStopping",
+        "pytorch_lightning.callbacks.ModelCheckpoint",
+        "lightning.pytorch.callbacks.EarlyStopping",
+        "pytorch_lightning.callbacks.model_checkpoint.ModelCheckpoint",
+        "lightning.pytorch.callbacks.early_stopping.EarlyStopping",
+    ],
+)
+def test_lightning_callbacks_not_implemented_yet(tmp_path: Path, class_path: str) -> None:
+    name = class_path.rpartition(".")[2]
+    text = trainer_problem(tmp_path, f"callbacks:\n  - class_path: {class_path}\n    init_args: {{monitor: val_loss}}")
+    assert text == f"trainer.callbacks[0] (line 4): {name}: not supported yet"
+
+
+def test_other_lightning_callbacks_are_refused(tmp_path: Path) -> None:
+    text = trainer_problem(tmp_path, "callbacks: [pytorch_lightning.callbacks.LearningRateMonitor]")
+    assert text.startswith("trainer.callbacks[0] (line 3): LearningRateMonitor: not supported by loopgen")
+
+
+# --- seed-era spellings
+
+
+def test_seed_era_spellings_become_modern_flags_with_a_notice(tmp_path: Path) -> None:
+    spec = load(
+        tmp_path,
+        """
+        model: pkg.Net
+        trainer:
+          gpus: 1
+          row_log_interval: 10
+          reload_dataloaders_every_epoch: true
+          progress_bar_refresh_rate: 0
+          early_stop_callback: false
+          distributed_backend: null
+        """,
+    )
+    t = spec.trainer
+    assert (t.accelerator, t.devices, t.log_every_n_steps) == ("cuda", 1, 10)
+    assert (t.reload_dataloaders_every_n_epochs, t.enable_progress_bar, t.callbacks) == (1, False, ())
+    assert [notice for notice in spec.notices if not notice.startswith(("trainer.logger", "trainer.enable_"))] == [
+        "trainer.gpus (line 4): seed-era spelling, read as `accelerator: cuda`, `devices: 1`",
+        "trainer.row_log_interval (line 5): seed-era spelling, read as `log_every_n_steps: 10`",
+        (
+            "trainer.reload_dataloaders_every_epoch (line 6): seed-era spelling, read as "
+            "`reload_dataloaders_every_n_epochs: 1`"
+        ),
+        "trainer.progress_bar_refresh_rate (line 7): seed-era spelling, read as `enable_progress_bar: false`",
+        "trainer.early_stop_callback (line 8): seed-era flag with no effect here; remove it",
+    ]
+
+
+def test_gpus_zero_means_cpu(tmp_path: Path) -> None:
+    assert trainer(tmp_path, "gpus: 0").accelerator == "cpu"
+
+
+def test_seed_era_spelling_that_maps_to_an_unimplemented_value(tmp_path: Path) -> None:
+    assert trainer_problem(tmp_path, "gpus: 2") == "trainer.gpus (line 3): devices: 2 is not supported yet"
+    assert trainer_problem(tmp_path, "distributed_backend: ddp") == (
+        "trainer.distributed_backend (line 3): strategy: ddp is not supported yet"
+    )
+    assert trainer_problem(tmp_path, "progress_bar_refresh_rate: 1") == (
+        "trainer.progress_bar_refresh_rate (line 3): enable_progress_bar: true is not supported yet"
+    )
+    assert trainer_problem(tmp_path, "early_stop_callback: true") == (
+        "trainer.early_stop_callback (line 3): EarlyStopping: not supported yet"
+    )
+
+
+def test_seed_era_precision_16(tmp_path: Path) -> None:
+    with pytest.raises(LoopgenError) as excinfo:
+        load(tmp_path, "model: pkg.Net\ntrainer:\n  precision: 16\n")
+    assert [str(p) for p in excinfo.value.problems] == ["trainer.precision (line 3): not supported yet"]
+    spec = load(tmp_path, "model: pkg.Net\ntrainer:\n  precision: 32\n")
+    assert not any(notice.startswith("trainer.precision") for notice in spec.notices)
+
+
+def test_seed_era_precision_notice() -> None:
+    precision = FLAGS_BY_NAME["precision"]
+    assert precision.parse(16) == "16-mixed" and precision.parse("bf16") == "bf16-mixed"
+    assert precision.notice is not None
+    assert precision.notice(16) == "16 is a seed-era spelling, read as `precision: 16-mixed`"
+    assert precision.notice("bf16") == "bf16 is a seed-era spelling, read as `precision: bf16-mixed`"
+    assert precision.notice("32-true") is None and precision.notice(64) is None
+
+
+def test_seed_era_spelling_conflicting_with_the_modern_flag(tmp_path: Path) -> None:
+    assert trainer_problem(tmp_path, "accelerator: cpu\ngpus: 1") == (
+        "trainer.gpus (line 4): means accelerator: cuda, which conflicts with trainer.accelerator: cpu"
+    )
+    assert trainer(tmp_path, "log_every_n_steps: 10\nrow_log_interval: 10").log_every_n_steps == 10
+
+
+def test_seed_era_spellings_are_validated(tmp_path: Path) -> None:
+    assert trainer_problem(tmp_path, "reload_dataloaders_every_epoch: 2").startswith(
+        "trainer.reload_dataloaders_every_epoch (line 3): expected true or false, got 2"
+    )
+    assert trainer_problem(tmp_path, "gpus: true").startswith("trainer.gpus (line 3): expected a number of GPUs")
+    assert trainer_problem(tmp_path, "row_log_interval: -5").startswith(
+        "trainer.row_log_interval (line 3): expected an integer >= 0, got -5"
+    )
+
+
+# --- unknown keys, did you mean
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "model: pkg.Net\ntrainr: {}\n",
+            "trainr (line 2): unknown key: not a LightningCLI `fit` key nor `loop` (did you mean 'trainer'?)",
+        ),
+        (
+            "model: pkg.Net\ntrainer:\n  max_epoch: 3\n",
+            "trainer.max_epoch (line 3): unknown key: not a Lightning 2.x Trainer argument (did you mean 'max_epochs'",
+        ),
+        (
+            "model: pkg.Net\ntrainer:\n  resume_from_checkpoint: x.ckpt\n",
+            "trainer.resume_from_checkpoint (line 3): unknown key: not a Lightning 2.x Trainer argument",
+        ),
+        (
+            "model:\n  class_path: pkg.Net\n  init_arg: {}\n",
+            "model.init_arg (line 3): unknown key: a class entry has class_path, init_args and dict_kwargs (did you mean 'init_args'",
+        ),
+        (
+            "model: pkg.Net\nloop:\n  optimizer_frequency: [1]\n",
+            "loop.optimizer_frequency (line 3): unknown key: not a loopgen loop setting (did you mean 'optimizer_frequencies'?)",
+        ),
+        (
+            "fit:\n  model: pkg.Net\nmodel: pkg.Net\n",
+            "fit (line 1): unknown key: this is a LightningCLI main config; use the contents of its `fit:` section as the spec",
+        ),
+    ],
+)
+def test_unknown_keys(tmp_path: Path, text: str, message: str) -> None:
+    assert problem(tmp_path, text).startswith(message)
+
+
+# --- other problems with the spec
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("trainer: {}\n", "model: required: the model's class path"),
+        ("model: null\n", "model (line 1): required: the model's class path"),
+        (
+            "model: 3\n",
+            "model (line 1): expected a class path or a mapping with class_path and init_args, got 3 (an integer)",
+        ),
+        ("model: Net\n", "model (line 1): 'Net' needs its module: write module.Net"),
+        (
+            "model: pkg.my-models.Net\n",
+            "model (line 1): 'pkg.my-models.Net' is not a dotted Python path (module.Class)",
+        ),
+        (
+            "model: {init_args: {a: 1}}\n",
+            "model (line 1): missing class_path (LightningCLI configs must come from subclass mode",
+        ),
+        ("model: {class_path: [pkg.Net]}\n", "model.class_path (line 1): expected a dotted class path, got a list"),
+        (
+            "model: {class_path: pkg.Net, init_args: [1]}\n",
+            "model.init_args (line 1): expected a mapping of argument names to values, got a list",
+        ),
+        (
+            "model:\n  class_path: pkg.Net\n  init_args:\n    day: 2020-01-01\n",
+            "model.init_args.day (line 4): only plain YAML data",
+        ),
+        (
+            "model:\n  class_path: pkg.Net\n  init_args:\n    class: 1\n",
+            "model.init_args.class (line 4): argument names must be Python identifiers",
+        ),
+        (
+            "model:\n  class_path: pkg.Net\n  init_args: {a: 1}\n  dict_kwargs: {a: 2}\n",
+            "model.dict_kwargs.a (line 4): also given in init_args",
+        ),
+        ("model: pkg.Net\nseed_everything: '42'\n", "seed_everything (line 2): expected an integer in [0, 4294967295]"),
+        ("model: pkg.Net\nseed_everything: -1\n", "seed_everything (line 2): expected an integer in [0, 4294967295]"),
+        ("model: pkg.Net\ntrainer: [1]\n", "trainer (line 2): expected a mapping, got a list"),
+        ("model: pkg.Net\nckpt_path: 3\n", "ckpt_path (line 2): expected a checkpoint path or null, got 3"),
+        ("model: pkg.Net\nweights_only: 'yes'\n", "weights_only (line 2): expected true, false or null, got yes"),
+        (
+            "model: pkg.Net\nloop:\n  optimizer_frequencies: []\n",
+            "loop.optimizer_frequencies (line 3): expected a non-empty list of positive integers",
+        ),
+        (
+            "model: pkg.Net\nloop:\n  optimizer_frequencies: [1, 0]\n",
+            "loop.optimizer_frequencies[1] (line 3): expected a positive integer, got 0",
+        ),
+    ],
+)
+def test_spec_problems(tmp_path: Path, text: str, message: str) -> None:
+    assert problem(tmp_path, text).startswith(message)
+
+
+def test_all_problems_in_one_error_in_line_order(tmp_path: Path) -> None:
+    found = problems(
+        tmp_path,
+        """
+        model: Net
+        trainer:
+          max_epochs: x
+          callbacks:
+            - class_path: pkg.cb.A
+              init_args:
+                when: 2021-02-03
+          sync_batchnorm: true
+        optimizer: {init_args: {}}
+        """,
+    )
+    assert [p.split(":")[0] for p in found] == [
+        "model (line 2)",
+        "trainer.max_epochs (line 4)",
+        "trainer.callbacks[0].init_args.when (line 8)",
+        "trainer.sync_batchnorm (line 9)",
+        "optimizer (line 10)",
+    ]
+
+
+def test_ckpt_path_and_weights_only(tmp_path: Path) -> None:
+    spec = load(tmp_path, "model: pkg.Net\nckpt_path: runs/last.ckpt\nweights_only: true\n")
+    assert spec.ckpt_path == "runs/last.ckpt"
+
+
+# --- the file and its YAML
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(LoopgenError) as excinfo:
+        load_spec(tmp_path / "nope.yaml")
+    assert str(excinfo.value) == f"{tmp_path / 'nope.yaml'}: no such file"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "the spec is empty"),
+        ("# only a comment\n", "the spec is empty"),
+        ("- model\n", "expected a mapping of top-level keys (model, trainer, ...), got a list"),
+        ("model pkg.Net\n", "expected a mapping of top-level keys (model, trainer, ...), got model pkg.Net (a string)"),
+    ],
+)
+def test_empty_or_not_a_mapping(tmp_path: Path, text: str, message: str) -> None:
+    path = write(tmp_path, text)
+    assert problem(tmp_path, text) == f"{path}: {message}"
+
+
+@pytest.mark.parametrize(
+    ("text", "line"),
+    [
+        ("model: pkg.Net\ntrainer:\n  max_epochs: [1\n", 4),
+        ("model: pkg.Net\ntrainer:\n\tmax_epochs: 1\n", 3),
+        ("model: pkg.Net\n  x: 1\n", 2),
+        ("model: pkg.Net\n---\nmodel: pkg.Other\n", 2),
+        ("model: !!python/name:os.system\n", 1),
+    ],
+)
+def test_yaml_errors_have_a_line(tmp_path: Path, text: str, line: int) -> None:
+    path = write(tmp_path, text)
+    assert problem(tmp_path, text).startswith(f"{path} (line {line}): invalid YAML: ")
+
+
+def test_not_utf8(tmp_path: Path) -> None:
+    path = tmp_path / "spec.yaml"
+    path.write_bytes(b"model: pkg.\xff\n")
+    with pytest.raises(LoopgenError, match="not UTF-8 text"):
+        load_spec(path)
+
+
+def test_duplicate_keys(tmp_path: Path) -> None:
+    assert problem(tmp_path, "model: pkg.Net\ntrainer:\n  max_epochs: 1\n  max_epochs: 2\n") == (
+        "trainer.max_epochs (line 4): duplicate key (first on line 3)"
+    )
+
+
+def test_anchors_and_merge_keys(tmp_path: Path) -> None:
+    spec = load(
+        tmp_path,
+        """
+        model: pkg.Net
+        trainer:
+          <<: &base {max_epochs: 2, min_epochs: 1}
+          max_epochs: 3
+        optimizer:
+          class_path: torch.optim.SGD
+          init_args: &lr {lr: 0.1}
+        lr_scheduler:
+          class_path: torch.optim.lr_scheduler.StepLR
+          init_args: {step_size: 1}
+        """,
+    )
+    assert (spec.trainer.max_epochs, spec.trainer.min_epochs) == (3, 1)
+    assert spec.optimizer is not None and spec.optimizer.init_args == {"lr": 0.1}
+    text = problem(tmp_path, "model: pkg.Net\ntrainer:\n  <<: {max_epochs: x}\n")
+    assert text.startswith("trainer.max_epochs (line 3): expected an integer")
+
+
+def test_loading_imports_neither_torch_nor_lightning() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from pathlib import Path; from loopgen.spec import load_spec, spec_schema; "
+        f"load_spec(Path({str(PRINT_CONFIG)!r})); spec_schema(); "
+        "print([m for m in ('torch', 'pytorch_lightning', 'lightning', 'numpy') if m in sys.modules])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+# --- JSON Schema
+
+
+def _example_specs() -> list[Path]:
+    return sorted({*REPO.glob("examples/**/*.yaml"), *REPO.glob("examples/**/*.yml"), PRINT_CONFIG})
+
+
+def test_schema_is_a_valid_draft_2020_12_schema() -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = spec_schema()
+    jsonschema.Draft202012Validator.check_schema(schema)
+    assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    assert set(schema["properties"]["trainer"]["properties"]) == set(TRAINER_KEYS)
+    for flag in FLAGS:
+        assert schema["properties"]["trainer"]["properties"][flag.name]["description"] == flag.doc
+
+
+@pytest.mark.parametrize("path", _example_specs(), ids=lambda path: str(path.relative_to(REPO)))
+def test_schema_accepts_example_specs(path: Path) -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    jsonschema.validate(yaml.safe_load(path.read_text()), spec_schema(), cls=jsonschema.Draft202012Validator)
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        {"trainer": {}},
+        {"model": "pkg.Net", "trainr": {}},
+        {"model": "pkg.Net", "trainer": {"max_epoch": 3}},
+        {"model": "pkg.Net", "trainer": {"max_epochs": "3"}},
+        {"model": "pkg.Net", "trainer": {"sync_batchnorm": True}},
+        {"model": {"class_path": "pkg.Net", "init_arg": {}}},
+        {"model": "pkg.Net", "loop": {"optimizer_frequencies": [0]}},
+    ],
+)
+def test_schema_rejects_bad_specs(document: dict[str, object]) -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    validator = jsonschema.Draft202012Validator(spec_schema())
+    assert not validator.is_valid(document)
+
+
+def test_schema_structure_without_a_validator() -> None:
+    schema = json.loads(json.dumps(spec_schema()))  # plain JSON, as `loopgen schema` prints it
+    refs = []
+
+    def walk(node: object) -> None:
+        if isinstance(node, dict):
+            refs.extend([node["$ref"]] if "$ref" in node else [])
+            for child in node.values():
+                walk(child)
+        elif isinstance(node, list):
+            for child in node:
+                walk(child)
+
+    walk(schema)
+    assert refs and all(ref.removeprefix("#/$defs/") in schema["$defs"] for ref in refs)
+    assert schema["required"] == ["model"] and schema["additionalProperties"] is False
+    trainer_schema = schema["properties"]["trainer"]
+    assert trainer_schema["additionalProperties"] is False
+    for name, flag_schema in trainer_schema["properties"].items():
+        assert {"type": "null"} in flag_schema["anyOf"], name  # null: Lightning's default, everywhere
+    assert trainer_schema["properties"]["gpus"]["deprecated"] is True
+    assert trainer_schema["properties"]["sync_batchnorm"]["anyOf"][1]["const"] is False
