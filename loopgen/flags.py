@@ -495,7 +495,7 @@ FLAGS: tuple[Flag, ...] = (
          support=only(1)),
     Flag("precision", choice("32", "64", "16-mixed", "bf16-mixed", *_PRECISION_OTHERS, aliases=_PRECISION_ALIASES),
          "32", "32, 16-mixed (16), bf16-mixed (bf16), 64",
-         support=only("32", planned=("16-mixed", "bf16-mixed", "64")),
+         support=only("32", "16-mixed", "bf16-mixed", "64", planned=()),
          notice=_precision_notice),
     Flag("logger", _logger(), None, "csv, tensorboard, false (null: Lightning's default logger)",
          support=_logger_support,

@@ -20,7 +20,8 @@ def render_spec(spec_path: Path, script_name: str = "train.py") -> tuple[str, tu
         inspect_class(ref.class_path, roots, where=f"trainer.callbacks[{i}].class_path")
         for i, ref in enumerate(spec.trainer.callbacks)
     )
-    return render(make_plan(spec, model, data, callbacks, script_name)), spec.notices
+    plan = make_plan(spec, model, data, callbacks, script_name)
+    return render(plan), spec.notices + plan.notices
 
 
 def project_root(spec_path: Path) -> Path:

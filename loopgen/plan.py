@@ -144,6 +144,7 @@ class Plan:
     uses_log: bool
     schedulers: bool  # code to step LR schedulers is needed
     # run-time environment
+    precision: str  # "32" | "64" | "bf16-mixed" | "16-mixed" (16-mixed on CPU is already bf16-mixed here)
     seed: int | None
     seed_at_run_time: bool
     device: str  # cpu | cuda | auto
@@ -177,6 +178,7 @@ class Plan:
     lr_scheduler_monitor: str | None  # the spec's ReduceLROnPlateau monitor
     mirror_counters: frozenset[str]  # plain-module attributes the loop keeps current (current_epoch, global_step)
     stop_requests: bool  # a callback or the model can set trainer.should_stop
+    notices: tuple[str, ...] = ()  # decisions the user should hear about
 
     def hook(self, name: str) -> bool:
         """The model (or its in-project bases) defines hook `name`."""
@@ -291,6 +293,31 @@ class Plan:
         return ", model" if self.hook("lr_scheduler_step") else ""
 
     @property
+    def autocast(self) -> bool:
+        return self.precision in ("16-mixed", "bf16-mixed")
+
+    @property
+    def autocast_device(self) -> str:
+        return "device.type" if self.device == "auto" else repr(self.device)
+
+    @property
+    def autocast_dtype(self) -> str:
+        if self.precision == "bf16-mixed":
+            return "torch.bfloat16"
+        if self.device == "auto":  # Lightning: float16 AMP on CUDA, bfloat16 on CPU
+            return 'torch.float16 if device.type == "cuda" else torch.bfloat16'
+        return "torch.float16"
+
+    @property
+    def scaler(self) -> bool:
+        """16-bit AMP scales the loss (on CUDA; with accelerator auto, a disabled scaler on CPU)."""
+        return self.precision == "16-mixed"
+
+    @property
+    def training_step_args(self) -> str:
+        return "batch, batch_idx" if self.step_takes_batch_idx else "batch"
+
+    @property
     def validation_step_args(self) -> str:
         return "batch, batch_idx" if self.validation_step_takes_batch_idx else "batch"
 
@@ -403,6 +430,13 @@ def make_plan(
     _dedupe_names([spec.model] + ([spec.data] if spec.data else []) + list(spec.trainer.callbacks))
 
     device = t.accelerator
+    precision = t.precision
+    notices: list[str] = []
+    if precision == "16-mixed" and device == "cpu":
+        precision = "bf16-mixed"
+        notices.append(
+            "trainer.precision: 16-mixed: float16 AMP is not supported on CPU; using bf16-mixed instead, as Lightning does"
+        )
     seed = spec.seed_everything if not isinstance(spec.seed_everything, bool) else None
 
     reads = model.attributes_read
@@ -418,7 +452,7 @@ def make_plan(
     else:
         spec_scheduler = _construct(spec.lr_scheduler) if spec.lr_scheduler else None
 
-    choices = _choices(spec, device, max_epochs, max_steps, accumulate, accumulation_schedule, validation)
+    choices = _choices(spec, device, precision, max_epochs, max_steps, accumulate, accumulation_schedule, validation)
     return Plan(
         version=__version__,
         spec_name=spec.path.name,
@@ -437,6 +471,7 @@ def make_plan(
         attach_trainer=attach_trainer,
         uses_log=model.uses_log,
         schedulers=spec.lr_scheduler is not None or (spec.optimizer is None and model.mentions_scheduler),
+        precision=precision,
         seed=seed,
         seed_at_run_time=spec.seed_everything is True,
         device=device,
@@ -466,6 +501,7 @@ def make_plan(
         lr_scheduler_monitor=monitor,
         mirror_counters=mirror,
         stop_requests=bool(callback_plans) or "trainer" in reads,
+        notices=tuple(notices),
     )
 
 
@@ -483,9 +519,9 @@ def _dedupe_names(refs: list[ClassRef]) -> None:
             )
 
 
-def _choices(spec: Spec, device: str, max_epochs: int, max_steps: int, accumulate: int, schedule, validation: bool) -> tuple[str, ...]:
+def _choices(spec: Spec, device: str, precision: str, max_epochs: int, max_steps: int, accumulate: int, schedule, validation: bool) -> tuple[str, ...]:
     t = spec.trainer
-    out = [f"accelerator={device}", "precision=32"]
+    out = [f"accelerator={device}", f"precision={precision}"]
     out.append(f"max_epochs={max_epochs}" + (f", max_steps={max_steps}" if max_steps != -1 else ""))
     if schedule is not None:
         out.append(f"accumulate_grad_batches={dict(schedule)}")

@@ -92,6 +92,11 @@ FLAG_SETS = {
     "min_epochs_steps": {"min_epochs": 2, "min_steps": 3},
     "deterministic": {"deterministic": True, "benchmark": False},
     "cuda": {"accelerator": "cuda"},
+    "bf16": {"precision": "bf16-mixed"},
+    "fp16_cuda": {"accelerator": "cuda", "precision": "16-mixed"},
+    "fp16_auto": {"accelerator": "auto", "precision": "16-mixed"},
+    "fp16_cpu": {"precision": "16-mixed"},
+    "double": {"precision": "64"},
     "auto": {"accelerator": "auto"},
     "callback": {"callbacks": [{"class_path": "proj.callbacks.Recorder"}]},
 }
@@ -151,9 +156,14 @@ TRACES = {
     "max_steps": ["trainer.global_step >= MAX_STEPS"],
     "min_epochs_steps": [],
     "deterministic": ["use_deterministic_algorithms", "CUBLAS_WORKSPACE_CONFIG", "cudnn.benchmark"],
-    "cuda": ["move_to_device", "model.to(device)", 'torch.device("cuda")'],
+    "cuda": ["def map_tensors", "t.to(device, non_blocking=True)", "model.to(device)", 'torch.device("cuda")'],
     "callback": ["callback.on_train_start(trainer, model)", "callback.on_validation_end(trainer, model)"],
     "val_int_no_epoch": ["total_batch_idx"],
+    "bf16": ['torch.autocast("cpu", dtype=torch.bfloat16, cache_enabled=False)'],
+    "fp16_cpu": ['torch.autocast("cpu", dtype=torch.bfloat16, cache_enabled=False)'],
+    "fp16_cuda": ['torch.autocast("cuda", dtype=torch.float16', "GradScaler", "scaler.unscale_(optimizer)"],
+    "fp16_auto": ["GradScaler", 'enabled=device.type == "cuda"', "scaler.step(optimizer)"],
+    "double": ["model.double()", "default_dtype(torch.float64)", "t.double()"],
     "val_fraction_every_2": ["CHECK_VAL_EVERY_N_EPOCH == 0"],
 }
 
@@ -183,5 +193,5 @@ def test_hooks_absent_from_the_model_are_not_called(project):
     finally:
         os.chdir(cwd)
     for hook in (".on_train_start(", ".on_train_epoch_start(", ".on_before_zero_grad(", "validate(", "val_dataloader",
-                 "MetricLog", "step_schedulers", "callback.", "callback_0", "move_to_device"):
+                 "MetricLog", "step_schedulers", "callback.", "callback_0", "map_tensors"):
         assert hook not in text, hook
