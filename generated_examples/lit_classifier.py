@@ -37,6 +37,7 @@ class LoopState:
     num_training_batches: int = 0
     num_val_batches: int = 0
     sanity_checking: bool = False
+    optimizers: list = field(default_factory=list)
     callback_metrics: dict = field(default_factory=dict)
     logged_metrics: dict = field(default_factory=dict)
     is_global_zero: bool = True
@@ -204,6 +205,11 @@ def unpack_optimizers(config):
             f"configure_optimizers() returned {len(optimizers)} optimizers; this script was rendered for one."
             " For several, give training_step an `optimizer_idx` parameter and render again."
         )
+    if isinstance(optimizers[0], torch.optim.LBFGS):
+        raise TypeError(
+            "configure_optimizers() returned LBFGS, which needs a closure; this script was rendered without one"
+            " (loopgen looks for `LBFGS` in configure_optimizers' source)"
+        )
     return optimizers[0], [scheduler_config(s, monitor) for s in schedulers]
 
 
@@ -312,6 +318,7 @@ def main():
 
     # optimizer
     optimizer, schedulers = unpack_optimizers(model.configure_optimizers())
+    trainer.optimizers = [optimizer]
 
     # sanity check: a short validation pass that leaves the random state as it found it
     rng_states = random.getstate(), torch.get_rng_state()

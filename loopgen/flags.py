@@ -566,15 +566,15 @@ FLAGS: tuple[Flag, ...] = (
     _lightning_only("model_registry", anything(), None, "model hub name"),
     # --- seed-era flags that Lightning 2.0 removed (Lightning 1.9.5's meaning)
     Flag("amp_backend", choice("native", "apex"), "native", "native or apex",
-         support=only("native")),
+         support=implemented),
     Flag("amp_level", choice("O0", "O1", "O2", "O3"), None, "apex optimisation level, with amp_backend apex (null: O2)",
-         support=only(None)),
+         support=implemented),
     Flag("track_grad_norm", _track_grad_norm(), -1.0, "-1 (off), or log the p-norm of the gradients",
-         support=only(-1.0)),
+         support=implemented),
     Flag("truncated_bptt_steps", integer(1), None, "truncated backpropagation through time, in steps",
-         support=only(None)),
+         support=implemented),
     Flag("terminate_on_nan", boolean(), False, "stop when the loss or the weights become nan or inf",
-         support=only(False)),
+         support=implemented),
 )
 # fmt: on
 
@@ -678,4 +678,9 @@ def cross_problems(values: Mapping[str, Any], given: Collection[str]) -> list[tu
         # Lightning's _DataConnector.on_trainer_init
         message = "must be an integer (a number of batches) when check_val_every_n_epoch is null"
         problems.append(("val_check_interval", message))
+    if values["amp_level"] is not None and values["amp_backend"] != "apex":
+        # Lightning 1.9.5's AcceleratorConnector
+        problems.append(("amp_level", "is only used with `amp_backend: apex`"))
+    if values["amp_backend"] == "apex" and values["precision"] != "16-mixed":
+        problems.append(("amp_backend", f"apex needs `precision: 16-mixed`, not {values['precision']}"))
     return problems

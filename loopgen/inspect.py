@@ -28,6 +28,7 @@ class ClassFacts:
     uses_log: bool = False  # the class body calls self.log(...) or self.log_dict(...)
     attributes_read: frozenset[str] = frozenset()  # every `self.X` the methods mention
     mentions_scheduler: bool = False  # configure_optimizers mentions an LR scheduler (name or "lr_scheduler" key)
+    mentions_lbfgs: bool = False  # configure_optimizers mentions LBFGS (a closure optimizer)
 
     def defines(self, hook: str) -> bool:
         return hook in self.methods
@@ -54,7 +55,7 @@ def inspect_class(class_path: str, roots: Sequence[Path], *, where: str) -> Clas
     methods: dict[str, tuple[str, ...]] = {}
     uses_log = False
     attributes: set[str] = set()
-    scheduler = False
+    scheduler = lbfgs = False
     for ancestor in _linearize([c for c in found if isinstance(c, _Class)]):
         for fn in ancestor.methods():
             me = _self_name(fn)
@@ -66,6 +67,7 @@ def inspect_class(class_path: str, roots: Sequence[Path], *, where: str) -> Clas
             attributes |= words.attributes
             if first and fn.name.value == "configure_optimizers":
                 scheduler = any("sched" in w.lower() or w.endswith("LR") or "LROn" in w for w in words.words)
+                lbfgs = "LBFGS" in words.words
     return ClassFacts(
         class_path=class_path,
         file=cls.module.file,
@@ -76,6 +78,7 @@ def inspect_class(class_path: str, roots: Sequence[Path], *, where: str) -> Clas
         uses_log=uses_log,
         attributes_read=frozenset(attributes),
         mentions_scheduler=scheduler,
+        mentions_lbfgs=lbfgs,
     )
 
 

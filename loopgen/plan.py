@@ -178,6 +178,18 @@ class Plan:
     lr_scheduler_monitor: str | None  # the spec's ReduceLROnPlateau monitor
     mirror_counters: frozenset[str]  # plain-module attributes the loop keeps current (current_epoch, global_step)
     stop_requests: bool  # a callback or the model can set trainer.should_stop
+    # the seed's specialised branches (Lightning 1.9.5 semantics)
+    multi_optimizer: bool = False  # training_step takes optimizer_idx: one step per optimizer per batch
+    optimizer_frequencies: tuple[int, ...] | None = None  # one optimizer per batch, each in turn
+    tbptt_steps: int | None = None  # truncated backpropagation through time
+    closure: bool = False  # the step goes through optimizer.step(closure) (LBFGS, an optimizer_step override)
+    optimizer_step_style: str | None = None  # "lightning2" | "seed": the override's signature
+    zero_grad_style: str | None = None
+    lr_scheduler_step_params: tuple[str, ...] | None = None
+    apex: bool = False
+    amp_level: str | None = None
+    track_grad_norm: float | None = None
+    terminate_on_nan: bool = False
     notices: tuple[str, ...] = ()  # decisions the user should hear about
 
     def hook(self, name: str) -> bool:
@@ -221,7 +233,9 @@ class Plan:
 
     @property
     def needs_total_batch_idx(self) -> bool:
-        return self.validation and self.check_val_every_n_epoch is None
+        return (self.validation and self.check_val_every_n_epoch is None) or bool(
+            self.optimizer_frequencies and self.schedulers
+        )
 
     @property
     def epoch_loop_condition(self) -> str:
@@ -293,8 +307,16 @@ class Plan:
         return ", model" if self.hook("lr_scheduler_step") else ""
 
     @property
+    def scheduler_params(self) -> str:
+        return self.scheduler_extra_args
+
+    @property
+    def lr_scheduler_step_style(self) -> str | None:
+        return _style(self.lr_scheduler_step_params)
+
+    @property
     def autocast(self) -> bool:
-        return self.precision in ("16-mixed", "bf16-mixed")
+        return self.precision in ("16-mixed", "bf16-mixed") and not self.apex
 
     @property
     def autocast_device(self) -> str:
@@ -311,11 +333,54 @@ class Plan:
     @property
     def scaler(self) -> bool:
         """16-bit AMP scales the loss (on CUDA; with accelerator auto, a disabled scaler on CPU)."""
-        return self.precision == "16-mixed"
+        return self.precision == "16-mixed" and not self.apex
 
     @property
-    def training_step_args(self) -> str:
-        return "batch, batch_idx" if self.step_takes_batch_idx else "batch"
+    def nested_outputs(self) -> bool:
+        """Outputs per time split and optimizer (Lightning 1.9.5's nesting)."""
+        return self.multi_optimizer or self.tbptt_steps is not None
+
+    @property
+    def optimize_indent(self) -> int:
+        return 4 * (self.tbptt_steps is not None) + 4 * self.multi_optimizer
+
+    def training_step_call_args(self, step_input: str) -> str:
+        args = [step_input]
+        if self.step_takes_batch_idx:
+            args.append("batch_idx")
+        if self.multi_optimizer:
+            args.append("optimizer_idx")
+        if self.tbptt_steps:
+            args.append("hiddens")
+        return ", ".join(args)
+
+    @property
+    def zero_grad_call_args(self) -> str:
+        args = "trainer.current_epoch, batch_idx, optimizer"
+        if self.zero_grad_style == "seed":
+            args += ", optimizer_idx" if self.multi_optimizer else ", 0"
+        return args
+
+    @property
+    def optimizer_step_call(self) -> str:
+        if self.optimizer_step_style is None:
+            return "optimizer.step(closure)"
+        if self.optimizer_step_style == "lightning2":
+            return "model.optimizer_step(trainer.current_epoch, batch_idx, optimizer, closure)"
+        index = "optimizer_idx" if self.multi_optimizer else "0"
+        return (
+            f"model.optimizer_step(trainer.current_epoch, batch_idx, optimizer, {index}, closure,"
+            " on_tpu=False, using_lbfgs=isinstance(optimizer, torch.optim.LBFGS))"
+        )
+
+    @property
+    def track_grad_norm_literal(self) -> str:
+        return 'float("inf")' if self.track_grad_norm == float("inf") else repr(self.track_grad_norm)
+
+    @property
+    def metric_log(self) -> bool:
+        """The script needs the self.log collector."""
+        return self.uses_log or self.track_grad_norm is not None
 
     @property
     def validation_step_args(self) -> str:
@@ -370,11 +435,10 @@ def make_plan(
         )
 
     def loader_owner(hook: str) -> str | None:
-        if data is not None and data.defines(hook):
-            return "data"
-        if model.defines(hook):
-            return "model"
-        return None
+        # With a data class, Lightning reads the loaders from it only (the model's are ignored).
+        if data is not None:
+            return "data" if data.defines(hook) else None
+        return "model" if model.defines(hook) else None
 
     train_from = loader_owner("train_dataloader")
     if train_from is None:
@@ -383,13 +447,32 @@ def make_plan(
     val_from = loader_owner("val_dataloader")
 
     step_params = model.methods.get("training_step", ())
-    if "optimizer_idx" in step_params or spec.loop.optimizer_frequencies:
-        problems.append(Problem("model.class_path", "multiple optimizers (training_step with optimizer_idx) are not supported yet"))
-    if "hiddens" in step_params:
-        problems.append(Problem("model.class_path", "training_step takes `hiddens` (truncated BPTT): not supported yet"))
-    for hook in ("optimizer_step", "tbptt_split_batch", "on_save_checkpoint", "on_load_checkpoint"):
+    where = "model.class_path"
+    multi_optimizer = "optimizer_idx" in step_params
+    frequencies = spec.loop.optimizer_frequencies
+    if frequencies and not multi_optimizer:
+        problems.append(
+            Problem("loop.optimizer_frequencies", f"{spec.model.name}.training_step has no `optimizer_idx` parameter")
+        )
+    tbptt = t.truncated_bptt_steps
+    if tbptt and "hiddens" not in step_params and "*args" not in step_params:
+        problems.append(Problem(where, f"truncated_bptt_steps is set, but {spec.model.name}.training_step has no `hiddens` parameter"))
+    for hook in ("configure_gradient_clipping", "on_save_checkpoint", "on_load_checkpoint"):
         if model.defines(hook):
-            problems.append(Problem("model.class_path", f"{spec.model.class_path} overrides {hook}: not supported yet"))
+            problems.append(Problem(where, f"{spec.model.class_path} overrides {hook}: not supported yet"))
+    lbfgs = model.mentions_lbfgs if spec.optimizer is None else spec.optimizer.name == "LBFGS"
+    closure = lbfgs or model.defines("optimizer_step")
+    scaler = t.precision == "16-mixed" and t.accelerator != "cpu" and t.amp_backend == "native"
+    apex = t.amp_backend == "apex"
+    if lbfgs and scaler:
+        problems.append(Problem("trainer.precision", "native 16-bit AMP and the LBFGS optimizer are not compatible"))
+    if model.defines("optimizer_step") and (scaler or apex):
+        problems.append(Problem(where, "an optimizer_step override together with 16-bit AMP is not supported"))
+    if apex:
+        if t.accelerator == "cpu":
+            problems.append(Problem("trainer.amp_backend", "apex AMP is not supported on CPU"))
+        if lbfgs:
+            problems.append(Problem("trainer.amp_backend", "apex AMP and the LBFGS optimizer are not compatible"))
     if problems:
         raise LoopgenError(problems)
 
@@ -432,7 +515,7 @@ def make_plan(
     device = t.accelerator
     precision = t.precision
     notices: list[str] = []
-    if precision == "16-mixed" and device == "cpu":
+    if precision == "16-mixed" and device == "cpu" and t.amp_backend == "native":
         precision = "bf16-mixed"
         notices.append(
             "trainer.precision: 16-mixed: float16 AMP is not supported on CPU; using bf16-mixed instead, as Lightning does"
@@ -501,8 +584,27 @@ def make_plan(
         lr_scheduler_monitor=monitor,
         mirror_counters=mirror,
         stop_requests=bool(callback_plans) or "trainer" in reads,
+        multi_optimizer=multi_optimizer,
+        optimizer_frequencies=tuple(frequencies) if frequencies else None,
+        tbptt_steps=tbptt or None,
+        closure=closure,
+        optimizer_step_style=_style(model.methods.get("optimizer_step")),
+        zero_grad_style=_style(model.methods.get("optimizer_zero_grad")),
+        lr_scheduler_step_params=model.methods.get("lr_scheduler_step"),
+        apex=apex,
+        amp_level=(t.amp_level or "O2") if apex else None,
+        track_grad_norm=t.track_grad_norm if t.track_grad_norm != -1 else None,
+        terminate_on_nan=t.terminate_on_nan,
         notices=tuple(notices),
     )
+
+
+def _style(params: tuple[str, ...] | None) -> str | None:
+    """How to call an optimizer_step / optimizer_zero_grad override: Lightning 2.x's arguments, or the
+    seed's (and 1.9.5's), which add optimizer_idx."""
+    if params is None:
+        return None
+    return "seed" if "optimizer_idx" in params else "lightning2"
 
 
 def _takes_two(params: tuple[str, ...]) -> bool:

@@ -369,12 +369,6 @@ def test_check_val_every_n_epoch_null_needs_an_integer_interval(tmp_path: Path) 
         "devices: -1",
         "devices: [1]",
         "num_nodes: 2",
-        "amp_backend: apex",
-        "amp_level: O2",
-        "track_grad_norm: 2",
-        "track_grad_norm: inf",
-        "truncated_bptt_steps: 5",
-        "terminate_on_nan: true",
         "profiler: simple",
         "logger: true",
         "logger: csv",
@@ -846,3 +840,14 @@ def test_schema_structure_without_a_validator() -> None:
         assert {"type": "null"} in flag_schema["anyOf"], name  # null: Lightning's default, everywhere
     assert trainer_schema["properties"]["gpus"]["deprecated"] is True
     assert trainer_schema["properties"]["sync_batchnorm"]["anyOf"][1]["const"] is False
+
+
+@pytest.mark.parametrize(
+    "flags, expected",
+    [
+        ("amp_level: O1", "trainer.amp_level (line 3): is only used with `amp_backend: apex`"),
+        ("amp_backend: apex", "trainer.amp_backend (line 3): apex needs `precision: 16-mixed`, not 32"),
+    ],
+)
+def test_apex_flag_rules(tmp_path: Path, flags: str, expected: str) -> None:
+    assert trainer_problem(tmp_path, flags) == expected
