@@ -315,6 +315,26 @@ class Plan:
         return _style(self.lr_scheduler_step_params)
 
     @property
+    def reference_1_9_5(self) -> bool:
+        """The spec uses a flag only Lightning 1.9.5 has: where 1.9.5 and 2.x differ, the script follows 1.9.5."""
+        return (
+            self.multi_optimizer
+            or self.tbptt_steps is not None
+            or self.apex
+            or self.track_grad_norm is not None
+            or self.terminate_on_nan
+            or self.hook("training_epoch_end")
+            or self.hook("validation_epoch_end")
+            or self.hook("training_step_end")
+        )
+
+    @property
+    def autocast_cache(self) -> str:
+        """Lightning 2.x autocasts with cache_enabled=False; 1.9.5 with torch's default (cached casts, whose
+        gradients are summed in the low precision)."""
+        return "" if self.reference_1_9_5 else ", cache_enabled=False"
+
+    @property
     def autocast(self) -> bool:
         return self.precision in ("16-mixed", "bf16-mixed") and not self.apex
 
@@ -396,10 +416,10 @@ class Plan:
 
     @property
     def clip_call(self) -> str:
-        params = 'params=[p for group in optimizer.param_groups for p in group["params"]]'
+        params = '[p for group in optimizer.param_groups for p in group["params"]]'
         if self.gradient_clip_algorithm == "value":
-            return f"torch.nn.utils.clip_grad_value_({params}, clip_value=GRADIENT_CLIP_VAL)"
-        return f"torch.nn.utils.clip_grad_norm_({params}, max_norm=GRADIENT_CLIP_VAL)"
+            return f"torch.nn.utils.clip_grad_value_({params}, GRADIENT_CLIP_VAL)"
+        return f"torch.nn.utils.clip_grad_norm_({params}, GRADIENT_CLIP_VAL)"
 
 
 def _construct(ref: ClassRef, name: str | None = None) -> Construct:

@@ -1,0 +1,1 @@
+"""Parity with pytorch_lightning.Trainer: test models, data, callbacks, the runner and the cases."""

@@ -1,0 +1,256 @@
+"""Test-only LightningModules for the parity cases.
+
+Every model records, identically under Lightning's Trainer and under a generated script (which runs these
+classes without Lightning's Trainer), what the loop did:
+
+- `val_points`: (current_epoch, global_step, sanity_checking) at every on_validation_start;
+- `val_batches`: how many validation batches each of those validation runs had (on_validation_batch_end calls);
+- `lrs`: the learning rate of optimizer 0 at every on_train_batch_start, and once more at on_train_end;
+- `optimizer_steps`: how many times on_before_optimizer_step was called;
+- `final`: global_step and current_epoch at on_train_end;
+- `loads`: how many times the model's own train/val dataloader hooks were called;
+- `events`: appended to by the model's extra hooks and by tests.parity.callbacks.
+
+The records are plain Python lists / ints / floats on the instance (not buffers), so state_dict() stays the
+weights.
+"""
+
+import pytorch_lightning as pl
+import torch
+from torch import nn
+from torch.nn import functional as F
+from torch.utils.data import DataLoader
+
+from tests.parity.data import BATCH_SIZE, CLASSES, FEATURES, N_TRAIN, N_VAL, make_classification
+
+
+class Recorder(pl.LightningModule):
+    """The recording hooks. Subclasses that override one of them call super() first."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.val_points = []
+        self.val_batches = []
+        self.lrs = []
+        self.optimizer_steps = 0
+        self.final = None
+        self.loads = {"train": 0, "val": 0}
+        self.events = []
+        self.recorded_optimizer = None
+
+    def remember(self, optimizer):
+        """Called by configure_optimizers: the optimizer whose learning rate is recorded."""
+        self.recorded_optimizer = optimizer
+        return optimizer
+
+    def on_validation_start(self):
+        self.val_points.append((self.current_epoch, self.global_step, bool(self.trainer.sanity_checking)))
+        self.val_batches.append(0)
+
+    def on_validation_batch_end(self, outputs, batch, batch_idx, dataloader_idx=0):
+        self.val_batches[-1] += 1
+
+    def on_train_batch_start(self, batch, batch_idx):
+        self.lrs.append(self.recorded_optimizer.param_groups[0]["lr"])
+
+    def on_before_optimizer_step(self, optimizer):
+        self.optimizer_steps += 1
+
+    def on_train_end(self):
+        self.lrs.append(self.recorded_optimizer.param_groups[0]["lr"])
+        self.final = {"global_step": self.global_step, "current_epoch": self.current_epoch}
+
+    def parity_records(self) -> dict:
+        return {
+            "val_points": list(self.val_points),
+            "val_batches": list(self.val_batches),
+            "lrs": list(self.lrs),
+            "optimizer_steps": self.optimizer_steps,
+            "final": self.final,
+            "loads": dict(self.loads),
+            "events": list(self.events),
+        }
+
+
+class Classifier(Recorder):
+    """An MLP classifier with dropout and SGD with momentum. It brings no data: use it with a data class."""
+
+    def __init__(self, hidden: int = 32, lr: float = 0.1, dropout: float = 0.2) -> None:
+        super().__init__()
+        self.lr = lr
+        self.net = self.make_net(hidden, dropout)
+
+    def make_net(self, hidden: int, dropout: float) -> nn.Module:
+        return nn.Sequential(nn.Linear(FEATURES, hidden), nn.ReLU(), nn.Dropout(dropout), nn.Linear(hidden, CLASSES))
+
+    def forward(self, x):
+        return self.net(x)
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        return F.cross_entropy(self(x), y)
+
+    def validation_step(self, batch, batch_idx):
+        x, y = batch
+        return F.cross_entropy(self(x), y)
+
+    def configure_optimizers(self):
+        return self.remember(torch.optim.SGD(self.parameters(), lr=self.lr, momentum=0.9))
+
+
+class MLP(Classifier):
+    """The classifier with its own train_dataloader (shuffled by default) and val_dataloader."""
+
+    def __init__(self, hidden: int = 32, lr: float = 0.1, dropout: float = 0.2, shuffle: bool = True,
+                 batch_size: int = BATCH_SIZE, n_train: int = N_TRAIN, n_val: int = N_VAL) -> None:  # fmt: skip
+        super().__init__(hidden=hidden, lr=lr, dropout=dropout)
+        self.shuffle = shuffle
+        self.batch_size = batch_size
+        self.n_train = n_train
+        self.n_val = n_val
+
+    def train_dataloader(self):
+        self.loads["train"] += 1
+        return DataLoader(make_classification(self.n_train, seed=0), batch_size=self.batch_size, shuffle=self.shuffle)
+
+    def val_dataloader(self):
+        self.loads["val"] += 1
+        return DataLoader(make_classification(self.n_val, seed=1), batch_size=self.batch_size)
+
+
+class BatchNormNet(MLP):
+    """BatchNorm between the layers: running statistics (buffers) must update in training only."""
+
+    def make_net(self, hidden: int, dropout: float) -> nn.Module:
+        return nn.Sequential(nn.Linear(FEATURES, hidden), nn.BatchNorm1d(hidden), nn.ReLU(), nn.Linear(hidden, CLASSES))
+
+
+class AdamModel(MLP):
+    def configure_optimizers(self):
+        return self.remember(torch.optim.Adam(self.parameters(), lr=self.lr))
+
+
+class EpochScheduleModel(MLP):
+    """([optimizer], [StepLR]): stepped at the end of every epoch."""
+
+    def configure_optimizers(self):
+        optimizer = self.remember(torch.optim.SGD(self.parameters(), lr=self.lr, momentum=0.9))
+        return [optimizer], [torch.optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=0.5)]
+
+
+class StepScheduleModel(MLP):
+    """A step-interval scheduler with frequency 2 (by default): stepped after every second batch of the epoch."""
+
+    def __init__(self, frequency: int = 2, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.frequency = frequency
+
+    def configure_optimizers(self):
+        optimizer = self.remember(torch.optim.SGD(self.parameters(), lr=self.lr, momentum=0.9))
+        scheduler = torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=0.9)
+        return {
+            "optimizer": optimizer,
+            "lr_scheduler": {"scheduler": scheduler, "interval": "step", "frequency": self.frequency},
+        }
+
+
+class PlateauModel(MLP):
+    """ReduceLROnPlateau on the validation loss that validation_step logs with self.log."""
+
+    def validation_step(self, batch, batch_idx):
+        x, y = batch
+        loss = F.cross_entropy(self(x), y)
+        self.log("val_loss", loss)
+        return loss
+
+    def configure_optimizers(self):
+        optimizer = self.remember(torch.optim.SGD(self.parameters(), lr=self.lr, momentum=0.9))
+        scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer, factor=0.5, patience=0, threshold=0.05)
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "monitor": "val_loss"}}
+
+
+class LoggingModel(MLP):
+    """self.log in training and validation (on_step/on_epoch, prog_bar, batch_size=...); a plateau scheduler
+    monitors one of the logged metrics (`monitor`). Records the callback metrics at every epoch start and at
+    the end of training."""
+
+    def __init__(self, monitor: str = "val_loss", **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.monitor = monitor
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        loss = F.cross_entropy(self(x), y)
+        self.log("train_loss", loss, on_step=True, on_epoch=True, prog_bar=True, batch_size=x.size(0))
+        return loss
+
+    def validation_step(self, batch, batch_idx):
+        x, y = batch
+        logits = self(x)
+        self.log("val_loss", F.cross_entropy(logits, y), batch_size=x.size(0))
+        self.log("val_acc", (logits.argmax(dim=1) == y).float().mean(), prog_bar=True)
+
+    def configure_optimizers(self):
+        optimizer = self.remember(torch.optim.SGD(self.parameters(), lr=self.lr, momentum=0.9))
+        scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer, factor=0.5, patience=0, threshold=0.05)
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "monitor": self.monitor}}
+
+    def on_train_epoch_start(self):
+        self.events.append(("metrics", self.current_epoch, _metrics(self.trainer.callback_metrics)))
+
+    def on_train_end(self):
+        super().on_train_end()
+        self.events.append(("metrics", "end", _metrics(self.trainer.callback_metrics)))
+
+
+def _metrics(metrics) -> dict:
+    return {name: float(value) for name, value in sorted(metrics.items())}
+
+
+class NoneStepModel(MLP):
+    """training_step returns None (skip the step) on every batch whose index is `skip` mod 4."""
+
+    def __init__(self, skip: int = 2, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.skip = skip
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        loss = F.cross_entropy(self(x), y)
+        if batch_idx % 4 == self.skip:
+            return None
+        return loss
+
+
+class DictOutputModel(MLP):
+    """training_step returns {"loss": ..., "other": ...}; on_train_batch_end records what it receives."""
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        logits = self(x)
+        return {"loss": F.cross_entropy(logits, y), "other": logits.detach().argmax(dim=1)}
+
+    def on_train_batch_end(self, outputs, batch, batch_idx):
+        self.events.append(("batch_end", batch_idx, sorted(outputs), float(outputs["loss"]), outputs["other"].tolist()))
+
+
+class SkipRestOfEpochModel(MLP):
+    """on_train_batch_start returns -1 at batch `at_batch` of epoch `at_epoch`: the rest of that epoch is skipped.
+    Has a step-interval and an epoch-interval scheduler, to show which of them step on the cut-off batch."""
+
+    def __init__(self, at_epoch: int = 1, at_batch: int = 4, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.at_epoch = at_epoch
+        self.at_batch = at_batch
+
+    def on_train_batch_start(self, batch, batch_idx):
+        super().on_train_batch_start(batch, batch_idx)
+        if self.current_epoch == self.at_epoch and batch_idx == self.at_batch:
+            return -1
+        return None
+
+    def configure_optimizers(self):
+        optimizer = self.remember(torch.optim.SGD(self.parameters(), lr=self.lr, momentum=0.9))
+        per_step = {"scheduler": torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=0.97), "interval": "step"}
+        per_epoch = torch.optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=0.5)
+        return [optimizer], [per_step, per_epoch]

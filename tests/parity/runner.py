@@ -1,0 +1,187 @@
+"""Train one parity case on one side and save what came out.
+
+    python -m tests.parity.runner lightning|loopgen SPEC.yaml OUT.pt
+    python -m tests.parity.runner serve
+
+SPEC.yaml holds the spec as loopgen reads it (seed_everything, model {class_path, init_args}, data, trainer).
+`lightning` trains with pytorch_lightning.Trainer; `loopgen` renders the spec with loopgen (into OUT's directory,
+as train.py) and runs the script's main(). Either way OUT.pt gets {"state_dict", "records"}. Run each side in
+a fresh process, from the repository root or with it on PYTHONPATH.
+
+`serve` is the same, faster: it imports torch, Lightning, loopgen and the test models once, then for each
+request line on stdin (JSON: a list of [side, SPEC, OUT, LOG] jobs) forks one fresh child per job, runs the
+jobs at the same time, and answers with one line (JSON: their exit statuses). Each child starts from the
+server's untouched state (nothing has trained or seeded there), so each side still runs in its own process.
+
+Exit status 3: loopgen refused the spec (its messages are in the output).
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import json
+import os
+import runpy
+import signal
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+EXIT_RENDER_FAILED = 3
+EXIT_TIMEOUT = 124
+JOB_TIMEOUT = 300  # seconds
+PRELOAD = ("tests.parity.data", "tests.parity.models", "tests.parity.callbacks")
+
+# Flags both sides always get: no logging, checkpointing or progress bar (loopgen implements none of them yet),
+# on the CPU.
+COMMON_FLAGS = {"accelerator": "cpu", "logger": False, "enable_checkpointing": False, "enable_progress_bar": False}
+
+
+def instantiate(entry: Any) -> Any:
+    """`{class_path, init_args}` (or a bare class path) -> an instance."""
+    if isinstance(entry, str):
+        entry = {"class_path": entry}
+    module, _, name = entry["class_path"].rpartition(".")
+    cls = getattr(importlib.import_module(module), name)
+    return cls(**entry.get("init_args", {}))
+
+
+def lightning_trainer_kwargs(flags: dict[str, Any]) -> dict[str, Any]:
+    """The spec's trainer flags as pl.Trainer arguments (translating loopgen-only spellings)."""
+    from pytorch_lightning.callbacks import GradientAccumulationScheduler
+
+    kwargs = {**COMMON_FLAGS, **flags}
+    callbacks = [instantiate(entry) for entry in kwargs.pop("callbacks", None) or []]
+    accumulate = kwargs.get("accumulate_grad_batches")
+    if isinstance(accumulate, dict):  # the seed's {epoch: factor}: Lightning's GradientAccumulationScheduler
+        del kwargs["accumulate_grad_batches"]
+        callbacks.append(GradientAccumulationScheduler(scheduling={int(k): v for k, v in accumulate.items()}))
+    return {**kwargs, "callbacks": callbacks, "devices": 1, "enable_model_summary": False}
+
+
+def run_lightning(spec: dict[str, Any]) -> Any:
+    import pytorch_lightning as pl
+
+    pl.seed_everything(spec["seed_everything"])
+    model = instantiate(spec["model"])
+    data = instantiate(spec["data"]) if spec.get("data") else None
+    trainer = pl.Trainer(**lightning_trainer_kwargs(spec.get("trainer", {})))
+    trainer.fit(model, datamodule=data)
+    return model
+
+
+def loopgen_spec(spec: dict[str, Any]) -> dict[str, Any]:
+    spec = copy.deepcopy(spec)
+    spec["trainer"] = {**COMMON_FLAGS, **spec.get("trainer", {})}
+    return spec
+
+
+def render(spec: dict[str, Any], workdir: Path) -> Path:
+    """Write the spec as YAML and render it with `loopgen render` (the CLI's entry point, in this process)."""
+    import yaml
+
+    from loopgen.cli import main as loopgen_main
+
+    spec_file = workdir / "loopgen_spec.yaml"
+    spec_file.write_text(yaml.safe_dump(loopgen_spec(spec), sort_keys=False), encoding="utf-8")
+    script = workdir / "train.py"
+    status = loopgen_main(["render", str(spec_file), "-o", str(script)])
+    if status != 0:
+        sys.exit(EXIT_RENDER_FAILED)
+    return script
+
+
+def run_loopgen(spec: dict[str, Any], workdir: Path) -> Any:
+    script = render(spec, workdir)
+    namespace = runpy.run_path(str(script), run_name="loopgen_parity_script")
+    sys.argv = [str(script)]  # as `python train.py` would see it
+    return namespace["main"]()
+
+
+def run_job(side: str, spec_path: str, out: str) -> int:
+    import torch
+    import yaml
+
+    spec = yaml.safe_load(Path(spec_path).read_text(encoding="utf-8"))
+    out_path = Path(out)
+    if side == "lightning":
+        model = run_lightning(spec)
+    elif side == "loopgen":
+        model = run_loopgen(spec, out_path.parent)
+    else:
+        raise SystemExit(f"unknown side {side!r}: lightning or loopgen")
+    state = {name: tensor.detach().clone() for name, tensor in model.state_dict().items()}
+    torch.save({"state_dict": state, "records": model.parity_records()}, out_path)
+    return 0
+
+
+def _child(side: str, spec_path: str, out: str, log: str) -> None:
+    """In a forked child: run one job with stdin from /dev/null and stdout/stderr to `log`; never return."""
+    status = 1
+    try:
+        fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+        status = run_job(side, spec_path, out)
+    except SystemExit as exit:
+        status = exit.code if isinstance(exit.code, int) else 1
+    except BaseException:  # noqa: BLE001 - report anything, then exit with a status
+        traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
+
+
+def _wait(pids: list[int], timeout: float) -> list[int]:
+    """Exit statuses of the children `pids`; those still running after `timeout` are killed (status 124)."""
+    statuses = {}
+    deadline = time.monotonic() + timeout
+    while len(statuses) < len(pids):
+        for pid in pids:
+            if pid in statuses:
+                continue
+            if time.monotonic() > deadline:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                statuses[pid] = EXIT_TIMEOUT
+                continue
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                statuses[pid] = os.waitstatus_to_exitcode(status)
+        time.sleep(0.05)
+    return [statuses[pid] for pid in pids]
+
+
+def serve() -> int:
+    """Import everything once, then fork a fresh child per job (see the module docstring)."""
+    for name in ("torch", "pytorch_lightning", "yaml", "loopgen.cli", "loopgen.pipeline", *PRELOAD):
+        importlib.import_module(name)
+
+    for line in sys.stdin:
+        jobs = json.loads(line)
+        pids = []
+        for job in jobs:
+            pid = os.fork()
+            if pid == 0:
+                _child(*job)
+            pids.append(pid)
+        print(json.dumps(_wait(pids, JOB_TIMEOUT)), flush=True)
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    if str(REPO) not in sys.path:
+        sys.path.insert(0, str(REPO))
+    if argv == ["serve"]:
+        return serve()
+    return run_job(*argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

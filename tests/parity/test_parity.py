@@ -1,0 +1,284 @@
+"""Parity: a generated script trains exactly as pytorch_lightning.Trainer does (same module, flags and seed).
+
+Each case trains twice, each side in a fresh process (tests/parity/runner.py): once with Lightning's Trainer,
+once with the script loopgen renders from the same spec. Then it compares every weight (torch.equal), and
+the records the models keep (tests/parity/models.py): validation points and their batch counts, learning
+rates (one per training batch), optimizer steps, final global_step / current_epoch, dataloader loads, and
+hook events.
+
+    pytest tests/parity -n 2
+
+A failing case is a difference from Lightning (or a spec loopgen refuses): the to-do list.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("pytorch_lightning")
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[2]
+MODELS = "tests.parity.models"
+TIMEOUT = 300  # seconds, per side (PARITY_FRESH_PROCESSES=1; the server has its own)
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    spec: dict[str, Any]
+
+
+def case(id: str, model: str = "MLP", init: dict | None = None, *, data: str | None = None,
+         data_init: dict | None = None, callbacks: list[dict] | None = None, seed: int = 42,
+         **trainer: Any) -> Case:  # fmt: skip
+    """A spec in loopgen's (LightningCLI's) shape; `model` and `data` name classes in tests.parity."""
+    spec: dict[str, Any] = {"seed_everything": seed, "model": {"class_path": f"{MODELS}.{model}"}}
+    if init:
+        spec["model"]["init_args"] = init
+    if data:
+        spec["data"] = {"class_path": f"tests.parity.data.{data}", "init_args": data_init or {}}
+    if callbacks:
+        trainer["callbacks"] = callbacks
+    spec["trainer"] = trainer
+    return Case(id, spec)
+
+
+def stop_request(**init_args: int) -> list[dict]:
+    return [{"class_path": "tests.parity.callbacks.StopRequest", "init_args": init_args}]
+
+
+# Training sets are 150 samples in batches of 16: 10 batches per epoch (the last of 6); validation 5 batches.
+CASES = [
+    # --- loop bounds ---------------------------------------------------------------------------
+    case("defaults", max_epochs=2),
+    case("max_steps_mid_epoch", max_steps=13),
+    case("max_steps_accumulate_3", max_steps=5, accumulate_grad_batches=3),
+    case("max_epochs_with_min_epochs", max_epochs=2, min_epochs=1),
+    # --- accumulation and clipping --------------------------------------------------------------
+    case("accumulate_3", max_epochs=2, accumulate_grad_batches=3),
+    case("accumulate_schedule", max_epochs=4, accumulate_grad_batches={0: 1, 2: 3}),
+    case("accumulate_schedule_without_epoch_0", max_epochs=3, accumulate_grad_batches={1: 4}),
+    case("clip_norm", max_epochs=2, gradient_clip_val=0.1),
+    case("clip_value", max_epochs=2, gradient_clip_val=0.02, gradient_clip_algorithm="value"),
+    case("clip_norm_accumulate_3", max_epochs=2, gradient_clip_val=0.1, accumulate_grad_batches=3),
+    # --- batch limits and debugging flags -------------------------------------------------------
+    case("limit_batches_int", max_epochs=2, limit_train_batches=7, limit_val_batches=3),
+    case("limit_batches_int_1", max_epochs=3, limit_train_batches=1, limit_val_batches=1),
+    case("limit_batches_float", max_epochs=2, limit_train_batches=0.55, limit_val_batches=0.5),
+    case("limit_val_batches_0", max_epochs=2, limit_val_batches=0),
+    case("overfit_batches_int", max_epochs=3, overfit_batches=3),
+    case("overfit_batches_float", max_epochs=3, overfit_batches=0.25),
+    case("fast_dev_run_true", fast_dev_run=True),
+    case("fast_dev_run_4", fast_dev_run=4),
+    # --- sanity check ---------------------------------------------------------------------------
+    case("sanity_0", max_epochs=2, num_sanity_val_steps=0),
+    case("sanity_2_of_3", max_epochs=1, num_sanity_val_steps=2, limit_val_batches=3),
+    case("sanity_all", max_epochs=1, num_sanity_val_steps=-1),
+    # --- data -----------------------------------------------------------------------------------
+    case("datamodule_shuffle_dropout", "Classifier", {"dropout": 0.3}, data="ShuffledData", max_epochs=3),
+    case(
+        "reload_every_epoch_datamodule",
+        "Classifier",
+        data="ShuffledData",
+        max_epochs=3,
+        reload_dataloaders_every_n_epochs=1,
+    ),
+    case("reload_every_2_epochs_model_loaders", max_epochs=4, reload_dataloaders_every_n_epochs=2),
+    # --- validation schedule --------------------------------------------------------------------
+    case("val_check_quarter_every_2_epochs", max_epochs=4, val_check_interval=0.25, check_val_every_n_epoch=2),
+    case("val_check_int", max_epochs=2, val_check_interval=4),
+    case("val_check_int_1", max_epochs=1, val_check_interval=1, limit_train_batches=4, limit_val_batches=2),
+    case("check_val_every_3_epochs_no_sanity", max_epochs=4, check_val_every_n_epoch=3, num_sanity_val_steps=0),
+    case("val_check_int_across_epochs", max_epochs=3, val_check_interval=7, check_val_every_n_epoch=None),
+    # --- optimizers and schedulers --------------------------------------------------------------
+    case("adam", "AdamModel", max_epochs=2),
+    case("epoch_steplr", "EpochScheduleModel", max_epochs=3),
+    case("step_scheduler_frequency_2", "StepScheduleModel", max_epochs=2),
+    case("step_scheduler_frequency_2_accumulate_3", "StepScheduleModel", max_epochs=2, accumulate_grad_batches=3),
+    case("plateau_val_loss", "PlateauModel", max_epochs=4),
+    case("plateau_val_twice_per_epoch", "PlateauModel", max_epochs=3, val_check_interval=0.5),
+    # --- self.log -------------------------------------------------------------------------------
+    case("log_plateau_on_val_loss", "LoggingModel", max_epochs=3),
+    case("log_plateau_on_train_epoch_metric", "LoggingModel", {"monitor": "train_loss_epoch"}, max_epochs=3),
+    # --- training_step outputs and hooks --------------------------------------------------------
+    case("training_step_none", "NoneStepModel", max_epochs=2),
+    case("training_step_none_accumulate_3", "NoneStepModel", {"skip": 1}, max_epochs=2, accumulate_grad_batches=3),
+    case("training_step_dict_accumulate_2", "DictOutputModel", max_epochs=2, accumulate_grad_batches=2),
+    case("on_train_batch_start_minus_one", "SkipRestOfEpochModel", max_epochs=3),
+    # --- stop requests from a callback ----------------------------------------------------------
+    case("callback_stop", max_epochs=3, callbacks=stop_request(at_epoch=0, at_batch=3)),
+    case("callback_stop_before_min_epochs", max_epochs=4, min_epochs=2, callbacks=stop_request(at_epoch=0, at_batch=3)),
+    case("callback_stop_before_min_steps", max_epochs=4, min_steps=25, callbacks=stop_request(at_step=2)),
+    case(
+        "callback_stop_min_steps_within_epoch_0",
+        max_epochs=3,
+        min_steps=4,
+        callbacks=stop_request(at_epoch=0, at_batch=1),
+    ),
+    # --- other ----------------------------------------------------------------------------------
+    case("batchnorm_val_twice_per_epoch", "BatchNormNet", max_epochs=2, val_check_interval=0.5),
+    case("deterministic", max_epochs=2, deterministic=True),
+]
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    return env
+
+
+class Runner:
+    """Runs jobs ([side, SPEC, OUT, LOG]) of tests/parity/runner.py, each in a fresh process, all at once.
+
+    By default through one `runner serve` process per test worker (it imports torch and Lightning once and
+    forks a fresh child per job); with PARITY_FRESH_PROCESSES=1, one new interpreter per job.
+    """
+
+    def __init__(self) -> None:
+        self.server: subprocess.Popen | None = None
+        if os.environ.get("PARITY_FRESH_PROCESSES") != "1":
+            command = [sys.executable, "-m", "tests.parity.runner", "serve"]
+            self.server = subprocess.Popen(
+                command, cwd=REPO, env=_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+            )
+
+    def run(self, jobs: list[list[str]]) -> list[int]:
+        if self.server is None:
+            return self._run_fresh(jobs)
+        assert self.server.stdin is not None and self.server.stdout is not None
+        self.server.stdin.write(json.dumps(jobs) + "\n")
+        self.server.stdin.flush()
+        reply = self.server.stdout.readline()
+        if not reply:
+            pytest.fail(f"the parity runner server died (exit {self.server.wait()})", pytrace=False)
+        return json.loads(reply)
+
+    def _run_fresh(self, jobs: list[list[str]]) -> list[int]:
+        procs = []
+        for side, spec, out, log in jobs:
+            with open(log, "wb") as output:
+                command = [sys.executable, "-m", "tests.parity.runner", side, spec, out]
+                procs.append(subprocess.Popen(command, cwd=REPO, env=_env(), stdout=output, stderr=subprocess.STDOUT))
+        statuses = []
+        for proc in procs:
+            try:
+                statuses.append(proc.wait(timeout=TIMEOUT))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+                statuses.append(124)
+        return statuses
+
+    def close(self) -> None:
+        if self.server is not None:
+            assert self.server.stdin is not None
+            self.server.stdin.close()
+            self.server.wait(timeout=30)
+
+
+@pytest.fixture(scope="session")
+def runner():
+    runner = Runner()
+    yield runner
+    runner.close()
+
+
+def train_both(runner: Runner, spec: dict[str, Any], tmp_path: Path) -> tuple[dict, dict]:
+    """Train with Lightning and with the rendered script, each in a fresh process, at the same time;
+    return their saved {state_dict, records}."""
+    spec_file = tmp_path / "case.yaml"
+    spec_file.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
+    sides = ("lightning", "loopgen")
+    jobs = []
+    for side in sides:
+        (tmp_path / side).mkdir()
+        jobs.append([side, str(spec_file), str(tmp_path / side / "out.pt"), str(tmp_path / side / "output.log")])
+    statuses = runner.run(jobs)
+    for side, status in zip(sides, statuses):
+        output = (tmp_path / side / "output.log").read_text(encoding="utf-8", errors="replace")
+        if side == "loopgen" and status == 3:
+            refusal = [line for line in output.splitlines() if line.startswith("loopgen:")]
+            pytest.fail("loopgen refused the spec:\n" + "\n".join(refusal), pytrace=False)
+        if status != 0:
+            pytest.fail(f"{side} side failed (exit {status}):\n{_tail(output)}", pytrace=False)
+    return tuple(torch.load(tmp_path / side / "out.pt", weights_only=False) for side in sides)
+
+
+def _tail(text: str, lines: int = 40) -> str:
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def _first_difference(a: list, b: list) -> str:
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x != y:
+            return f"first difference at [{i}]: Lightning {x!r}, script {y!r}"
+    return f"lengths differ: Lightning {len(a)}, script {len(b)}; extra: {(a[len(b):] or b[len(a):])[:5]!r}"
+
+
+def differences(lightning: dict, script: dict) -> list[str]:
+    """What differs between the two sides, one line per difference (empty: the same training)."""
+    found = []
+    ours, theirs = script["state_dict"], lightning["state_dict"]
+    if ours.keys() != theirs.keys():
+        found.append(f"state_dict keys differ: Lightning {sorted(theirs)}, script {sorted(ours)}")
+    for name in sorted(theirs.keys() & ours.keys()):
+        a, b = theirs[name], ours[name]
+        if not torch.equal(a, b):
+            gap = (a.double() - b.double()).abs().max().item() if a.shape == b.shape else "shape"
+            found.append(f"weight {name} differs (max abs difference {gap})")
+    for key in ("val_points", "val_batches", "lrs", "optimizer_steps", "final", "loads", "events"):
+        a, b = lightning["records"][key], script["records"][key]
+        if a == b:
+            continue
+        if isinstance(a, list) and isinstance(b, list):
+            found.append(f"{key}: {_first_difference(a, b)}")
+        else:
+            found.append(f"{key}: Lightning {a!r}, script {b!r}")
+    if any(line.startswith(("val_points", "lrs", "optimizer_steps", "final")) for line in found):
+        found.append(f"Lightning val_points {lightning['records']['val_points']}")
+        found.append(f"script    val_points {script['records']['val_points']}")
+    return found
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_same_training_as_lightning(case: Case, runner: Runner, tmp_path: Path) -> None:
+    lightning, script = train_both(runner, case.spec, tmp_path)
+    found = differences(lightning, script)
+    assert not found, f"{case.id}: the script trains differently from Lightning ({tmp_path}):\n" + "\n".join(found)
+
+
+def test_cases_have_unique_ids() -> None:
+    ids = [c.id for c in CASES]
+    assert len(ids) == len(set(ids))
+
+
+def test_records_catch_a_difference() -> None:
+    """The comparison is not vacuous: a changed weight or record is reported."""
+    weights = {"w": torch.zeros(2)}
+    records = {
+        "val_points": [(0, 0, True)],
+        "val_batches": [2],
+        "lrs": [0.1],
+        "optimizer_steps": 1,
+        "final": {},
+        "loads": {},
+        "events": [],
+    }
+    same = {"state_dict": weights, "records": records}
+    assert differences(same, same) == []
+    other_weights = {"state_dict": {"w": torch.tensor([0.0, 1e-9])}, "records": records}
+    assert any("weight w" in line for line in differences(same, other_weights))
+    other_points = {"state_dict": weights, "records": {**records, "val_points": [(0, 0, True), (0, 3, False)]}}
+    assert any(line.startswith("val_points") for line in differences(same, other_points))

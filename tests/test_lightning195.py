@@ -1,0 +1,104 @@
+"""The seed's branches against Lightning 1.9.5, the last release that has them: several optimizers (with and
+without frequencies), truncated BPTT, LBFGS, accumulation schedules, gradient-norm tracking.
+
+Each case trains the same test module twice, with pytorch-lightning 1.9.5's Trainer (its own venv: .venv195,
+built by `.ci/setup --lightning-1.9.5`, or $LOOPGEN_VENV195) and with the rendered script, and compares the
+final weights (torch.equal) and the module's record of every hook call (arguments, losses, step counters,
+learning rates, which parameters required grad, the outputs' nesting).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+from tests.helpers import ROOT, env_with_root, render, train_script
+
+pytestmark = pytest.mark.slow
+
+SPECS = ROOT / "tests" / "lightning195" / "specs"
+
+
+def venv195() -> Path:
+    path = Path(os.environ.get("LOOPGEN_VENV195", ROOT / ".venv195"))
+    python = path / "bin" / "python"
+    if not python.exists():
+        if os.environ.get("CI"):
+            pytest.fail(f"{python} is missing: CI must build it with `.ci/setup --lightning-1.9.5`")
+        pytest.skip("no Lightning 1.9.5 venv: run `bash .ci/setup --lightning-1.9.5`")
+    return python
+
+
+def spec_file(name: str) -> dict:
+    return yaml.safe_load((SPECS / f"{name}.yaml").read_text())
+
+
+def variant(name: str, trainer: dict | None = None, init_args: dict | None = None, loop: dict | None = None) -> dict:
+    spec = spec_file(name)
+    spec["trainer"] = {**spec["trainer"], **(trainer or {})}
+    spec["model"]["init_args"] = {**spec["model"].get("init_args", {}), **(init_args or {})}
+    if loop:
+        spec["loop"] = loop
+    return spec
+
+
+CASES = {
+    "gan": spec_file("gan"),
+    "gan_frequencies": spec_file("gan_frequencies"),
+    "tbptt": spec_file("tbptt"),
+    "lbfgs": spec_file("lbfgs"),
+    "gan_accumulate_clip_gradnorm_step_schedulers": variant(
+        "gan",
+        trainer={"accumulate_grad_batches": 2, "gradient_clip_val": 0.1, "track_grad_norm": 2},
+        init_args={"scheduler_interval": "step", "momentum": 0.9},
+    ),
+    "gan_frequencies_step_schedulers": variant(
+        "gan_frequencies", init_args={"scheduler_interval": "step", "frequencies": [1, 2]}, loop={"optimizer_frequencies": [1, 2]}
+    ),
+    "gan_accumulation_schedule_max_steps": variant(
+        "gan", trainer={"accumulate_grad_batches": {1: 2}, "max_epochs": 4, "max_steps": 15}
+    ),
+    "gan_bf16": variant("gan", trainer={"precision": "bf16-mixed"}),
+    "tbptt_accumulate_gru": variant("tbptt", trainer={"accumulate_grad_batches": 2}, init_args={"cell": "gru"}),
+    "lbfgs_accumulate": variant("lbfgs", trainer={"accumulate_grad_batches": 2}),
+}
+
+
+def without_numpy_types(records: list[dict]) -> list[dict]:
+    """Lightning 1.9.5 passes optimizer_idx as numpy.int64 with frequencies; the scripts pass an int."""
+    return [{k: v for k, v in r.items() if k != "optimizer_idx_type"} for r in records]
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_matches_lightning_1_9_5(name, tmp_path, monkeypatch):
+    python = venv195()
+    spec = CASES[name]
+    spec_path = tmp_path / "spec.yaml"
+    spec_path.write_text(yaml.safe_dump(spec, sort_keys=False))
+
+    reference = subprocess.run(
+        [str(python), str(ROOT / "tests" / "lightning195" / "runner195.py"), str(spec_path), str(tmp_path / "ref.pt")],
+        env=env_with_root(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert reference.returncode == 0, reference.stderr[-4000:]
+    ref = torch.load(tmp_path / "ref.pt", weights_only=False)
+
+    monkeypatch.chdir(ROOT)
+    script = tmp_path / "train.py"
+    script.write_text(render(spec_path))
+    ours = train_script(script, tmp_path / "ours.pt")
+
+    different = [k for k, v in ref["state_dict"].items() if not torch.equal(v, ours["state_dict"][k])]
+    assert not different, f"weights differ: {different}"
+    ours_records, ref_records = without_numpy_types(ours["records"]), without_numpy_types(ref["records"])
+    for i, (a, b) in enumerate(zip(ours_records, ref_records)):
+        assert a == b, f"record {i} differs:\n ours {a}\n 1.9.5 {b}"
+    assert len(ours_records) == len(ref_records)
