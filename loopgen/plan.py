@@ -357,8 +357,8 @@ class Plan:
 
     @property
     def nested_outputs(self) -> bool:
-        """Outputs per time split and optimizer (Lightning 1.9.5's nesting)."""
-        return self.multi_optimizer or self.tbptt_steps is not None
+        """Hooks receive outputs per time split and optimizer (Lightning 1.9.5's nesting)."""
+        return (self.multi_optimizer or self.tbptt_steps is not None) and self.step_outputs_used
 
     @property
     def optimize_indent(self) -> int:
@@ -373,6 +373,15 @@ class Plan:
         if self.tbptt_steps:
             args.append("hiddens")
         return ", ".join(args)
+
+    def closure_params(self, step_input: str) -> str:
+        """The closure is called after the loop variables it reads are set: bind them explicitly."""
+        names = [step_input, "batch_idx", "optimizer"]
+        if self.multi_optimizer:
+            names.append("optimizer_idx")
+        if self.accumulates:
+            names.append("should_step")
+        return ", ".join(f"{name}={name}" for name in names)
 
     @property
     def zero_grad_call_args(self) -> str:
