@@ -163,9 +163,9 @@ def main():
             batch = next(train_iter)
             for optimizer_idx in [active_optimizer(batch_idx)]:
                 optimizer = optimizers[optimizer_idx]
-                requires_grad = train_only(
-                    optimizers, optimizer_idx
-                )  # the others' parameters are frozen meanwhile
+
+                # only this optimizer's parameters require gradients while it trains
+                requires_grad = train_only(optimizers, optimizer_idx)
 
                 # training step
                 output = model.training_step(batch, batch_idx, optimizer_idx)

@@ -212,12 +212,16 @@ class Plan:
 
     @property
     def needs_batch_count(self) -> bool:
-        """num_training_batches differs from len(train_loader)."""
-        return self.limit_train_batches != 1.0
+        """num_training_batches differs from len(train_loader) (an int 1 is one batch, the float 1.0 all)."""
+        return _limits(self.limit_train_batches)
+
+    @property
+    def limits_val_batches(self) -> bool:
+        return _limits(self.limit_val_batches)
 
     @property
     def needs_num_batches(self) -> bool:
-        return self.needs_batch_count or (self.validation and self.limit_val_batches != 1.0)
+        return self.needs_batch_count or (self.validation and self.limits_val_batches)
 
     @property
     def imports(self) -> tuple[Import, ...]:
@@ -251,11 +255,30 @@ class Plan:
         return self.check_val_every_n_epoch in (None, 1)
 
     @property
+    def waits_for_minimum(self) -> bool:
+        """A stop request can be held back by min_epochs / min_steps."""
+        return self.stop_requests and bool(self.min_epochs or self.min_steps)
+
+    @property
+    def stop_condition(self) -> str:
+        return "trainer.should_stop and trainer.can_stop_early()" if self.waits_for_minimum else "trainer.should_stop"
+
+    @property
+    def stop_wait_message(self) -> str:
+        """Lightning's message when a stop request waits for min_epochs / min_steps (source of an f-string)."""
+        epochs = "{MIN_EPOCHS}" if self.min_epochs else "0"
+        steps = "{MIN_STEPS}" if self.min_steps else "None"
+        return (
+            f'f"Trainer was signaled to stop but the required `min_epochs={epochs}` or"\n'
+            f'f" `min_steps={steps}` has not been met. Training will continue..."'
+        )
+
+    @property
     def val_check_condition(self) -> str:
         counter = "trainer.total_batch_idx" if self.check_val_every_n_epoch is None else "batch_idx"
         when = f"({counter} + 1) % val_check_batch == 0"
         if self.stop_requests:
-            when = f"{when} or (trainer.should_stop and trainer.can_stop_early())"
+            when = f"{when} or ({self.stop_condition})"
         if self.check_val_every_n_epoch not in (None, 1):
             when = f"(trainer.current_epoch + 1) % CHECK_VAL_EVERY_N_EPOCH == 0 and ({when})"
         return when
@@ -279,7 +302,7 @@ class Plan:
 
     @property
     def val_batches_expr(self) -> str:
-        if self.limit_val_batches != 1.0:
+        if self.limits_val_batches:
             return 'num_batches(len(val_loader), LIMIT_VAL_BATCHES, "val")'
         return "len(val_loader)"
 
@@ -519,8 +542,8 @@ def make_plan(
     if max_epochs is None:
         max_epochs = 1000 if max_steps == -1 else -1
     min_epochs = t.min_epochs
-    if min_epochs is None:
-        min_epochs = 1 if t.min_steps is None else 0
+    if min_epochs is None:  # Lightning's _parse_loop_limits
+        min_epochs = 1 if t.min_steps is not None else 0
 
     validation = val_from is not None and model.defines("validation_step") and limit_val != 0
 
@@ -634,6 +657,10 @@ def _style(params: tuple[str, ...] | None) -> str | None:
     if params is None:
         return None
     return "seed" if "optimizer_idx" in params else "lightning2"
+
+
+def _limits(limit: int | float) -> bool:
+    return not (isinstance(limit, float) and limit == 1.0)
 
 
 def _takes_two(params: tuple[str, ...]) -> bool:

@@ -59,6 +59,58 @@ class Rich(torch.nn.Module):
     )
 )
 
+SEED_MODEL = '''
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+
+class SeedRich(torch.nn.Module):
+    """Two optimizers, truncated BPTT, LBFGS, and the seed's hooks."""
+
+    def __init__(self):
+        super().__init__()
+        self.rnn = torch.nn.GRU(2, 4, batch_first=True)
+        self.head = torch.nn.Linear(4, 1)
+
+    def train_dataloader(self):
+        g = torch.Generator().manual_seed(0)
+        return DataLoader(TensorDataset(torch.randn(8, 6, 2, generator=g), torch.randn(8, 6, 1, generator=g)), batch_size=4)
+
+    def training_step(self, batch, batch_idx, optimizer_idx, hiddens):
+        x, y = batch
+        out, hiddens = self.rnn(x, hiddens)
+        return {"loss": torch.nn.functional.mse_loss(self.head(out), y), "hiddens": hiddens}
+
+    def configure_optimizers(self):
+        return [torch.optim.LBFGS(self.rnn.parameters()), torch.optim.SGD(self.head.parameters(), lr=0.1)]
+
+    def on_train_batch_end(self, outputs, batch, batch_idx):
+        pass
+
+    def training_epoch_end(self, outputs):
+        pass
+
+    def optimizer_step(self, epoch, batch_idx, optimizer, optimizer_idx, optimizer_closure, on_tpu, using_lbfgs):
+        optimizer.step(closure=optimizer_closure)
+
+
+class SeedApex(torch.nn.Module):
+    """Two plain optimizers: what apex AMP accepts."""
+
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = torch.nn.Linear(2, 2), torch.nn.Linear(2, 1)
+
+    def train_dataloader(self):
+        return [torch.ones(4, 2)]
+
+    def training_step(self, batch, batch_idx, optimizer_idx):
+        return self.b(self.a(batch)).sum()
+
+    def configure_optimizers(self):
+        return [torch.optim.SGD(self.a.parameters(), lr=0.1), torch.optim.SGD(self.b.parameters(), lr=0.1)]
+'''
+
 CALLBACK = '''
 class Recorder:
     def on_train_start(self, trainer, pl_module):
@@ -109,11 +161,29 @@ def project(tmp_path_factory) -> Path:
     (root / "proj" / "__init__.py").write_text("")
     (root / "proj" / "models.py").write_text(RICH_MODEL)
     (root / "proj" / "callbacks.py").write_text(CALLBACK)
+    (root / "proj" / "seed.py").write_text(SEED_MODEL)
     return root
 
 
+SEED_FLAG_SETS = {
+    "seed_defaults": {},
+    "seed_tbptt": {"truncated_bptt_steps": 2},
+    "seed_tbptt_frequencies": {"truncated_bptt_steps": 2, "loop": {"optimizer_frequencies": [2, 1]}},
+    "seed_grad_norm": {"track_grad_norm": 2},
+    "seed_grad_norm_inf": {"track_grad_norm": "inf"},
+    "seed_nan": {"terminate_on_nan": True},
+    "seed_accumulate_clip": {"accumulate_grad_batches": 2, "gradient_clip_val": 1.0},
+    "seed_apex": {"accelerator": "cuda", "precision": "16-mixed", "amp_backend": "apex", "amp_level": "O1"},
+}
+
+
 def spec_with(project: Path, name: str, flags: dict) -> Path:
-    spec = {**BASE, "trainer": {**BASE["trainer"], **flags}}
+    flags = dict(flags)
+    loop = flags.pop("loop", None)
+    model = {"seed_apex": "proj.seed.SeedApex"}.get(name, "proj.seed.SeedRich" if name.startswith("seed") else BASE["model"])
+    spec = {**BASE, "model": model, "trainer": {**BASE["trainer"], **flags}}
+    if loop:
+        spec["loop"] = loop
     return write_spec(project, spec, f"{name}.yaml")
 
 
@@ -125,7 +195,7 @@ def rendered(project) -> dict[str, Path]:
     os.chdir(project)
     try:
         scripts = {}
-        for name, flags in FLAG_SETS.items():
+        for name, flags in {**FLAG_SETS, **SEED_FLAG_SETS}.items():
             path = project / f"{name}.py"
             path.write_text(render(spec_with(project, name, flags)))
             scripts[name] = path
@@ -168,13 +238,38 @@ TRACES = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(TRACES))
+SEED_TRACES = {
+    "seed_tbptt": ["TRUNCATED_BPTT_STEPS", "def split_batch", "carried_hiddens", "hiddens = None"],
+    "seed_tbptt_frequencies": ["OPTIMIZER_FREQUENCIES", "def active_optimizer", "from itertools import accumulate"],
+    "seed_grad_norm": ["TRACK_GRAD_NORM = 2.0", "def grad_norms", "if optimizer_idx == 0:"],
+    "seed_grad_norm_inf": ['TRACK_GRAD_NORM = float("inf")'],
+    "seed_nan": ["torch.isfinite(loss)", "Detected nan and/or inf values"],
+    "seed_accumulate_clip": ["ACCUMULATE_GRAD_BATCHES", "clip_grad_norm_", "should_step=should_step"],
+    "seed_apex": ["from apex import amp", "amp.initialize(model, optimizers, opt_level=AMP_LEVEL)",
+                  "amp.scale_loss(loss, optimizer)", 'AMP_LEVEL = "O1"'],
+}
+
+
+@pytest.mark.parametrize("name", sorted(TRACES) + sorted(SEED_TRACES))
 def test_flag_off_leaves_no_trace(rendered, name):
     on = rendered[name].read_text()
-    off = rendered["defaults"].read_text()
+    off = rendered["seed_defaults" if name.startswith("seed") else "defaults"].read_text()
+    TRACES.update(SEED_TRACES)
     for trace in TRACES[name]:
         assert trace in on, f"{name}: expected {trace!r} in the script"
         assert trace not in off, f"{name} off: {trace!r} must not be in the script"
+
+
+def test_seed_branches_are_specialised(rendered):
+    """Two optimizers: the toggle and the per-optimizer loop; LBFGS: the closure; the override's arguments."""
+    text = "".join(rendered["seed_defaults"].read_text().split())  # black may wrap the calls
+    for code in (
+        "for optimizer_idx, optimizer in enumerate(optimizers):",
+        "requires_grad = train_only(optimizers, optimizer_idx)",
+        "model.optimizer_step(trainer.current_epoch, batch_idx, optimizer, optimizer_idx, closure,",
+        "model.training_epoch_end(epoch_outputs_for(epoch_outputs, len(optimizers)))",
+    ):
+        assert "".join(code.split()) in text, code
 
 
 def test_hooks_absent_from_the_model_are_not_called(project):
