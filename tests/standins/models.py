@@ -1,0 +1,35 @@
+"""A small model that records its hook calls into the stand-ins' shared list."""
+
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+from tests.standins.calls import CALLS
+
+
+class Probe(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layer = nn.Linear(2, 1)
+
+    def _loader(self):
+        g = torch.Generator().manual_seed(0)
+        return DataLoader(TensorDataset(torch.randn(8, 2, generator=g), torch.randn(8, 1, generator=g)), batch_size=4)
+
+    def train_dataloader(self):
+        return self._loader()
+
+    def val_dataloader(self):
+        return self._loader()
+
+    def configure_optimizers(self):
+        CALLS.append(("configure_optimizers",))
+        return torch.optim.SGD(self.parameters(), lr=0.1)
+
+    def training_step(self, batch, batch_idx):
+        CALLS.append(("training_step",))
+        x, y = batch
+        return nn.functional.mse_loss(self.layer(x), y)
+
+    def validation_step(self, batch, batch_idx):
+        CALLS.append(("validation_step",))

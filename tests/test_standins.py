@@ -1,0 +1,119 @@
+"""What cannot run on this machine (CUDA, apex) runs against recording stand-ins: the rendered script must make
+the right calls in the right order. tests/standins/fake_cuda.py makes torch believe CUDA is there."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.helpers import ROOT, env_with_root, render
+
+BASE = {
+    "seed_everything": 0,
+    "model": "tests.standins.models.Probe",
+    "trainer": {"max_epochs": 1, "num_sanity_val_steps": 1, "logger": False, "enable_checkpointing": False,
+                "enable_progress_bar": False},
+}
+
+
+def run_with_stand_ins(tmp_path, monkeypatch, trainer: dict) -> list[tuple]:
+    monkeypatch.chdir(ROOT)
+    spec = {**BASE, "trainer": {**BASE["trainer"], **trainer}}
+    script = tmp_path / "train.py"
+    script.write_text(render(spec, tmp_path))
+    out = tmp_path / "calls.json"
+    result = subprocess.run(
+        [sys.executable, "-m", "tests.standins.fake_cuda", str(script), str(out)],
+        cwd=ROOT,
+        env=env_with_root(ROOT / "tests" / "standins"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return [tuple(call) for call in json.loads(out.read_text())]
+
+
+def first_training_batch(calls: list[tuple]) -> list[tuple]:
+    """The calls of the first training batch: from its moves to the device to the next batch's."""
+
+    def batch_start(step: int) -> int:
+        while calls[step - 1][0] in ("tensor.to", "autocast.enter"):
+            step -= 1
+        return step
+
+    first = calls.index(("training_step",))
+    return calls[batch_start(first) : batch_start(calls.index(("training_step",), first + 1))]
+
+
+def test_cuda_16_mixed_order_of_calls(tmp_path, monkeypatch):
+    calls = run_with_stand_ins(
+        tmp_path, monkeypatch, {"accelerator": "cuda", "precision": "16-mixed", "gradient_clip_val": 1.0}
+    )
+    # the model moves before its optimizer is made; the scaler is created for CUDA
+    assert calls.index(("module.to", "cuda")) < calls.index(("configure_optimizers",))
+    assert ("GradScaler", "cuda", True) in calls
+    # validation batches move and run under float16 autocast, without a cache
+    sanity = calls.index(("validation_step",))
+    assert calls[sanity - 1] == ("autocast.enter", "cuda", "torch.float16", False)
+    assert calls[sanity - 3 : sanity - 1] == [("tensor.to", "cuda", True)] * 2
+    batch = first_training_batch(calls)
+    assert batch == [
+        ("tensor.to", "cuda", True),
+        ("tensor.to", "cuda", True),
+        ("autocast.enter", "cuda", "torch.float16", False),
+        ("training_step",),
+        ("autocast.exit",),
+        ("optimizer.zero_grad",),
+        ("scaler.scale",),
+        ("backward",),
+        ("scaler.unscale_",),
+        ("clip_grad_norm_", 1.0),
+        ("scaler.step",),
+        ("optimizer.step",),
+        ("scaler.update",),
+    ]
+
+
+def test_auto_accelerator_picks_cuda_when_available(tmp_path, monkeypatch):
+    calls = run_with_stand_ins(tmp_path, monkeypatch, {"accelerator": "auto", "precision": "16-mixed"})
+    assert ("module.to", "cuda") in calls
+    assert ("GradScaler", "cuda", True) in calls
+    assert ("autocast.enter", "cuda", "torch.float16", False) in calls
+
+
+def test_apex_order_of_calls(tmp_path, monkeypatch):
+    calls = run_with_stand_ins(
+        tmp_path, monkeypatch, {"accelerator": "cuda", "precision": "16-mixed", "amp_backend": "apex", "amp_level": "O1"}
+    )
+    assert calls.index(("configure_optimizers",)) < calls.index(("apex.initialize", "Probe", 1, "O1"))
+    assert not [c for c in calls if c[0] in ("autocast.enter", "GradScaler", "scaler.scale")]
+    batch = first_training_batch(calls)
+    assert batch == [
+        ("tensor.to", "cuda", True),
+        ("tensor.to", "cuda", True),
+        ("training_step",),
+        ("optimizer.zero_grad",),
+        ("apex.scale_loss.enter", "SGD"),
+        ("backward",),
+        ("apex.scale_loss.exit", "SGD"),
+        ("optimizer.step",),
+    ]
+
+
+@pytest.mark.parametrize(
+    "trainer, message",
+    [
+        ({"accelerator": "cpu", "precision": "16-mixed", "amp_backend": "apex"}, "apex AMP is not supported on CPU"),
+        ({"accelerator": "cuda", "precision": "bf16-mixed", "amp_backend": "apex"}, "apex needs `precision: 16-mixed`"),
+    ],
+)
+def test_impossible_combinations_are_refused(tmp_path, monkeypatch, trainer, message):
+    from loopgen.errors import LoopgenError
+
+    monkeypatch.chdir(ROOT)
+    with pytest.raises(LoopgenError, match=message):
+        render({**BASE, "trainer": {**BASE["trainer"], **trainer}}, tmp_path)
