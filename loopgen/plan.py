@@ -605,7 +605,7 @@ def make_plan(
         lightning_module=model.is_lightning_module,
         attach_trainer=attach_trainer,
         uses_log=model.uses_log,
-        schedulers=spec.lr_scheduler is not None or (spec.optimizer is None and model.mentions_scheduler),
+        schedulers=_has_schedulers(spec, model),
         precision=precision,
         seed=seed,
         seed_at_run_time=spec.seed_everything is True,
@@ -657,6 +657,16 @@ def _style(params: tuple[str, ...] | None) -> str | None:
     if params is None:
         return None
     return "seed" if "optimizer_idx" in params else "lightning2"
+
+
+def _has_schedulers(spec: Spec, model: ClassFacts) -> bool:
+    """Code to step LR schedulers is needed: the spec has `lr_scheduler:`, or configure_optimizers returns
+    schedulers (`loop.lr_schedulers`, else read from its source; the script checks at run time)."""
+    if spec.optimizer is not None:
+        return spec.lr_scheduler is not None
+    if spec.loop.lr_schedulers is not None:
+        return spec.loop.lr_schedulers
+    return model.mentions_scheduler
 
 
 def _limits(limit: int | float) -> bool:

@@ -100,6 +100,7 @@ class LoopFlags:
     """loopgen-only `loop:` section: facts Lightning finds at run time that shape the code."""
 
     optimizer_frequencies: tuple[int, ...] | None = None
+    lr_schedulers: bool | None = None  # configure_optimizers returns LR schedulers (None: read its source)
 
 
 @dataclass(frozen=True)
@@ -528,17 +529,21 @@ class _Reader:
     def loop(self, value: Any) -> LoopFlags:
         path: KeyPath = ("loop",)
         raw = self.mapping(path, value, LOOP_KEYS, "not a loopgen loop setting")
+        schedulers = raw.get("lr_schedulers")
+        if schedulers is not None and not isinstance(schedulers, bool):
+            self.problem((*path, "lr_schedulers"), f"expected true or false, {got(schedulers)}")
+            schedulers = None
         frequencies = raw.get("optimizer_frequencies")
         if frequencies is None:
-            return LoopFlags()
+            return LoopFlags(lr_schedulers=schedulers)
         key = (*path, "optimizer_frequencies")
         if not isinstance(frequencies, list) or not frequencies:
             self.problem(key, f"expected a non-empty list of positive integers (one per optimizer), {got(frequencies)}")
-            return LoopFlags()
+            return LoopFlags(lr_schedulers=schedulers)
         for index, frequency in enumerate(frequencies):
             if isinstance(frequency, bool) or not isinstance(frequency, int) or frequency < 1:
                 self.problem((*key, index), f"expected a positive integer, {got(frequency)}")
-        return LoopFlags(tuple(frequencies))
+        return LoopFlags(tuple(frequencies), schedulers)
 
 
 # ---------------------------------------------------------------------------
@@ -591,6 +596,10 @@ def spec_schema() -> dict[str, Any]:
                     "optimizer_frequencies": nullable(
                         {"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 1}
                     ),
+                    "lr_schedulers": {
+                        "description": "configure_optimizers returns LR schedulers (null: read from its source)",
+                        "type": ["boolean", "null"],
+                    },
                 },
             },
             "ckpt_path": {"description": "the checkpoint to resume from by default", "type": ["string", "null"]},

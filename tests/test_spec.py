@@ -851,3 +851,11 @@ def test_schema_structure_without_a_validator() -> None:
 )
 def test_apex_flag_rules(tmp_path: Path, flags: str, expected: str) -> None:
     assert trainer_problem(tmp_path, flags) == expected
+
+
+def test_loop_lr_schedulers(tmp_path: Path) -> None:
+    spec = load(tmp_path, "model: pkg.Net\nloop:\n  lr_schedulers: true\n")
+    assert spec.loop.lr_schedulers is True
+    with pytest.raises(LoopgenError) as excinfo:
+        load(tmp_path, "model: pkg.Net\nloop:\n  lr_schedulers: maybe\n")
+    assert "loop.lr_schedulers" in str(excinfo.value)

@@ -1,0 +1,96 @@
+"""The script checks at run time what the spec declared: a clear error when the model disagrees."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from tests.helpers import env_with_root, render
+
+MODEL = '''
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+
+class Flexible(torch.nn.Module):
+    """configure_optimizers and training_step return what init_args ask for."""
+
+    def __init__(self, optimizers=1, scheduler=None, frequencies=None, hiddens=True, monitor=None):
+        super().__init__()
+        self.a, self.b = torch.nn.Linear(2, 2), torch.nn.Linear(2, 1)
+        self.n, self.scheduler_kind, self.frequencies, self.hiddens, self.monitor = (
+            optimizers, scheduler, frequencies, hiddens, monitor)
+
+    def train_dataloader(self):
+        g = torch.Generator().manual_seed(0)
+        return DataLoader(TensorDataset(torch.randn(8, 3, 2, generator=g)), batch_size=4)
+
+    def training_step(self, batch, batch_idx, *args):
+        loss = self.b(self.a(batch[0])).sum()
+        return {"loss": loss, "hiddens": None} if self.hiddens else loss
+
+    def configure_optimizers(self):
+        optimizers = [torch.optim.SGD(self.parameters(), lr=0.1) for _ in range(self.n)]
+        if self.frequencies:
+            return [{"optimizer": o, "frequency": f} for o, f in zip(optimizers, self.frequencies)]
+        if self.scheduler_kind == "plateau":
+            plateau = torch.optim.lr_scheduler.ReduceLROnPlateau(optimizers[0])
+            return {"optimizer": optimizers[0], "lr_scheduler": plateau, "monitor": self.monitor}
+        if self.scheduler_kind == "step":
+            return optimizers, [torch.optim.lr_scheduler.StepLR(optimizers[0], 1)]
+        return optimizers
+
+
+class TwoOptimizers(Flexible):
+    def training_step(self, batch, batch_idx, optimizer_idx):
+        return self.b(self.a(batch[0])).sum()
+'''
+
+
+def run(tmp_path, monkeypatch, init_args: dict, trainer: dict | None = None, loop: dict | None = None,
+        model: str = "Flexible"):
+    (tmp_path / "flex").mkdir(exist_ok=True)
+    (tmp_path / "flex" / "__init__.py").write_text("")
+    (tmp_path / "flex" / "models.py").write_text(MODEL)
+    monkeypatch.chdir(tmp_path)
+    spec = {
+        "seed_everything": 0,
+        "model": {"class_path": f"flex.models.{model}", "init_args": init_args},
+        "trainer": {"accelerator": "cpu", "max_epochs": 1, "logger": False, "enable_checkpointing": False,
+                    "enable_progress_bar": False, **(trainer or {})},
+    }
+    if loop:
+        spec["loop"] = loop
+    script = tmp_path / "train.py"
+    script.write_text(render(spec, tmp_path))
+    return subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, env=env_with_root(tmp_path), capture_output=True, text=True
+    )
+
+
+@pytest.mark.parametrize(
+    "init_args, trainer, loop, message",
+    [
+        ({"optimizers": 2}, None, None, "configure_optimizers() returned 2 optimizers; this script was rendered for one"),
+        ({"scheduler": "step"}, None, {"lr_schedulers": False}, "set `loop: {lr_schedulers: true}`"),
+        ({"optimizers": 2, "frequencies": [1, 1], "model": "TwoOptimizers"}, None, {"optimizer_frequencies": [2, 1]},
+         "gives the optimizer frequencies [1, 1], but this script was rendered for [2, 1]"),
+        ({"hiddens": False}, {"truncated_bptt_steps": 2}, None, 'training_step must return {"loss": ..., "hiddens": ...}'),
+        ({"scheduler": "plateau", "monitor": "val_loss"}, None, None,
+         "ReduceLROnPlateau conditioned on metric val_loss which is not available. Available metrics are: []"),
+    ],
+    ids=["two-optimizers", "undeclared-scheduler", "frequencies", "no-hiddens", "missing-monitor"],
+)
+def test_clear_error(tmp_path, monkeypatch, init_args, trainer, loop, message):
+    init_args = dict(init_args)
+    model = init_args.pop("model", "Flexible")
+    result = run(tmp_path, monkeypatch, init_args, trainer, loop, model)
+    assert result.returncode != 0
+    assert message in result.stderr, result.stderr[-2000:]
+
+
+def test_declared_scheduler_runs(tmp_path, monkeypatch):
+    result = run(tmp_path, monkeypatch, {"scheduler": "step"})
+    assert result.returncode == 0, result.stderr[-2000:]
