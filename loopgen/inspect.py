@@ -29,6 +29,7 @@ class ClassFacts:
     attributes_read: frozenset[str] = frozenset()  # every `self.X` the methods mention
     mentions_scheduler: bool = False  # configure_optimizers mentions an LR scheduler (name or "lr_scheduler" key)
     mentions_lbfgs: bool = False  # configure_optimizers mentions LBFGS (a closure optimizer)
+    returns_log_dicts: bool = False  # a step or epoch-end hook mentions the seed's "log" / "progress_bar" keys
 
     def defines(self, hook: str) -> bool:
         return hook in self.methods
@@ -55,7 +56,7 @@ def inspect_class(class_path: str, roots: Sequence[Path], *, where: str) -> Clas
     methods: dict[str, tuple[str, ...]] = {}
     uses_log = False
     attributes: set[str] = set()
-    scheduler = lbfgs = False
+    scheduler = lbfgs = log_dicts = False
     for ancestor in _linearize([c for c in found if isinstance(c, _Class)]):
         for fn in ancestor.methods():
             me = _self_name(fn)
@@ -65,6 +66,8 @@ def inspect_class(class_path: str, roots: Sequence[Path], *, where: str) -> Clas
             words = _Words(me)
             fn.body.visit(words)
             attributes |= words.attributes
+            if first and fn.name.value in _LOG_DICT_HOOKS:
+                log_dicts = log_dicts or bool(words.strings & {"log", "progress_bar"})
             if first and fn.name.value == "configure_optimizers":
                 scheduler = any("sched" in w.lower() or w.endswith("LR") or "LROn" in w for w in words.words)
                 lbfgs = "LBFGS" in words.words
@@ -79,6 +82,7 @@ def inspect_class(class_path: str, roots: Sequence[Path], *, where: str) -> Clas
         attributes_read=frozenset(attributes),
         mentions_scheduler=scheduler,
         mentions_lbfgs=lbfgs,
+        returns_log_dicts=log_dicts,
     )
 
 
@@ -255,6 +259,11 @@ class _CallFinder(cst.CSTVisitor):
         self.found = self.found or _dotted(node.func) in self.names
 
 
+_LOG_DICT_HOOKS = frozenset(
+    {"training_step", "training_step_end", "validation_step", "training_epoch_end", "validation_epoch_end"}
+)
+
+
 class _Words(cst.CSTVisitor):
     """The names, attribute names and string literals of a method body, and the `me.X` attributes."""
 
@@ -262,6 +271,7 @@ class _Words(cst.CSTVisitor):
         super().__init__()
         self.me = me
         self.words: set[str] = set()
+        self.strings: set[str] = set()
         self.attributes: set[str] = set()
 
     def visit_Name(self, node: cst.Name) -> None:
@@ -269,6 +279,7 @@ class _Words(cst.CSTVisitor):
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
         self.words.add(node.value.strip("\"'"))
+        self.strings.add(node.value.strip("\"'"))
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         self.words.add(node.attr.value)

@@ -190,6 +190,7 @@ class Plan:
     amp_level: str | None = None
     track_grad_norm: float | None = None
     terminate_on_nan: bool = False
+    log_dicts: bool = False  # the seed's {"log": ..., "progress_bar": ...} returns are logged
     notices: tuple[str, ...] = ()  # decisions the user should hear about
 
     def hook(self, name: str) -> bool:
@@ -313,7 +314,7 @@ class Plan:
 
     def _validate_extras(self) -> list[str]:
         extras = ["device"] if self.device != "cpu" else []
-        if self.uses_log:
+        if self.metric_log:
             extras.append("metrics")
         return extras + self._val_callbacks()
 
@@ -432,7 +433,7 @@ class Plan:
     @property
     def metric_log(self) -> bool:
         """The script needs the self.log collector."""
-        return self.uses_log or self.track_grad_norm is not None
+        return self.uses_log or self.track_grad_norm is not None or self.log_dicts
 
     @property
     def validation_step_args(self) -> str:
@@ -440,7 +441,7 @@ class Plan:
 
     @property
     def val_output_used(self) -> bool:
-        return self.any_hook("on_validation_batch_end") or self.hook("validation_epoch_end")
+        return self.any_hook("on_validation_batch_end") or self.hook("validation_epoch_end") or self.log_dicts
 
     @property
     def step_outputs_used(self) -> bool:
@@ -647,6 +648,7 @@ def make_plan(
         amp_level=(t.amp_level or "O2") if apex else None,
         track_grad_norm=t.track_grad_norm if t.track_grad_norm != -1 else None,
         terminate_on_nan=t.terminate_on_nan,
+        log_dicts=model.returns_log_dicts,
         notices=tuple(notices),
     )
 
