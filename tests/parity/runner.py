@@ -63,11 +63,35 @@ def lightning_trainer_kwargs(flags: dict[str, Any]) -> dict[str, Any]:
     return {**kwargs, "callbacks": callbacks, "devices": 1, "enable_model_summary": False}
 
 
+def cli_configure_optimizers(model: Any, optimizer: dict[str, Any], lr_scheduler: dict[str, Any] | None) -> None:
+    """What LightningCLI does with `optimizer:` / `lr_scheduler:`: replace the model's configure_optimizers."""
+    import types
+
+    import torch
+
+    def configure_optimizers(self: Any) -> Any:
+        module, _, name = optimizer["class_path"].rpartition(".")
+        opt = getattr(importlib.import_module(module), name)(self.parameters(), **optimizer.get("init_args", {}))
+        if lr_scheduler is None:
+            return opt
+        module, _, name = lr_scheduler["class_path"].rpartition(".")
+        args = dict(lr_scheduler.get("init_args", {}))
+        monitor = args.pop("monitor", None)
+        scheduler = getattr(importlib.import_module(module), name)(opt, **args)
+        if isinstance(scheduler, torch.optim.lr_scheduler.ReduceLROnPlateau):
+            return {"optimizer": opt, "lr_scheduler": {"scheduler": scheduler, "monitor": monitor}}
+        return [opt], [scheduler]
+
+    model.configure_optimizers = types.MethodType(configure_optimizers, model)
+
+
 def run_lightning(spec: dict[str, Any]) -> Any:
     import pytorch_lightning as pl
 
     pl.seed_everything(spec["seed_everything"])
     model = instantiate(spec["model"])
+    if spec.get("optimizer"):
+        cli_configure_optimizers(model, spec["optimizer"], spec.get("lr_scheduler"))
     data = instantiate(spec["data"]) if spec.get("data") else None
     trainer = pl.Trainer(**lightning_trainer_kwargs(spec.get("trainer", {})))
     trainer.fit(model, datamodule=data)
@@ -115,7 +139,8 @@ def run_job(side: str, spec_path: str, out: str) -> int:
     else:
         raise SystemExit(f"unknown side {side!r}: lightning or loopgen")
     state = {name: tensor.detach().clone() for name, tensor in model.state_dict().items()}
-    torch.save({"state_dict": state, "records": model.parity_records()}, out_path)
+    records = model.parity_records() if hasattr(model, "parity_records") else None
+    torch.save({"state_dict": state, "records": records}, out_path)
     return 0
 
 

@@ -282,3 +282,21 @@ def test_records_catch_a_difference() -> None:
     assert any("weight w" in line for line in differences(same, other_weights))
     other_points = {"state_dict": weights, "records": {**records, "val_points": [(0, 0, True), (0, 3, False)]}}
     assert any(line.startswith("val_points") for line in differences(same, other_points))
+
+
+EXAMPLES = sorted(
+    path
+    for path in (REPO / "examples").glob("*.yaml")
+    if "examples.lightning_models" in path.read_text()
+)
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.stem)
+def test_example_trains_like_lightning(example: Path, runner: Runner, tmp_path: Path) -> None:
+    """Every example spec whose model is a LightningModule: the same weights as pytorch_lightning.Trainer."""
+    spec = yaml.safe_load(example.read_text())
+    lightning, script = train_both(runner, spec, tmp_path)
+    ours, theirs = script["state_dict"], lightning["state_dict"]
+    assert ours.keys() == theirs.keys()
+    different = [name for name in theirs if not torch.equal(theirs[name], ours[name])]
+    assert not different, f"{example.name}: weights differ from Lightning's: {different}"
