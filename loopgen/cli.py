@@ -30,7 +30,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="loopgen", description="Compile a training spec into one flat PyTorch script.")
+    parser = argparse.ArgumentParser(
+        prog="loopgen", description="Compile a training spec into one flat PyTorch script."
+    )
     parser.add_argument("--version", action="version", version=f"loopgen {__version__}")
     commands = parser.add_subparsers(required=True, metavar="COMMAND")
 
@@ -44,7 +46,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("script_args", nargs=argparse.REMAINDER, help="after --: arguments for the script")
     run.set_defaults(command=_run)
 
-    check = commands.add_parser("check", help="exit 0 when SCRIPT is what SPEC renders to now; else show the difference")
+    check = commands.add_parser(
+        "check", help="exit 0 when SCRIPT is what SPEC renders to now; else show the difference"
+    )
     check.add_argument("spec", type=Path)
     check.add_argument("script", type=Path)
     check.set_defaults(command=_check)

@@ -26,6 +26,7 @@ class ClassFacts:
     # each with its parameter names after `self` (keyword-only included; *args/**kwargs as "*args"/"**kwargs")
     methods: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     uses_log: bool = False  # the class body calls self.log(...) or self.log_dict(...)
+    sources: tuple[Path, ...] = ()  # every user file read to learn these facts
     attributes_read: frozenset[str] = frozenset()  # every `self.X` the methods mention
     mentions_scheduler: bool = False  # configure_optimizers mentions an LR scheduler (name or "lr_scheduler" key)
     mentions_lbfgs: bool = False  # configure_optimizers mentions LBFGS (a closure optimizer)
@@ -33,12 +34,6 @@ class ClassFacts:
 
     def defines(self, hook: str) -> bool:
         return hook in self.methods
-
-
-def default_roots(spec_path: Path) -> list[Path]:
-    """Where user modules are looked up: the current directory, then the spec's directory and its ancestors."""
-    spec_dir = spec_path.absolute().parent.resolve()
-    return list(dict.fromkeys([Path.cwd().resolve(), spec_dir, *spec_dir.parents]))
 
 
 def find_class_source(class_path: str, roots: Sequence[Path], *, where: str = "") -> tuple[Path, Path]:
@@ -83,6 +78,7 @@ def inspect_class(class_path: str, roots: Sequence[Path], *, where: str) -> Clas
         mentions_scheduler=scheduler,
         mentions_lbfgs=lbfgs,
         returns_log_dicts=log_dicts,
+        sources=tuple(reader.files_read),
     )
 
 
@@ -119,6 +115,10 @@ class _Reader:
         self.where = where
         self._modules: dict[str, _Module | None] = {}
         self._files: dict[Path, list[cst.CSTNode]] = {}
+
+    @property
+    def files_read(self) -> list[Path]:
+        return list(self._files)
 
     def find(self, class_path: str) -> _Class:
         """The user class `class_path` names, following re-exports; a LoopgenError when there is none."""

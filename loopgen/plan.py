@@ -7,8 +7,9 @@ rewriting the limits, which hooks exist, ...). Templates only test its fields.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from loopgen import __version__
 from loopgen.errors import LoopgenError, Problem
@@ -477,7 +478,9 @@ def make_plan(
     problems: list[Problem] = []
 
     if not model.defines("training_step"):
-        problems.append(Problem("model.class_path", f"{spec.model.class_path} does not define training_step", spec.model.line))
+        problems.append(
+            Problem("model.class_path", f"{spec.model.class_path} does not define training_step", spec.model.line)
+        )
     if spec.optimizer is None and not model.defines("configure_optimizers"):
         problems.append(
             Problem(
@@ -509,7 +512,11 @@ def make_plan(
         )
     tbptt = t.truncated_bptt_steps
     if tbptt and "hiddens" not in step_params and "*args" not in step_params:
-        problems.append(Problem(where, f"truncated_bptt_steps is set, but {spec.model.name}.training_step has no `hiddens` parameter"))
+        problems.append(
+            Problem(
+                where, f"truncated_bptt_steps is set, but {spec.model.name}.training_step has no `hiddens` parameter"
+            )
+        )
     for hook in ("configure_gradient_clipping", "on_save_checkpoint", "on_load_checkpoint"):
         if model.defines(hook):
             problems.append(Problem(where, f"{spec.model.class_path} overrides {hook}: not supported yet"))
@@ -583,7 +590,13 @@ def make_plan(
         args = dict(spec.lr_scheduler.init_args)
         monitor = args.pop("monitor", None)
         if monitor is None:
-            raise LoopgenError(Problem("lr_scheduler.init_args.monitor", "ReduceLROnPlateau needs a `monitor` metric", spec.lr_scheduler.line))
+            raise LoopgenError(
+                Problem(
+                    "lr_scheduler.init_args.monitor",
+                    "ReduceLROnPlateau needs a `monitor` metric",
+                    spec.lr_scheduler.line,
+                )
+            )
         spec_scheduler = Construct("torch.optim.lr_scheduler", "ReduceLROnPlateau", "ReduceLROnPlateau", args)
     else:
         spec_scheduler = _construct(spec.lr_scheduler) if spec.lr_scheduler else None
@@ -671,7 +684,7 @@ def _has_schedulers(spec: Spec, model: ClassFacts) -> bool:
     return model.mentions_scheduler
 
 
-def _limits(limit: int | float) -> bool:
+def _limits(limit: float) -> bool:
     return not (isinstance(limit, float) and limit == 1.0)
 
 
@@ -685,11 +698,22 @@ def _dedupe_names(refs: list[ClassRef]) -> None:
         other = seen.setdefault(ref.name, ref.class_path)
         if other != ref.class_path:
             raise LoopgenError(
-                Problem("", f"two different classes are both named {ref.name} ({other}, {ref.class_path}): not supported")
+                Problem(
+                    "", f"two different classes are both named {ref.name} ({other}, {ref.class_path}): not supported"
+                )
             )
 
 
-def _choices(spec: Spec, device: str, precision: str, max_epochs: int, max_steps: int, accumulate: int, schedule, validation: bool) -> tuple[str, ...]:
+def _choices(
+    spec: Spec,
+    device: str,
+    precision: str,
+    max_epochs: int,
+    max_steps: int,
+    accumulate: int,
+    schedule,
+    validation: bool,
+) -> tuple[str, ...]:
     t = spec.trainer
     out = [f"accelerator={device}", f"precision={precision}"]
     out.append(f"max_epochs={max_epochs}" + (f", max_steps={max_steps}" if max_steps != -1 else ""))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import keyword
+import math
 import sys
 from functools import lru_cache
 from pathlib import Path
@@ -40,7 +41,7 @@ def literal(value: Any) -> str:
 
 
 def _check_plain(value: Any) -> None:
-    if isinstance(value, float) and value != value or value in (float("inf"), float("-inf")):
+    if isinstance(value, float) and not math.isfinite(value):
         raise LoopgenError(f"value {value!r} cannot be written as a Python literal")
     if isinstance(value, _PLAIN):
         return

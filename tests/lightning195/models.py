@@ -31,7 +31,6 @@ from torch.nn import functional as F
 from torch.utils.data import DataLoader, TensorDataset
 
 
-
 def _generator(seed: int) -> torch.Generator:
     return torch.Generator().manual_seed(seed)
 

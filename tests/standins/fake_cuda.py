@@ -19,7 +19,7 @@ import torch
 from tests.standins.calls import CALLS
 
 torch.cuda.is_available = lambda: True
-torch.cuda.get_rng_state_all = lambda: []
+torch.cuda.get_rng_state_all = list
 torch.cuda.set_rng_state_all = lambda states: CALLS.append(("cuda.set_rng_state_all",))
 
 _module_to = torch.nn.Module.to

@@ -1,0 +1,80 @@
+"""A cache of rendered scripts, so that re-rendering an unchanged spec (`loopgen check` in CI or a
+pre-commit hook, `loopgen run`) skips libcst, Jinja and black.
+
+An entry is found by the spec's bytes, the script name, the module roots and loopgen's own fingerprint
+(its code and templates); it is used only while every user source file the facts were read from still has
+the content it had. Set LOOPGEN_NO_CACHE=1 to bypass it; LOOPGEN_CACHE_DIR moves it. The cache never makes
+a render fail: an unreadable or unwritable entry is ignored.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent
+
+
+def cache_dir() -> Path | None:
+    if os.environ.get("LOOPGEN_NO_CACHE"):
+        return None
+    if os.environ.get("LOOPGEN_CACHE_DIR"):
+        return Path(os.environ["LOOPGEN_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "loopgen"
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _fingerprint() -> str:
+    """loopgen's code and templates: any change to either makes earlier entries unreachable."""
+    templates = next((d for d in (PACKAGE / "templates", PACKAGE.parent / "templates") if d.is_dir()), PACKAGE)
+    files = sorted(PACKAGE.glob("*.py")) + sorted(templates.glob("*.j2"))
+    return _sha(b"".join(f.name.encode() + b"\0" + f.read_bytes() for f in files))
+
+
+def entry_path(spec_path: Path, script_name: str, roots: list[Path]) -> Path | None:
+    directory = cache_dir()
+    if directory is None:
+        return None
+    try:
+        spec_bytes = spec_path.read_bytes()
+    except OSError:
+        return None  # the pipeline reports it
+    key = _sha(
+        json.dumps([_fingerprint(), _sha(spec_bytes), spec_path.name, script_name, [str(r) for r in roots]]).encode()
+    )
+    return directory / f"{key}.json"
+
+
+def load(entry: Path | None) -> tuple[str, tuple[str, ...]] | None:
+    """The cached (script, notices), when every source file it was made from is unchanged."""
+    if entry is None:
+        return None
+    try:
+        data = json.loads(entry.read_text(encoding="utf-8"))
+        for file, digest in data["sources"].items():
+            if _sha(Path(file).read_bytes()) != digest:
+                return None
+        return data["text"], tuple(data["notices"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def store(entry: Path | None, text: str, notices: tuple[str, ...], sources: set[Path]) -> None:
+    if entry is None:
+        return
+    try:
+        data = {"sources": {str(f): _sha(f.read_bytes()) for f in sorted(sources)}, "text": text, "notices": notices}
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=entry.parent, suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            json.dump(data, out)
+        os.replace(tmp, entry)
+    except OSError:
+        pass
