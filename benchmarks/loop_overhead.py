@@ -3,7 +3,8 @@
     python benchmarks/loop_overhead.py [--epochs N] [--repeats R]
 
 Trains examples/lit_classifier.yaml's LitClassifier (small MLP, 512 samples, batch 32: the loop's own cost
-dominates) in a fresh interpreter per run and prints the median training time of each, the time to import
+dominates) in a fresh interpreter per run, with one intra-op thread (OMP_NUM_THREADS=1: on a small
+shared machine, torch's thread pool otherwise adds noise larger than the loop's own cost), and prints the median training time of each, the time to import
 what each needs, and the peak resident memory. Both runs end with bit-identical weights (the parity tests check
 that; this script only measures).
 """
@@ -51,7 +52,7 @@ LOOPGEN = COMMON.format(
 
 def run(code: str) -> dict:
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
-                            env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+                            env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"})
     if result.returncode:
         raise SystemExit(result.stderr)
     return json.loads(result.stdout.strip().splitlines()[-1])
