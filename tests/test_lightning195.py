@@ -64,6 +64,9 @@ CASES = {
         "gan", trainer={"accumulate_grad_batches": {1: 2}, "max_epochs": 4, "max_steps": 15}
     ),
     "gan_bf16": variant("gan", trainer={"precision": "bf16-mixed"}),
+    "gan_skipped_steps_frozen_bias": variant(
+        "gan", init_args={"skip_discriminator_every": 2, "freeze_generator_bias": True, "momentum": 0.9}
+    ),
     "tbptt_accumulate_gru": variant("tbptt", trainer={"accumulate_grad_batches": 2}, init_args={"cell": "gru"}),
     "lbfgs_accumulate": variant("lbfgs", trainer={"accumulate_grad_batches": 2}),
 }

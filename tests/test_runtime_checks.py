@@ -17,9 +17,12 @@ from torch.utils.data import DataLoader, TensorDataset
 class Flexible(torch.nn.Module):
     """configure_optimizers and training_step return what init_args ask for."""
 
-    def __init__(self, optimizers=1, scheduler=None, frequencies=None, hiddens=True, monitor=None):
+    def __init__(self, optimizers=1, scheduler=None, frequencies=None, hiddens=True, monitor=None, nan=None):
         super().__init__()
         self.a, self.b = torch.nn.Linear(2, 2), torch.nn.Linear(2, 1)
+        self.nan = nan
+        if nan == "parameter":
+            self.unused = torch.nn.Parameter(torch.tensor([float("nan")]))
         self.n, self.scheduler_kind, self.frequencies, self.hiddens, self.monitor = (
             optimizers, scheduler, frequencies, hiddens, monitor)
 
@@ -29,6 +32,8 @@ class Flexible(torch.nn.Module):
 
     def training_step(self, batch, batch_idx, *args):
         loss = self.b(self.a(batch[0])).sum()
+        if self.nan == "loss" and batch_idx == 1:
+            loss = loss * float("nan")
         return {"loss": loss, "hiddens": None} if self.hiddens else loss
 
     def configure_optimizers(self):
@@ -80,8 +85,12 @@ def run(tmp_path, monkeypatch, init_args: dict, trainer: dict | None = None, loo
         ({"hiddens": False}, {"truncated_bptt_steps": 2}, None, 'training_step must return {"loss": ..., "hiddens": ...}'),
         ({"scheduler": "plateau", "monitor": "val_loss"}, None, None,
          "ReduceLROnPlateau conditioned on metric val_loss which is not available. Available metrics are: []"),
+        ({"nan": "loss"}, {"terminate_on_nan": True}, None, "ValueError: The loss returned in `training_step` is nan"),
+        ({"nan": "parameter"}, {"terminate_on_nan": True}, None,
+         "ValueError: Detected nan and/or inf values in `unused`. Check your forward pass"),
     ],
-    ids=["two-optimizers", "undeclared-scheduler", "frequencies", "no-hiddens", "missing-monitor"],
+    ids=["two-optimizers", "undeclared-scheduler", "frequencies", "no-hiddens", "missing-monitor", "nan-loss",
+         "nan-parameter"],
 )
 def test_clear_error(tmp_path, monkeypatch, init_args, trainer, loop, message):
     init_args = dict(init_args)
@@ -94,3 +103,49 @@ def test_clear_error(tmp_path, monkeypatch, init_args, trainer, loop, message):
 def test_declared_scheduler_runs(tmp_path, monkeypatch):
     result = run(tmp_path, monkeypatch, {"scheduler": "step"})
     assert result.returncode == 0, result.stderr[-2000:]
+
+
+def test_nan_without_terminate_on_nan_trains_on(tmp_path, monkeypatch):
+    assert run(tmp_path, monkeypatch, {"nan": "loss"}).returncode == 0
+
+
+STEP_END = """
+import torch
+from flex.models import Flexible
+
+
+class PlainStep(Flexible):
+    def training_step(self, batch, batch_idx):
+        return self.b(self.a(batch[0])).sum()
+
+
+class StepEndNone(PlainStep):
+    def training_step_end(self, output):
+        self.seen = getattr(self, "seen", 0) + 1
+        return None  # keeps training_step's output
+
+
+class StepEndScaled(PlainStep):
+    def training_step_end(self, output):
+        return output * 0.5
+"""
+
+
+def test_training_step_end(tmp_path, monkeypatch):
+    """None from training_step_end keeps training_step's output; anything else replaces it."""
+    import torch
+
+    from tests.helpers import train_script
+
+    run(tmp_path, monkeypatch, {})  # writes the flex package
+    (tmp_path / "flex" / "step_end.py").write_text(STEP_END)
+    weights = {}
+    for name in ("PlainStep", "StepEndNone", "StepEndScaled"):
+        spec = {"seed_everything": 0, "model": f"flex.step_end.{name}",
+                "trainer": {"accelerator": "cpu", "max_epochs": 2, "logger": False}}
+        script = tmp_path / f"{name}.py"
+        script.write_text(render(spec, tmp_path))
+        monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+        weights[name] = train_script(script, tmp_path / f"{name}.pt")["state_dict"]
+    assert all(torch.equal(weights["PlainStep"][k], weights["StepEndNone"][k]) for k in weights["PlainStep"])
+    assert not all(torch.equal(weights["PlainStep"][k], weights["StepEndScaled"][k]) for k in weights["PlainStep"])

@@ -141,6 +141,8 @@ class TwoOptimizerGAN(Recorder):
         scheduler_interval: None (no schedulers), "step" or "epoch": a StepLR(step_size=1, gamma) per optimizer.
         noise_seed: the generator's input noise for batch b of epoch e comes from
             `torch.Generator().manual_seed(noise_seed + 1000 * e + b)`, the same for both optimizers.
+        skip_discriminator_every: k > 0 -> the discriminator's training_step returns None when batch_idx % k == 0.
+        freeze_generator_bias: the generator's first bias does not require grad (toggling must keep it frozen).
     """
 
     def __init__(
@@ -158,11 +160,15 @@ class TwoOptimizerGAN(Recorder):
         gamma: float = 0.5,
         data_seed: int = 0,
         noise_seed: int = 1,
+        skip_discriminator_every: int = 0,
+        freeze_generator_bias: bool = False,
     ) -> None:
         super().__init__()
         self.save_hyperparameters()
         self.generator = nn.Sequential(nn.Linear(latent_dim, hidden), nn.Tanh(), nn.Linear(hidden, data_dim))
         self.discriminator = nn.Sequential(nn.Linear(data_dim, hidden), nn.Tanh(), nn.Linear(hidden, 1))
+        if freeze_generator_bias:
+            self.generator[0].bias.requires_grad_(False)
 
     def _noise(self, batch_idx: int, n: int) -> torch.Tensor:
         seed = self.hparams.noise_seed + 1000 * self.current_epoch + batch_idx
@@ -196,6 +202,9 @@ class TwoOptimizerGAN(Recorder):
             loss=loss.item(),
             requires_grad=self._requires_grad(),
         )
+        every = self.hparams.skip_discriminator_every
+        if optimizer_idx == 1 and every and batch_idx % every == 0:
+            return None
         return {"loss": loss, "optimizer_idx": int(optimizer_idx)}
 
     def configure_optimizers(self):

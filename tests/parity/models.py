@@ -254,3 +254,35 @@ class SkipRestOfEpochModel(MLP):
         per_step = {"scheduler": torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=0.97), "interval": "step"}
         per_epoch = torch.optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=0.5)
         return [optimizer], [per_step, per_epoch]
+
+
+class NoisyDataset(torch.utils.data.Dataset):
+    """Augments each sample with noise drawn in the worker: the worker seeds come from each iterator's base
+    seed, which is drawn from the global generator when the iterator is made."""
+
+    def __init__(self, data: torch.utils.data.Dataset) -> None:
+        self.data = data
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def __getitem__(self, index: int):
+        x, y = self.data[index]
+        return x + 0.1 * torch.randn(x.shape), y
+
+
+class RandomHooksModel(MLP):
+    """Draws from the global generator in on_train_start and on_train_epoch_start, and augments in a loader
+    worker: the training data then depends on whether each epoch's iterator is made before or after those
+    hooks (Lightning: epoch 0's before on_train_start, later epochs' after on_train_epoch_start)."""
+
+    def train_dataloader(self):
+        self.loads["train"] += 1
+        data = NoisyDataset(make_classification(self.n_train, seed=0))
+        return DataLoader(data, batch_size=self.batch_size, shuffle=True, num_workers=1)
+
+    def on_train_start(self) -> None:
+        self.noise = torch.rand(1)
+
+    def on_train_epoch_start(self) -> None:
+        self.noise = torch.rand(1)

@@ -88,6 +88,7 @@ CASES = [
     case("sanity_all", max_epochs=1, num_sanity_val_steps=-1),
     # --- data -----------------------------------------------------------------------------------
     case("datamodule_shuffle_dropout", "Classifier", {"dropout": 0.3}, data="ShuffledData", max_epochs=3),
+    case("random_draws_in_epoch_hooks", "RandomHooksModel", max_epochs=3),
     case(
         "reload_every_epoch_datamodule",
         "Classifier",
