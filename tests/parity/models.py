@@ -286,3 +286,18 @@ class RandomHooksModel(MLP):
 
     def on_train_epoch_start(self) -> None:
         self.noise = torch.rand(1)
+
+
+class SkipRestOfEpochPlateauModel(SkipRestOfEpochModel):
+    """The epoch cut short by -1 still steps the epoch-interval ReduceLROnPlateau (on the last val_loss)."""
+
+    def validation_step(self, batch, batch_idx):
+        x, y = batch
+        loss = F.cross_entropy(self(x), y)
+        self.log("val_loss", loss)
+        return loss
+
+    def configure_optimizers(self):
+        optimizer = self.remember(torch.optim.SGD(self.parameters(), lr=self.lr, momentum=0.9))
+        scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer, factor=0.5, patience=0, threshold=0.05)
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "monitor": "val_loss"}}

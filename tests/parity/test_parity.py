@@ -118,6 +118,7 @@ CASES = [
     case("training_step_none_accumulate_3", "NoneStepModel", {"skip": 1}, max_epochs=2, accumulate_grad_batches=3),
     case("training_step_dict_accumulate_2", "DictOutputModel", max_epochs=2, accumulate_grad_batches=2),
     case("on_train_batch_start_minus_one", "SkipRestOfEpochModel", max_epochs=3),
+    case("minus_one_then_plateau", "SkipRestOfEpochPlateauModel", max_epochs=3),
     # --- stop requests from a callback ----------------------------------------------------------
     case("callback_stop", max_epochs=3, callbacks=stop_request(at_epoch=0, at_batch=3)),
     case("callback_stop_before_min_epochs", max_epochs=4, min_epochs=2, callbacks=stop_request(at_epoch=0, at_batch=3)),
