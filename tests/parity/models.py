@@ -15,6 +15,9 @@ The records are plain Python lists / ints / floats on the instance (not buffers)
 weights.
 """
 
+import random
+
+import numpy
 import pytorch_lightning as pl
 import torch
 from torch import nn
@@ -281,11 +284,29 @@ class RandomHooksModel(MLP):
         data = NoisyDataset(make_classification(self.n_train, seed=0))
         return DataLoader(data, batch_size=self.batch_size, shuffle=True, num_workers=1)
 
+    def _draw(self, hook: str) -> None:
+        """Python's and numpy's generators are seeded and isolated around the sanity check too."""
+        self.events.append((hook, random.random(), float(numpy.random.rand())))
+
+    def on_validation_start(self) -> None:
+        super().on_validation_start()
+        self._draw("on_validation_start")
+
+    def on_validation_epoch_start(self) -> None:
+        self.events.append(("on_validation_epoch_start",))
+
+    def on_validation_epoch_end(self) -> None:
+        self.events.append(("on_validation_epoch_end",))
+
+    def on_validation_end(self) -> None:
+        self.events.append(("on_validation_end",))
+
     def on_train_start(self) -> None:
         self.noise = torch.rand(1)
 
     def on_train_epoch_start(self) -> None:
         self.noise = torch.rand(1)
+        self._draw("on_train_epoch_start")
 
 
 class SkipRestOfEpochPlateauModel(SkipRestOfEpochModel):
