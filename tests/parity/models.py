@@ -322,3 +322,13 @@ class SkipRestOfEpochPlateauModel(SkipRestOfEpochModel):
         optimizer = self.remember(torch.optim.SGD(self.parameters(), lr=self.lr, momentum=0.9))
         scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer, factor=0.5, patience=0, threshold=0.05)
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "monitor": "val_loss"}}
+
+
+class GrowingDataModel(MLP):
+    """Each reload of the training data brings 16 more samples: the batch count and the validation cadence
+    (val_check_interval as a fraction) must be recomputed after a reload."""
+
+    def train_dataloader(self):
+        self.loads["train"] += 1
+        data = make_classification(self.n_train + 16 * self.loads["train"], seed=0)
+        return DataLoader(data, batch_size=self.batch_size, shuffle=self.shuffle)

@@ -89,6 +89,9 @@ CASES = [
     # --- data -----------------------------------------------------------------------------------
     case("datamodule_shuffle_dropout", "Classifier", {"dropout": 0.3}, data="ShuffledData", max_epochs=3),
     case("random_draws_in_epoch_hooks", "RandomHooksModel", max_epochs=3),
+    case("reload_growing_data", "GrowingDataModel", max_epochs=3, reload_dataloaders_every_n_epochs=1,
+         val_check_interval=0.5),
+    case("overfit_with_reload", max_epochs=3, overfit_batches=3, reload_dataloaders_every_n_epochs=1),
     case(
         "reload_every_epoch_datamodule",
         "Classifier",
