@@ -128,6 +128,16 @@ class StepEndNone(PlainStep):
 class StepEndScaled(PlainStep):
     def training_step_end(self, output):
         return output * 0.5
+
+
+class SkipsAndCollects(PlainStep):
+    # training_step skips odd batches; training_epoch_end sees only the steps that returned a loss (1.9.5)
+
+    def training_step(self, batch, batch_idx):
+        return None if batch_idx % 2 else self.b(self.a(batch[0])).sum()
+
+    def training_epoch_end(self, outputs):
+        self.collected = [sorted(o) for o in outputs]
 """
 
 
@@ -149,3 +159,16 @@ def test_training_step_end(tmp_path, monkeypatch):
         weights[name] = train_script(script, tmp_path / f"{name}.pt")["state_dict"]
     assert all(torch.equal(weights["PlainStep"][k], weights["StepEndNone"][k]) for k in weights["PlainStep"])
     assert not all(torch.equal(weights["PlainStep"][k], weights["StepEndScaled"][k]) for k in weights["PlainStep"])
+
+
+def test_training_epoch_end_sees_only_steps_with_a_loss(tmp_path, monkeypatch):
+    run(tmp_path, monkeypatch, {})
+    (tmp_path / "flex" / "step_end.py").write_text(STEP_END)
+    spec = {"seed_everything": 0, "model": "flex.step_end.SkipsAndCollects",
+            "trainer": {"accelerator": "cpu", "max_epochs": 1, "logger": False}}
+    script = tmp_path / "collect.py"
+    script.write_text(render(spec, tmp_path))
+    code = f"import runpy; m = runpy.run_path({str(script)!r})['main'](); print(m.collected)"
+    result = subprocess.run([sys.executable, "-c", code], env=env_with_root(tmp_path), capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip() == "[['loss']]"  # 2 batches: batch 1 skipped
