@@ -11,9 +11,9 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import tempfile
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
