@@ -1,0 +1,16 @@
+"""loopgen's own code stays clean under ruff (with the project's settings in pyproject.toml)."""
+
+import subprocess
+import sys
+
+from tests.helpers import ROOT
+
+
+def test_ruff_clean():
+    result = subprocess.run(
+        [sys.executable, "-m", "ruff", "check", "--no-cache", "loopgen", "tests", "benchmarks"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stdout
