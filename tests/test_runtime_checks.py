@@ -172,3 +172,30 @@ def test_training_epoch_end_sees_only_steps_with_a_loss(tmp_path, monkeypatch):
     result = subprocess.run([sys.executable, "-c", code], env=env_with_root(tmp_path), capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip() == "[['loss']]"  # 2 batches: batch 1 skipped
+
+
+COUNTERS = """
+from flex.step_end import PlainStep
+
+
+class ReadsCounters(PlainStep):
+    def on_train_start(self):
+        self.seen = [(self.current_epoch, self.global_step)]
+
+    def on_train_batch_end(self, outputs, batch, batch_idx):
+        self.seen.append((self.current_epoch, self.global_step))
+"""
+
+
+def test_plain_module_reads_the_loop_counters(tmp_path, monkeypatch):
+    run(tmp_path, monkeypatch, {})
+    (tmp_path / "flex" / "step_end.py").write_text(STEP_END)
+    (tmp_path / "flex" / "counters.py").write_text(COUNTERS)
+    spec = {"seed_everything": 0, "model": "flex.counters.ReadsCounters",
+            "trainer": {"accelerator": "cpu", "max_epochs": 2, "logger": False}}
+    script = tmp_path / "counters.py"
+    script.write_text(render(spec, tmp_path))
+    code = f"import runpy; m = runpy.run_path({str(script)!r})['main'](); print(m.seen)"
+    result = subprocess.run([sys.executable, "-c", code], env=env_with_root(tmp_path), capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip() == "[(0, 0), (0, 1), (0, 2), (1, 3), (1, 4)]"
