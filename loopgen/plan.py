@@ -320,20 +320,14 @@ class Plan:
         return extras + self._val_callbacks()
 
     @property
-    def validate_extra_params(self) -> str:
+    def validate_extras(self) -> str:
+        """The extra parameters of validate(), which its calls pass by the same names."""
         return "".join(f", {name}" for name in self._validate_extras())
 
     @property
-    def validate_extra_args(self) -> str:
-        return self.validate_extra_params
-
-    @property
-    def scheduler_extra_args(self) -> str:
+    def scheduler_extras(self) -> str:
+        """The extra parameter of step_schedulers(), passed by the same name."""
         return ", model" if self.hook("lr_scheduler_step") else ""
-
-    @property
-    def scheduler_params(self) -> str:
-        return self.scheduler_extra_args
 
     @property
     def lr_scheduler_step_style(self) -> str | None:
