@@ -138,6 +138,16 @@ class SkipsAndCollects(PlainStep):
 
     def training_epoch_end(self, outputs):
         self.collected = [sorted(o) for o in outputs]
+
+    def val_dataloader(self):
+        return self.train_dataloader()
+
+    def validation_step(self, batch, batch_idx):
+        # None from validation_step is left out of validation_epoch_end's outputs (1.9.5)
+        return None if batch_idx % 2 else batch_idx
+
+    def validation_epoch_end(self, outputs):
+        self.validation_outputs = outputs
 """
 
 
@@ -168,10 +178,10 @@ def test_training_epoch_end_sees_only_steps_with_a_loss(tmp_path, monkeypatch):
             "trainer": {"accelerator": "cpu", "max_epochs": 1, "logger": False}}
     script = tmp_path / "collect.py"
     script.write_text(render(spec, tmp_path))
-    code = f"import runpy; m = runpy.run_path({str(script)!r})['main'](); print(m.collected)"
+    code = f"import runpy; m = runpy.run_path({str(script)!r})['main'](); print(m.collected, m.validation_outputs)"
     result = subprocess.run([sys.executable, "-c", code], env=env_with_root(tmp_path), capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-2000:]
-    assert result.stdout.strip() == "[['loss']]"  # 2 batches: batch 1 skipped
+    assert result.stdout.strip() == "[['loss']] [0]"  # 2 batches: batch 1 skipped, in training and validation
 
 
 COUNTERS = """
