@@ -416,6 +416,9 @@ def main():
         metrics.reset("train")
         trainer.current_epoch += 1
     callback.on_train_end(trainer, model)
+    print(
+        f"Training stopped after {trainer.current_epoch} epochs and {trainer.global_step} optimizer steps."
+    )
     return model
 
 

@@ -385,6 +385,9 @@ def main():
             step_schedulers(schedulers, "epoch", trainer.current_epoch + 1, True, trainer)
         metrics.reset("train")
         trainer.current_epoch += 1
+    print(
+        f"Training stopped after {trainer.current_epoch} epochs and {trainer.global_step} optimizer steps."
+    )
     return model
 
 

@@ -181,6 +181,9 @@ def main():
 
         # end of epoch
         trainer.current_epoch += 1
+    print(
+        f"Training stopped after {trainer.current_epoch} epochs and {trainer.global_step} optimizer steps."
+    )
     return model
 
 

@@ -323,6 +323,9 @@ def main():
         metrics.publish("train", on_step=False)
         metrics.reset("train")
         trainer.current_epoch += 1
+    print(
+        f"Training stopped after {trainer.current_epoch} epochs and {trainer.global_step} optimizer steps."
+    )
     return model
 
 
