@@ -19,14 +19,14 @@ BASE = {
 }
 
 
-def run_with_stand_ins(tmp_path, monkeypatch, trainer: dict) -> list[tuple]:
+def run_with_stand_ins(tmp_path, monkeypatch, trainer: dict, weights=None) -> list[tuple]:
     monkeypatch.chdir(ROOT)
     spec = {**BASE, "trainer": {**BASE["trainer"], **trainer}}
     script = tmp_path / "train.py"
     script.write_text(render(spec, tmp_path))
     out = tmp_path / "calls.json"
     result = subprocess.run(
-        [sys.executable, "-m", "tests.standins.fake_cuda", str(script), str(out)],
+        [sys.executable, "-m", "tests.standins.fake_cuda", str(script), str(out), *([str(weights)] if weights else [])],
         cwd=ROOT,
         env=env_with_root(ROOT / "tests" / "standins"),
         capture_output=True,
@@ -102,6 +102,47 @@ def test_apex_order_of_calls(tmp_path, monkeypatch):
         ("apex.scale_loss.exit", "SGD"),
         ("optimizer.step",),
     ]
+
+
+HAND_WRITTEN_APEX_LOOP = """
+import sys, torch
+sys.path.insert(0, sys.argv[2])
+from apex import amp
+from tests.standins.models import Probe
+torch.manual_seed(0)
+model = Probe()
+optimizer = model.configure_optimizers()
+_, (optimizer,) = amp.initialize(model, [optimizer], opt_level="O1")
+for batch_idx, batch in enumerate(model.train_dataloader()):
+    loss = model.training_step(batch, batch_idx)
+    optimizer.zero_grad()
+    with amp.scale_loss(loss, optimizer) as scaled_loss:
+        scaled_loss.backward()
+    optimizer.step()
+torch.save(model.state_dict(), sys.argv[1])
+"""
+
+
+def test_apex_script_trains_like_a_hand_written_apex_loop(tmp_path, monkeypatch):
+    """With apex's stand-in (no real loss scaling), the apex script's weights equal a plain apex loop's."""
+    import torch
+
+    run_with_stand_ins(
+        tmp_path,
+        monkeypatch,
+        {"accelerator": "cuda", "precision": "16-mixed", "amp_backend": "apex", "amp_level": "O1"},
+        weights=tmp_path / "ours.pt",
+    )
+    reference = subprocess.run(
+        [sys.executable, "-c", HAND_WRITTEN_APEX_LOOP, str(tmp_path / "ref.pt"), str(ROOT / "tests" / "standins")],
+        cwd=ROOT,
+        env=env_with_root(ROOT / "tests" / "standins"),
+        capture_output=True,
+        text=True,
+    )
+    assert reference.returncode == 0, reference.stderr[-2000:]
+    ours, ref = torch.load(tmp_path / "ours.pt"), torch.load(tmp_path / "ref.pt")
+    assert all(torch.equal(ref[k], ours[k]) for k in ref)
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,6 @@
 """Run a generated script's main() as if CUDA were there, recording the device and AMP calls.
 
-    python -m tests.standins.fake_cuda SCRIPT OUT.json
+    python -m tests.standins.fake_cuda SCRIPT OUT.json [WEIGHTS.pt]
 
 `torch.cuda.is_available()` answers True; moving a module or a tensor to "cuda" records the move and keeps
 the data on the CPU; torch.autocast("cuda", ...) and torch.amp.GradScaler("cuda") are recording stand-ins.
@@ -115,9 +115,11 @@ def main() -> None:
         return original_step(self, *args, **kwargs)
 
     torch.optim.SGD.step = step
-    namespace["main"]()
+    model = namespace["main"]()
     with open(out, "w") as f:
         json.dump(CALLS, f)
+    if len(sys.argv) > 3:
+        torch.save(model.state_dict(), sys.argv[3])
 
 
 if __name__ == "__main__":
