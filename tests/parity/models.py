@@ -192,6 +192,7 @@ class LoggingModel(MLP):
         logits = self(x)
         self.log("val_loss", F.cross_entropy(logits, y), batch_size=x.size(0))
         self.log("val_acc", (logits.argmax(dim=1) == y).float().mean(), prog_bar=True)
+        self.log("val_batch_loss", F.cross_entropy(logits, y), on_step=True, on_epoch=False)
 
     def configure_optimizers(self):
         optimizer = self.remember(torch.optim.SGD(self.parameters(), lr=self.lr, momentum=0.9))
@@ -200,6 +201,7 @@ class LoggingModel(MLP):
 
     def on_train_epoch_start(self):
         self.events.append(("metrics", self.current_epoch, _metrics(self.trainer.callback_metrics)))
+        self.events.append(("logged", self.current_epoch, _metrics(self.trainer.logged_metrics)))
 
     def on_train_end(self):
         super().on_train_end()
