@@ -171,19 +171,6 @@ def test_training_step_end(tmp_path, monkeypatch):
     assert not all(torch.equal(weights["PlainStep"][k], weights["StepEndScaled"][k]) for k in weights["PlainStep"])
 
 
-def test_training_epoch_end_sees_only_steps_with_a_loss(tmp_path, monkeypatch):
-    run(tmp_path, monkeypatch, {})
-    (tmp_path / "flex" / "step_end.py").write_text(STEP_END)
-    spec = {"seed_everything": 0, "model": "flex.step_end.SkipsAndCollects",
-            "trainer": {"accelerator": "cpu", "max_epochs": 1, "logger": False}}
-    script = tmp_path / "collect.py"
-    script.write_text(render(spec, tmp_path))
-    code = f"import runpy; m = runpy.run_path({str(script)!r})['main'](); print(m.collected, m.validation_outputs)"
-    result = subprocess.run([sys.executable, "-c", code], env=env_with_root(tmp_path), capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr[-2000:]
-    assert result.stdout.strip() == "[['loss']] [0]"  # 2 batches: batch 1 skipped, in training and validation
-
-
 COUNTERS = """
 from flex.step_end import PlainStep
 
@@ -197,15 +184,26 @@ class ReadsCounters(PlainStep):
 """
 
 
-def test_plain_module_reads_the_loop_counters(tmp_path, monkeypatch):
-    run(tmp_path, monkeypatch, {})
+def trained_attributes(tmp_path, monkeypatch, model: str, max_epochs: int, attributes: str) -> str:
+    """Train `flex.<model>` and print `attributes` (an expression in `m`, the trained model)."""
+    run(tmp_path, monkeypatch, {})  # writes the flex package
     (tmp_path / "flex" / "step_end.py").write_text(STEP_END)
     (tmp_path / "flex" / "counters.py").write_text(COUNTERS)
-    spec = {"seed_everything": 0, "model": "flex.counters.ReadsCounters",
-            "trainer": {"accelerator": "cpu", "max_epochs": 2, "logger": False}}
-    script = tmp_path / "counters.py"
+    spec = {"seed_everything": 0, "model": f"flex.{model}",
+            "trainer": {"accelerator": "cpu", "max_epochs": max_epochs, "logger": False}}
+    script = tmp_path / "attributes.py"
     script.write_text(render(spec, tmp_path))
-    code = f"import runpy; m = runpy.run_path({str(script)!r})['main'](); print(m.seen)"
+    code = f"import runpy; m = runpy.run_path({str(script)!r})['main'](); print({attributes})"
     result = subprocess.run([sys.executable, "-c", code], env=env_with_root(tmp_path), capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-2000:]
-    assert result.stdout.strip() == "[(0, 0), (0, 1), (0, 2), (1, 3), (1, 4)]"
+    return result.stdout.strip().splitlines()[-1]
+
+
+def test_training_epoch_end_sees_only_steps_with_a_loss(tmp_path, monkeypatch):
+    printed = trained_attributes(tmp_path, monkeypatch, "step_end.SkipsAndCollects", 1, "m.collected, m.validation_outputs")
+    assert printed == "[['loss']] [0]"  # 2 batches: batch 1 skipped, in training and validation
+
+
+def test_plain_module_reads_the_loop_counters(tmp_path, monkeypatch):
+    printed = trained_attributes(tmp_path, monkeypatch, "counters.ReadsCounters", 2, "m.seen")
+    assert printed == "[(0, 0), (0, 1), (0, 2), (1, 3), (1, 4)]"

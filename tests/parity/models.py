@@ -311,19 +311,8 @@ class RandomHooksModel(MLP):
         self._draw("on_train_epoch_start")
 
 
-class SkipRestOfEpochPlateauModel(SkipRestOfEpochModel):
+class SkipRestOfEpochPlateauModel(PlateauModel, SkipRestOfEpochModel):
     """The epoch cut short by -1 still steps the epoch-interval ReduceLROnPlateau (on the last val_loss)."""
-
-    def validation_step(self, batch, batch_idx):
-        x, y = batch
-        loss = F.cross_entropy(self(x), y)
-        self.log("val_loss", loss)
-        return loss
-
-    def configure_optimizers(self):
-        optimizer = self.remember(torch.optim.SGD(self.parameters(), lr=self.lr, momentum=0.9))
-        scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer, factor=0.5, patience=0, threshold=0.05)
-        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "monitor": "val_loss"}}
 
 
 class GrowingDataModel(MLP):
