@@ -1,8 +1,16 @@
-"""Errors that reach the user as one line per problem, exit status 2, no traceback."""
+"""Errors that reach the user as one line per problem, exit status 2, no traceback.
+
+- `Problem`, `LoopgenError`: what is wrong and where; the CLI prints one line per problem.
+- `show`, `kind_of`, `got`, `did_you_mean`: how values and misspellings are written in those lines.
+"""
 
 from __future__ import annotations
 
+import difflib
+import json
+from collections.abc import Collection
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -28,3 +36,40 @@ class LoopgenError(Exception):
             problems = [problems]
         self.problems = list(problems)
         super().__init__("\n".join(str(p) for p in self.problems))
+
+
+# ---------------------------------------------------------------------------
+# values in messages
+
+
+def show(value: Any) -> str:
+    """A value as it is written in YAML."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple, dict)):
+        return json.dumps(value, default=str)
+    return str(value)
+
+
+def kind_of(value: Any) -> str:
+    if value is None:
+        return "null"
+    names = {bool: "a boolean", int: "an integer", float: "a float", str: "a string", list: "a list", dict: "a mapping"}
+    return names.get(type(value), f"a {type(value).__name__}")
+
+
+def got(value: Any) -> str:
+    if isinstance(value, (list, dict)):
+        return f"got {kind_of(value)}"
+    return f"got {show(value)} ({kind_of(value)})"
+
+
+def did_you_mean(word: str, choices: Collection[str]) -> str:
+    """A " (did you mean 'x'?)" hint when `word` looks like a misspelling of some of `choices`, else ""."""
+    by_lower = {choice.lower(): choice for choice in choices}
+    close = difflib.get_close_matches(word.lower(), list(by_lower), n=3, cutoff=0.6)
+    if not close:
+        return ""
+    return " (did you mean " + " or ".join(f"'{by_lower[c]}'" for c in close) + "?)"

@@ -17,12 +17,12 @@ Pure text work: imports neither torch nor Lightning.
 
 from __future__ import annotations
 
-import difflib
-import json
 import math
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from loopgen.errors import did_you_mean, got, kind_of, show
 
 NOT_YET = "not supported yet"
 CLASS_REF_SCHEMA: Mapping[str, Any] = {"$ref": "#/$defs/class_ref"}  # the $def is in spec.spec_schema()
@@ -43,40 +43,7 @@ class FlagError(ValueError):
 
 
 # ---------------------------------------------------------------------------
-# values in messages
-
-
-def show(value: Any) -> str:
-    """A value as it is written in YAML."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (list, tuple, dict)):
-        return json.dumps(value, default=str)
-    return str(value)
-
-
-def kind_of(value: Any) -> str:
-    if value is None:
-        return "null"
-    names = {bool: "a boolean", int: "an integer", float: "a float", str: "a string", list: "a list", dict: "a mapping"}
-    return names.get(type(value), f"a {type(value).__name__}")
-
-
-def got(value: Any) -> str:
-    if isinstance(value, (list, dict)):
-        return f"got {kind_of(value)}"
-    return f"got {show(value)} ({kind_of(value)})"
-
-
-def did_you_mean(word: str, choices: Collection[str]) -> str:
-    """A " (did you mean 'x'?)" hint when `word` looks like a misspelling of some of `choices`, else ""."""
-    by_lower = {choice.lower(): choice for choice in choices}
-    close = difflib.get_close_matches(word.lower(), list(by_lower), n=3, cutoff=0.6)
-    if not close:
-        return ""
-    return " (did you mean " + " or ".join(f"'{by_lower[c]}'" for c in close) + "?)"
+# comparing values
 
 
 def same(a: Any, b: Any) -> bool:

@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from loopgen.errors import LoopgenError, Problem
+from loopgen.errors import LoopgenError, Problem, did_you_mean, got, show
 from loopgen.flags import (
     ALIASES,
     CLASS_REF_SCHEMA,
@@ -26,11 +26,8 @@ from loopgen.flags import (
     alias_notice,
     callback_support,
     cross_problems,
-    did_you_mean,
-    got,
     lightning_callback,
     same,
-    show,
 )
 
 
