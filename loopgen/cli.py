@@ -140,7 +140,7 @@ def _diff(args: argparse.Namespace) -> int:
 
 
 def _schema(args: argparse.Namespace) -> int:
-    from loopgen.spec import spec_schema
+    from loopgen.schema import spec_schema
 
     print(json.dumps(spec_schema(), indent=2))
     return 0

@@ -8,9 +8,10 @@
 - `cross_problems`: Lightning's rules that involve two flags.
 
 A `Flag` holds a `Kind` (validates and normalises a raw YAML value, and
-describes it as JSON Schema), its default (what null or absence means), a doc
-line, and `support`: the predicate on the normalised value saying whether
-loopgen implements it. To implement a value, edit that flag's `support=`.
+describes it as a JSON Schema fragment, which schema.py assembles into the
+spec's), its default (what null or absence means), a doc line, and `support`:
+the predicate on the normalised value saying whether loopgen implements it. To
+implement a value, edit that flag's `support=`.
 
 Pure text work: imports neither torch nor Lightning.
 """
@@ -23,9 +24,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from loopgen.errors import did_you_mean, got, kind_of, show
+from loopgen.schema import CLASS_REF_SCHEMA
 
 NOT_YET = "not supported yet"
-CLASS_REF_SCHEMA: Mapping[str, Any] = {"$ref": "#/$defs/class_ref"}  # the $def is in spec.spec_schema()
 LIGHTNING_PACKAGES = ("pytorch_lightning.", "lightning.pytorch.", "lightning.")
 
 

@@ -18,7 +18,6 @@ import yaml
 from loopgen.errors import LoopgenError, Problem, did_you_mean, got, show
 from loopgen.flags import (
     ALIASES,
-    CLASS_REF_SCHEMA,
     FLAGS,
     TRAINER_KEYS,
     Flag,
@@ -130,7 +129,6 @@ MAX_SEED = 2**32 - 1  # Lightning's seed_everything bounds (numpy's)
 _TOP_LEVEL_HINTS = {
     "fit": "this is a LightningCLI main config; use the contents of its `fit:` section as the spec",
 }
-_DOTTED_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$"
 
 KeyPath = tuple[str | int, ...]  # mapping keys are str, list indexes int
 
@@ -541,82 +539,3 @@ class _Reader:
             if isinstance(frequency, bool) or not isinstance(frequency, int) or frequency < 1:
                 self.problem((*key, index), f"expected a positive integer, {got(frequency)}")
         return LoopFlags(tuple(frequencies), schedulers)
-
-
-# ---------------------------------------------------------------------------
-# JSON Schema
-
-
-def spec_schema() -> dict[str, Any]:
-    """A JSON Schema (draft 2020-12) of the spec, built from the flag table (for `loopgen schema`, editors)."""
-
-    def nullable(schema: Mapping[str, Any]) -> dict[str, Any]:
-        return {"anyOf": [{"type": "null"}, dict(schema)]}
-
-    trainer: dict[str, Any] = {}
-    for flag in FLAGS:
-        default = list(flag.default) if isinstance(flag.default, tuple) else flag.default
-        trainer[flag.name] = {"description": flag.doc, "default": default, **nullable(flag.kind.schema)}
-    for alias in ALIASES:
-        trainer[alias.name] = {"description": alias.doc, "deprecated": True, **nullable(alias.kind.schema)}
-    plain_object = {"type": "object", "propertyNames": {"pattern": r"^[A-Za-z_][A-Za-z0-9_]*$"}}
-    return {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "title": "loopgen spec",
-        "description": "A LightningCLI `fit` config (plus loopgen's `loop:`) that loopgen renders to a training script.",
-        "type": "object",
-        "required": ["model"],
-        "additionalProperties": False,
-        "properties": {
-            "seed_everything": {
-                "description": "an int seed; true: seed chosen at run time; false: do not seed",
-                "default": True,
-                "anyOf": [
-                    {"type": "null"},
-                    {"type": "boolean"},
-                    {"type": "integer", "minimum": 0, "maximum": MAX_SEED},
-                ],
-            },
-            "model": {"description": "the model class (a torch.nn.Module with Lightning's hooks)", **CLASS_REF_SCHEMA},
-            "data": {
-                "description": "the data class; null: the model's own *_dataloader hooks",
-                **nullable(CLASS_REF_SCHEMA),
-            },
-            "trainer": {"type": ["object", "null"], "additionalProperties": False, "properties": trainer},
-            "optimizer": {"description": "null: the model's configure_optimizers", **nullable(CLASS_REF_SCHEMA)},
-            "lr_scheduler": {"description": "used with `optimizer:`", **nullable(CLASS_REF_SCHEMA)},
-            "loop": {
-                "description": "loopgen-only: facts Lightning finds at run time that shape the code",
-                "type": ["object", "null"],
-                "additionalProperties": False,
-                "properties": {
-                    "optimizer_frequencies": nullable(
-                        {"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 1}
-                    ),
-                    "lr_schedulers": {
-                        "description": "configure_optimizers returns LR schedulers (null: read from its source)",
-                        "type": ["boolean", "null"],
-                    },
-                },
-            },
-            "ckpt_path": {"description": "the checkpoint to resume from by default", "type": ["string", "null"]},
-            "weights_only": {"description": "accepted and ignored", "type": ["boolean", "null"]},
-        },
-        "$defs": {
-            "class_ref": {
-                "anyOf": [
-                    {"type": "string", "pattern": _DOTTED_PATTERN},
-                    {
-                        "type": "object",
-                        "required": ["class_path"],
-                        "additionalProperties": False,
-                        "properties": {
-                            "class_path": {"type": "string", "pattern": _DOTTED_PATTERN},
-                            "init_args": nullable(plain_object),
-                            "dict_kwargs": nullable(plain_object),
-                        },
-                    },
-                ]
-            }
-        },
-    }

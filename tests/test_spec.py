@@ -1,4 +1,5 @@
-"""loopgen.spec / loopgen.flags: the YAML spec becomes a validated, normalised Spec, or one error per problem."""
+"""loopgen.spec / loopgen.flags: the YAML spec becomes a validated, normalised Spec, or one error per problem;
+loopgen.schema: its JSON Schema."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ import yaml
 
 from loopgen.errors import LoopgenError
 from loopgen.flags import FLAGS, FLAGS_BY_NAME, TRAINER_KEYS
-from loopgen.spec import ClassRef, LoopFlags, Spec, TrainerFlags, load_spec, spec_schema
+from loopgen.schema import spec_schema
+from loopgen.spec import ClassRef, LoopFlags, Spec, TrainerFlags, load_spec
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REPO = Path(__file__).parent.parent
@@ -769,7 +771,7 @@ def test_loading_imports_neither_torch_nor_lightning() -> None:
     import sys
 
     code = (
-        "import sys; from pathlib import Path; from loopgen.spec import load_spec, spec_schema; "
+        "import sys; from pathlib import Path; from loopgen.schema import spec_schema; from loopgen.spec import load_spec; "
         f"load_spec(Path({str(PRINT_CONFIG)!r})); spec_schema(); "
         "print([m for m in ('torch', 'pytorch_lightning', 'lightning', 'numpy') if m in sys.modules])"
     )

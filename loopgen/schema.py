@@ -1,0 +1,100 @@
+"""The JSON Schema (draft 2020-12) of a spec, for `loopgen schema` and editors.
+
+- `CLASS_REF_SCHEMA`: a reference to the `class_ref` definition (a `class_path`
+  + `init_args` entry, or a bare class path), for the flag kinds that take
+  class entries.
+- `spec_schema`: the whole spec's schema: each trainer flag's `Kind` fragment
+  with its doc and default (flags.py), the other keys, and `$defs`.
+
+Loading this module imports nothing else of loopgen, as flags.py imports
+`CLASS_REF_SCHEMA` from it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+CLASS_REF_SCHEMA: Mapping[str, Any] = {"$ref": "#/$defs/class_ref"}  # the $def is `_class_ref`, below
+_DOTTED_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$"
+
+
+def _nullable(schema: Mapping[str, Any]) -> dict[str, Any]:
+    return {"anyOf": [{"type": "null"}, dict(schema)]}
+
+
+def _class_ref() -> dict[str, Any]:
+    """A bare dotted class path, or a `class_path` + `init_args` (+ jsonargparse's `dict_kwargs`) mapping."""
+    plain_object = {"type": "object", "propertyNames": {"pattern": r"^[A-Za-z_][A-Za-z0-9_]*$"}}
+    return {
+        "anyOf": [
+            {"type": "string", "pattern": _DOTTED_PATTERN},
+            {
+                "type": "object",
+                "required": ["class_path"],
+                "additionalProperties": False,
+                "properties": {
+                    "class_path": {"type": "string", "pattern": _DOTTED_PATTERN},
+                    "init_args": _nullable(plain_object),
+                    "dict_kwargs": _nullable(plain_object),
+                },
+            },
+        ]
+    }
+
+
+def spec_schema() -> dict[str, Any]:
+    """A JSON Schema (draft 2020-12) of the spec, built from the flag table (for `loopgen schema`, editors)."""
+    from loopgen.flags import ALIASES, FLAGS  # not at the top: flags.py imports CLASS_REF_SCHEMA from here
+    from loopgen.spec import MAX_SEED
+
+    trainer: dict[str, Any] = {}
+    for flag in FLAGS:
+        default = list(flag.default) if isinstance(flag.default, tuple) else flag.default
+        trainer[flag.name] = {"description": flag.doc, "default": default, **_nullable(flag.kind.schema)}
+    for alias in ALIASES:
+        trainer[alias.name] = {"description": alias.doc, "deprecated": True, **_nullable(alias.kind.schema)}
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "loopgen spec",
+        "description": "A LightningCLI `fit` config (plus loopgen's `loop:`) that loopgen renders to a training script.",
+        "type": "object",
+        "required": ["model"],
+        "additionalProperties": False,
+        "properties": {
+            "seed_everything": {
+                "description": "an int seed; true: seed chosen at run time; false: do not seed",
+                "default": True,
+                "anyOf": [
+                    {"type": "null"},
+                    {"type": "boolean"},
+                    {"type": "integer", "minimum": 0, "maximum": MAX_SEED},
+                ],
+            },
+            "model": {"description": "the model class (a torch.nn.Module with Lightning's hooks)", **CLASS_REF_SCHEMA},
+            "data": {
+                "description": "the data class; null: the model's own *_dataloader hooks",
+                **_nullable(CLASS_REF_SCHEMA),
+            },
+            "trainer": {"type": ["object", "null"], "additionalProperties": False, "properties": trainer},
+            "optimizer": {"description": "null: the model's configure_optimizers", **_nullable(CLASS_REF_SCHEMA)},
+            "lr_scheduler": {"description": "used with `optimizer:`", **_nullable(CLASS_REF_SCHEMA)},
+            "loop": {
+                "description": "loopgen-only: facts Lightning finds at run time that shape the code",
+                "type": ["object", "null"],
+                "additionalProperties": False,
+                "properties": {
+                    "optimizer_frequencies": _nullable(
+                        {"type": "array", "items": {"type": "integer", "minimum": 1}, "minItems": 1}
+                    ),
+                    "lr_schedulers": {
+                        "description": "configure_optimizers returns LR schedulers (null: read from its source)",
+                        "type": ["boolean", "null"],
+                    },
+                },
+            },
+            "ckpt_path": {"description": "the checkpoint to resume from by default", "type": ["string", "null"]},
+            "weights_only": {"description": "accepted and ignored", "type": ["boolean", "null"]},
+        },
+        "$defs": {"class_ref": _class_ref()},
+    }
