@@ -1,15 +1,19 @@
 """Stage 1: YAML spec -> validated, defaulted, typed `Spec`.
 
 Every error about the user's input is raised here (as LoopgenError, with the
-key path and YAML line); nothing downstream re-validates.
+key path and YAML line); nothing downstream re-validates. The trainer flags'
+names, values and defaults come from the flag table (flags.py), which
+`TrainerFlags` is made from.
 """
 
 from __future__ import annotations
 
+import copy
+import functools
 import hashlib
 import keyword
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, make_dataclass
 from pathlib import Path
 from typing import Any
 
@@ -47,48 +51,30 @@ class ClassRef:
         return self.class_path.rpartition(".")[2]
 
 
-@dataclass(frozen=True)
-class TrainerFlags:
-    """Trainer flags, normalised to Lightning 2.x names and canonical values.
+def _default_field(flag: Flag) -> Any:
+    """A field defaulting to `flag.default`; an unhashable (mutable) default is copied for each instance."""
+    try:
+        hash(flag.default)
+    except TypeError:
+        return field(default_factory=functools.partial(copy.deepcopy, flag.default))
+    return field(default=flag.default)
 
-    `None` keeps its Lightning meaning where Lightning gives it one (e.g.
-    max_epochs None: decided together with max_steps by the plan).
-    """
 
-    accelerator: str = "auto"  # auto | cpu | cuda | tpu   ("gpu" -> "cuda")
-    strategy: str = "auto"  # auto | dp | ddp | horovod   ("single_device" -> "auto")
-    devices: int = 1  # "auto" -> 1
-    num_nodes: int = 1
-    precision: str = "32"  # "32" | "16-mixed" | "bf16-mixed" | "64"
-    amp_backend: str = "native"  # native | apex
-    amp_level: str | None = None  # O0..O3 with apex
-    max_epochs: int | None = None
-    min_epochs: int | None = None
-    max_steps: int = -1
-    min_steps: int | None = None
-    limit_train_batches: int | float = 1.0
-    limit_val_batches: int | float = 1.0
-    overfit_batches: int | float = 0
-    val_check_interval: int | float = 1.0
-    check_val_every_n_epoch: int | None = 1
-    num_sanity_val_steps: int = 2  # -1: all validation batches
-    accumulate_grad_batches: int | Mapping[int, int] = 1  # int, or the seed's {epoch: factor}
-    gradient_clip_val: float | None = None
-    gradient_clip_algorithm: str = "norm"  # norm | value
-    track_grad_norm: float = -1  # -1: off, else the p of the p-norm
-    truncated_bptt_steps: int | None = None
-    terminate_on_nan: bool = False
-    log_every_n_steps: int = 50
-    reload_dataloaders_every_n_epochs: int = 0
-    fast_dev_run: int = 0  # False -> 0, True -> 1, N -> N
-    profiler: str | None = None  # None | "simple"
-    enable_progress_bar: bool | None = None  # None: Lightning's default (on)
-    logger: bool | str | None = None  # None: Lightning's default; False; "csv"; "tensorboard"
-    default_root_dir: str | None = None
-    enable_checkpointing: bool | None = None  # None: Lightning's default (on)
-    callbacks: tuple[ClassRef, ...] = ()
-    deterministic: bool = False
-    benchmark: bool | None = None
+TrainerFlags = make_dataclass(
+    "TrainerFlags",
+    [(flag.name, Any, _default_field(flag)) for flag in FLAGS],
+    frozen=True,
+    namespace={"__module__": __name__},
+)
+TrainerFlags.__doc__ = """Trainer flags, normalised to Lightning 2.x names and canonical values.
+
+Made from the flag table, so that a flag is declared once: one field per
+`flags.FLAGS` entry, in its order, named as the flag and defaulting to the
+flag's default (what null or absence means). A field holds what that flag's
+`Kind` normalises to (`callbacks`: a tuple of ClassRef). `None` keeps its
+Lightning meaning where Lightning gives it one (e.g. max_epochs None: decided
+together with max_steps by the plan).
+"""
 
 
 @dataclass(frozen=True)
@@ -460,7 +446,7 @@ class _Reader:
             self.problem((*path, name), message)
         if len(self.problems) > problems_before:
             return None
-        return TrainerFlags(**{f.name: values[f.name] for f in fields(TrainerFlags)})
+        return TrainerFlags(**values)
 
     def flag_value(self, flag: Flag, key: KeyPath, candidates: list[tuple[KeyPath, Any]]) -> Any:
         """The normalised value of `flag` from its key and/or seed-era spellings (which must agree)."""
