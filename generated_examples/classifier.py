@@ -59,7 +59,11 @@ def unpack_optimizers(config):
     elif isinstance(config, dict):
         optimizers = [config["optimizer"]]
         schedulers = [config["lr_scheduler"]] if "lr_scheduler" in config else []
-    elif isinstance(config, (list, tuple)) and config and all(isinstance(d, dict) for d in config):
+    elif (
+        isinstance(config, (list, tuple))
+        and config
+        and all(isinstance(d, dict) for d in config)
+    ):
         optimizers = [d["optimizer"] for d in config]
         schedulers = [d["lr_scheduler"] for d in config if "lr_scheduler" in d]
     elif isinstance(config, (list, tuple)) and all(
@@ -139,7 +143,9 @@ def main():
     trainer.sanity_checking = True
     val_loader = model.val_dataloader()
     trainer.num_val_batches = len(val_loader)
-    validate(model, val_loader, min(NUM_SANITY_VAL_STEPS, trainer.num_val_batches), trainer)
+    validate(
+        model, val_loader, min(NUM_SANITY_VAL_STEPS, trainer.num_val_batches), trainer
+    )
     trainer.sanity_checking = False
     trainer.callback_metrics.clear()
     trainer.logged_metrics.clear()

@@ -87,7 +87,11 @@ def unpack_optimizers(config):
     elif isinstance(config, dict):
         optimizers = [config["optimizer"]]
         schedulers = [config["lr_scheduler"]] if "lr_scheduler" in config else []
-    elif isinstance(config, (list, tuple)) and config and all(isinstance(d, dict) for d in config):
+    elif (
+        isinstance(config, (list, tuple))
+        and config
+        and all(isinstance(d, dict) for d in config)
+    ):
         optimizers = [d["optimizer"] for d in config]
         schedulers = [d["lr_scheduler"] for d in config if "lr_scheduler" in d]
         frequencies = [d["frequency"] for d in config if d.get("frequency") is not None]
@@ -142,7 +146,9 @@ def main():
     # model
     model = GAN()
     trainer = LoopState()
-    model._trainer = trainer  # LightningModule reads current_epoch, global_step through it
+    model._trainer = (
+        trainer  # LightningModule reads current_epoch, global_step through it
+    )
 
     # optimizer
     optimizers = unpack_optimizers(model.configure_optimizers())

@@ -118,9 +118,13 @@ class MetricLog:
             value = value.to(torch.get_default_dtype())
         entry = self.entries.get((self.phase, name))
         if entry is None:
-            initial = {torch.max: float("-inf"), torch.min: float("inf")}.get(reduce_fx, 0.0)
+            initial = {torch.max: float("-inf"), torch.min: float("inf")}.get(
+                reduce_fx, 0.0
+            )
             total = torch.tensor(initial, dtype=torch.get_default_dtype())
-            entry = Logged(name, on_step, on_epoch, logger is not False, reduce_fx, total)
+            entry = Logged(
+                name, on_step, on_epoch, logger is not False, reduce_fx, total
+            )
             self.entries[(self.phase, name)] = entry
         if on_step:
             entry.last = value.clone()
@@ -165,7 +169,9 @@ class MetricLog:
 
     def reset(self, stage):
         self.entries = {
-            key: entry for key, entry in self.entries.items() if not key[0].startswith(stage)
+            key: entry
+            for key, entry in self.entries.items()
+            if not key[0].startswith(stage)
         }
 
 
@@ -186,7 +192,11 @@ def unpack_optimizers(config):
     elif isinstance(config, dict):
         optimizers = [config["optimizer"]]
         schedulers = [config["lr_scheduler"]] if "lr_scheduler" in config else []
-    elif isinstance(config, (list, tuple)) and config and all(isinstance(d, dict) for d in config):
+    elif (
+        isinstance(config, (list, tuple))
+        and config
+        and all(isinstance(d, dict) for d in config)
+    ):
         optimizers = [d["optimizer"] for d in config]
         schedulers = [d["lr_scheduler"] for d in config if "lr_scheduler" in d]
     elif isinstance(config, (list, tuple)) and all(
@@ -255,7 +265,9 @@ def main():
     # model
     model = LBFGSRegression(features=8, max_iter=5)
     trainer = LoopState()
-    model._trainer = trainer  # LightningModule reads current_epoch, global_step through it
+    model._trainer = (
+        trainer  # LightningModule reads current_epoch, global_step through it
+    )
     metrics = MetricLog(trainer)
     model.log, model.log_dict = metrics.log, metrics.log_dict
 
@@ -271,7 +283,11 @@ def main():
     val_loader = model.val_dataloader()
     trainer.num_val_batches = len(val_loader)
     validate(
-        model, val_loader, min(NUM_SANITY_VAL_STEPS, trainer.num_val_batches), trainer, metrics
+        model,
+        val_loader,
+        min(NUM_SANITY_VAL_STEPS, trainer.num_val_batches),
+        trainer,
+        metrics,
     )
     trainer.sanity_checking = False
     trainer.callback_metrics.clear()

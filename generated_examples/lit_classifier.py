@@ -119,9 +119,13 @@ class MetricLog:
             value = value.to(torch.get_default_dtype())
         entry = self.entries.get((self.phase, name))
         if entry is None:
-            initial = {torch.max: float("-inf"), torch.min: float("inf")}.get(reduce_fx, 0.0)
+            initial = {torch.max: float("-inf"), torch.min: float("inf")}.get(
+                reduce_fx, 0.0
+            )
             total = torch.tensor(initial, dtype=torch.get_default_dtype())
-            entry = Logged(name, on_step, on_epoch, logger is not False, reduce_fx, total)
+            entry = Logged(
+                name, on_step, on_epoch, logger is not False, reduce_fx, total
+            )
             self.entries[(self.phase, name)] = entry
         if on_step:
             entry.last = value.clone()
@@ -166,7 +170,9 @@ class MetricLog:
 
     def reset(self, stage):
         self.entries = {
-            key: entry for key, entry in self.entries.items() if not key[0].startswith(stage)
+            key: entry
+            for key, entry in self.entries.items()
+            if not key[0].startswith(stage)
         }
 
 
@@ -188,7 +194,11 @@ def unpack_optimizers(config):
         optimizers = [config["optimizer"]]
         monitor = config.get("monitor")
         schedulers = [config["lr_scheduler"]] if "lr_scheduler" in config else []
-    elif isinstance(config, (list, tuple)) and config and all(isinstance(d, dict) for d in config):
+    elif (
+        isinstance(config, (list, tuple))
+        and config
+        and all(isinstance(d, dict) for d in config)
+    ):
         optimizers = [d["optimizer"] for d in config]
         schedulers = [d["lr_scheduler"] for d in config if "lr_scheduler" in d]
     elif isinstance(config, (list, tuple)) and all(
@@ -215,7 +225,9 @@ def unpack_optimizers(config):
 
 def scheduler_config(scheduler, monitor):
     """A scheduler with Lightning's defaults: stepped every epoch; ReduceLROnPlateau reads `monitor`."""
-    config = dict(scheduler) if isinstance(scheduler, dict) else {"scheduler": scheduler}
+    config = (
+        dict(scheduler) if isinstance(scheduler, dict) else {"scheduler": scheduler}
+    )
     if "scheduler" not in config:
         raise ValueError('an lr_scheduler dict must have the key "scheduler"')
     if config.setdefault("interval", "epoch") not in ("step", "epoch"):
@@ -312,7 +324,9 @@ def main():
     # model
     model = LitClassifier(hidden=64, lr=0.05)
     trainer = LoopState()
-    model._trainer = trainer  # LightningModule reads current_epoch, global_step through it
+    model._trainer = (
+        trainer  # LightningModule reads current_epoch, global_step through it
+    )
     metrics = MetricLog(trainer)
     model.log, model.log_dict = metrics.log, metrics.log_dict
 
@@ -328,7 +342,11 @@ def main():
     val_loader = model.val_dataloader()
     trainer.num_val_batches = len(val_loader)
     validate(
-        model, val_loader, min(NUM_SANITY_VAL_STEPS, trainer.num_val_batches), trainer, metrics
+        model,
+        val_loader,
+        min(NUM_SANITY_VAL_STEPS, trainer.num_val_batches),
+        trainer,
+        metrics,
     )
     trainer.sanity_checking = False
     trainer.callback_metrics.clear()
@@ -370,7 +388,9 @@ def main():
             # learning-rate schedulers (ReduceLROnPlateau waits for validation)
             step_schedulers(schedulers, "step", batch_idx + 1, False, trainer)
             if is_last_batch:
-                step_schedulers(schedulers, "epoch", trainer.current_epoch + 1, False, trainer)
+                step_schedulers(
+                    schedulers, "epoch", trainer.current_epoch + 1, False, trainer
+                )
                 epoch_complete = True
             metrics.publish("train", on_step=True)
 
@@ -384,7 +404,9 @@ def main():
         metrics.phase = "train_epoch"
         metrics.publish("train", on_step=False)
         if epoch_complete:
-            step_schedulers(schedulers, "epoch", trainer.current_epoch + 1, True, trainer)
+            step_schedulers(
+                schedulers, "epoch", trainer.current_epoch + 1, True, trainer
+            )
         metrics.reset("train")
         trainer.current_epoch += 1
     print(

@@ -119,9 +119,13 @@ class MetricLog:
             value = value.to(torch.get_default_dtype())
         entry = self.entries.get((self.phase, name))
         if entry is None:
-            initial = {torch.max: float("-inf"), torch.min: float("inf")}.get(reduce_fx, 0.0)
+            initial = {torch.max: float("-inf"), torch.min: float("inf")}.get(
+                reduce_fx, 0.0
+            )
             total = torch.tensor(initial, dtype=torch.get_default_dtype())
-            entry = Logged(name, on_step, on_epoch, logger is not False, reduce_fx, total)
+            entry = Logged(
+                name, on_step, on_epoch, logger is not False, reduce_fx, total
+            )
             self.entries[(self.phase, name)] = entry
         if on_step:
             entry.last = value.clone()
@@ -166,7 +170,9 @@ class MetricLog:
 
     def reset(self, stage):
         self.entries = {
-            key: entry for key, entry in self.entries.items() if not key[0].startswith(stage)
+            key: entry
+            for key, entry in self.entries.items()
+            if not key[0].startswith(stage)
         }
 
 
@@ -245,13 +251,17 @@ def main():
     # model
     model = LitClassifier()
     trainer = LoopState()
-    model._trainer = trainer  # LightningModule reads current_epoch, global_step through it
+    model._trainer = (
+        trainer  # LightningModule reads current_epoch, global_step through it
+    )
     metrics = MetricLog(trainer)
     model.log, model.log_dict = metrics.log, metrics.log_dict
 
     # optimizer
     optimizer = torch.optim.SGD(model.parameters(), lr=0.2, momentum=0.9)
-    scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer, patience=0, factor=0.5)
+    scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(
+        optimizer, patience=0, factor=0.5
+    )
     schedulers = [
         {
             "scheduler": scheduler,
@@ -272,7 +282,11 @@ def main():
     val_loader = model.val_dataloader()
     trainer.num_val_batches = len(val_loader)
     validate(
-        model, val_loader, min(NUM_SANITY_VAL_STEPS, trainer.num_val_batches), trainer, metrics
+        model,
+        val_loader,
+        min(NUM_SANITY_VAL_STEPS, trainer.num_val_batches),
+        trainer,
+        metrics,
     )
     trainer.sanity_checking = False
     trainer.callback_metrics.clear()
@@ -314,7 +328,9 @@ def main():
             # learning-rate schedulers (ReduceLROnPlateau waits for validation)
             step_schedulers(schedulers, "step", batch_idx + 1, False, trainer)
             if is_last_batch:
-                step_schedulers(schedulers, "epoch", trainer.current_epoch + 1, False, trainer)
+                step_schedulers(
+                    schedulers, "epoch", trainer.current_epoch + 1, False, trainer
+                )
                 epoch_complete = True
             metrics.publish("train", on_step=True)
 
@@ -328,7 +344,9 @@ def main():
         metrics.phase = "train_epoch"
         metrics.publish("train", on_step=False)
         if epoch_complete:
-            step_schedulers(schedulers, "epoch", trainer.current_epoch + 1, True, trainer)
+            step_schedulers(
+                schedulers, "epoch", trainer.current_epoch + 1, True, trainer
+            )
         metrics.reset("train")
         trainer.current_epoch += 1
     print(

@@ -99,7 +99,11 @@ def unpack_optimizers(config):
     elif isinstance(config, dict):
         optimizers = [config["optimizer"]]
         schedulers = [config["lr_scheduler"]] if "lr_scheduler" in config else []
-    elif isinstance(config, (list, tuple)) and config and all(isinstance(d, dict) for d in config):
+    elif (
+        isinstance(config, (list, tuple))
+        and config
+        and all(isinstance(d, dict) for d in config)
+    ):
         optimizers = [d["optimizer"] for d in config]
         schedulers = [d["lr_scheduler"] for d in config if "lr_scheduler" in d]
     elif isinstance(config, (list, tuple)) and all(
@@ -154,7 +158,9 @@ def main():
     # model
     model = SequenceRNN(hidden=16, lr=0.01)
     trainer = LoopState()
-    model._trainer = trainer  # LightningModule reads current_epoch, global_step through it
+    model._trainer = (
+        trainer  # LightningModule reads current_epoch, global_step through it
+    )
 
     # optimizer
     optimizer = unpack_optimizers(model.configure_optimizers())

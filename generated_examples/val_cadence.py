@@ -120,9 +120,13 @@ class MetricLog:
             value = value.to(torch.get_default_dtype())
         entry = self.entries.get((self.phase, name))
         if entry is None:
-            initial = {torch.max: float("-inf"), torch.min: float("inf")}.get(reduce_fx, 0.0)
+            initial = {torch.max: float("-inf"), torch.min: float("inf")}.get(
+                reduce_fx, 0.0
+            )
             total = torch.tensor(initial, dtype=torch.get_default_dtype())
-            entry = Logged(name, on_step, on_epoch, logger is not False, reduce_fx, total)
+            entry = Logged(
+                name, on_step, on_epoch, logger is not False, reduce_fx, total
+            )
             self.entries[(self.phase, name)] = entry
         if on_step:
             entry.last = value.clone()
@@ -167,7 +171,9 @@ class MetricLog:
 
     def reset(self, stage):
         self.entries = {
-            key: entry for key, entry in self.entries.items() if not key[0].startswith(stage)
+            key: entry
+            for key, entry in self.entries.items()
+            if not key[0].startswith(stage)
         }
 
 
@@ -189,7 +195,11 @@ def unpack_optimizers(config):
         optimizers = [config["optimizer"]]
         monitor = config.get("monitor")
         schedulers = [config["lr_scheduler"]] if "lr_scheduler" in config else []
-    elif isinstance(config, (list, tuple)) and config and all(isinstance(d, dict) for d in config):
+    elif (
+        isinstance(config, (list, tuple))
+        and config
+        and all(isinstance(d, dict) for d in config)
+    ):
         optimizers = [d["optimizer"] for d in config]
         schedulers = [d["lr_scheduler"] for d in config if "lr_scheduler" in d]
     elif isinstance(config, (list, tuple)) and all(
@@ -216,7 +226,9 @@ def unpack_optimizers(config):
 
 def scheduler_config(scheduler, monitor):
     """A scheduler with Lightning's defaults: stepped every epoch; ReduceLROnPlateau reads `monitor`."""
-    config = dict(scheduler) if isinstance(scheduler, dict) else {"scheduler": scheduler}
+    config = (
+        dict(scheduler) if isinstance(scheduler, dict) else {"scheduler": scheduler}
+    )
     if "scheduler" not in config:
         raise ValueError('an lr_scheduler dict must have the key "scheduler"')
     if config.setdefault("interval", "epoch") not in ("step", "epoch"):
@@ -313,7 +325,9 @@ def main():
     # model
     model = LitClassifier()
     trainer = LoopState()
-    model._trainer = trainer  # LightningModule reads current_epoch, global_step through it
+    model._trainer = (
+        trainer  # LightningModule reads current_epoch, global_step through it
+    )
     metrics = MetricLog(trainer)
     model.log, model.log_dict = metrics.log, metrics.log_dict
 
@@ -330,7 +344,11 @@ def main():
     trainer.num_val_batches = len(val_loader)
     val_loaded_epoch = float("-inf")
     validate(
-        model, val_loader, min(NUM_SANITY_VAL_STEPS, trainer.num_val_batches), trainer, metrics
+        model,
+        val_loader,
+        min(NUM_SANITY_VAL_STEPS, trainer.num_val_batches),
+        trainer,
+        metrics,
     )
     trainer.sanity_checking = False
     trainer.callback_metrics.clear()
@@ -351,10 +369,15 @@ def main():
     # training
     train_loaded_epoch = 0
     while trainer.current_epoch < MAX_EPOCHS:
-        if trainer.current_epoch - train_loaded_epoch >= RELOAD_DATALOADERS_EVERY_N_EPOCHS:
+        if (
+            trainer.current_epoch - train_loaded_epoch
+            >= RELOAD_DATALOADERS_EVERY_N_EPOCHS
+        ):
             train_loader = model.train_dataloader()
             trainer.num_training_batches = len(train_loader)
-            val_check_batch = max(1, int(trainer.num_training_batches * VAL_CHECK_INTERVAL))
+            val_check_batch = max(
+                1, int(trainer.num_training_batches * VAL_CHECK_INTERVAL)
+            )
             train_iter = iter(train_loader)
             train_loaded_epoch = trainer.current_epoch
         if trainer.current_epoch > 0:
@@ -379,7 +402,9 @@ def main():
             # learning-rate schedulers (ReduceLROnPlateau waits for validation)
             step_schedulers(schedulers, "step", batch_idx + 1, False, trainer)
             if is_last_batch:
-                step_schedulers(schedulers, "epoch", trainer.current_epoch + 1, False, trainer)
+                step_schedulers(
+                    schedulers, "epoch", trainer.current_epoch + 1, False, trainer
+                )
                 epoch_complete = True
             metrics.publish("train", on_step=True)
 
@@ -389,7 +414,8 @@ def main():
             ):
                 if (
                     val_loader is None
-                    or trainer.current_epoch - val_loaded_epoch >= RELOAD_DATALOADERS_EVERY_N_EPOCHS
+                    or trainer.current_epoch - val_loaded_epoch
+                    >= RELOAD_DATALOADERS_EVERY_N_EPOCHS
                 ):
                     val_loader = model.val_dataloader()
                     trainer.num_val_batches = len(val_loader)
@@ -402,7 +428,9 @@ def main():
         metrics.phase = "train_epoch"
         metrics.publish("train", on_step=False)
         if epoch_complete:
-            step_schedulers(schedulers, "epoch", trainer.current_epoch + 1, True, trainer)
+            step_schedulers(
+                schedulers, "epoch", trainer.current_epoch + 1, True, trainer
+            )
         metrics.reset("train")
         trainer.current_epoch += 1
     print(

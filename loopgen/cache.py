@@ -1,7 +1,8 @@
 """A cache of rendered scripts, so that re-rendering an unchanged spec (`loopgen check` in CI or a
 pre-commit hook, `loopgen run`) skips libcst, Jinja and black.
 
-An entry is found by the spec's bytes, the script name, the module roots and loopgen's own fingerprint
+An entry is found by the spec's bytes, the script name, the module roots, the formatting (black's version and
+the bytes of the pyproject.toml that configures it, see loopgen/formatting.py) and loopgen's own fingerprint
 (its code and templates); it is used only while every user source file the facts were read from still has
 the content it had. Set LOOPGEN_NO_CACHE=1 to bypass it; LOOPGEN_CACHE_DIR moves it. The cache never makes
 a render fail: an unreadable or unwritable entry is ignored.
@@ -38,7 +39,7 @@ def _fingerprint() -> str:
     return _sha(b"".join(f.name.encode() + b"\0" + f.read_bytes() for f in files))
 
 
-def entry_path(spec_path: Path, script_name: str, roots: list[Path]) -> Path | None:
+def entry_path(spec_path: Path, script_name: str, roots: list[Path], formatting: str) -> Path | None:
     directory = cache_dir()
     if directory is None:
         return None
@@ -47,7 +48,9 @@ def entry_path(spec_path: Path, script_name: str, roots: list[Path]) -> Path | N
     except OSError:
         return None  # the pipeline reports it
     key = _sha(
-        json.dumps([_fingerprint(), _sha(spec_bytes), spec_path.name, script_name, [str(r) for r in roots]]).encode()
+        json.dumps(
+            [_fingerprint(), _sha(spec_bytes), spec_path.name, script_name, [str(r) for r in roots], formatting]
+        ).encode()
     )
     return directory / f"{key}.json"
 

@@ -63,10 +63,11 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _render_text(spec: Path, script_name: str = "train.py") -> str:
+def _render_text(spec: Path, output: Path = Path("train.py")) -> str:
+    """The script as written to `output`: named after it, formatted as black is configured there."""
     from loopgen.pipeline import render_spec
 
-    text, notices = render_spec(spec, script_name)
+    text, notices = render_spec(spec, output)
     for notice in notices:
         print(f"loopgen: note: {notice}", file=sys.stderr)
     return text
@@ -76,7 +77,7 @@ def _render(args: argparse.Namespace) -> int:
     if args.output is None:
         sys.stdout.write(_render_text(args.spec))
         return 0
-    text = _render_text(args.spec, args.output.name)
+    text = _render_text(args.spec, args.output)
     write_atomically(args.output, text)
     return 0
 
@@ -111,7 +112,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    expected = _render_text(args.spec, args.script.name)
+    expected = _render_text(args.spec, args.script)
     try:
         actual = args.script.read_text(encoding="utf-8")
     except OSError as error:

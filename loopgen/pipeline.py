@@ -8,13 +8,21 @@ from __future__ import annotations
 from pathlib import Path
 
 from loopgen import cache
+from loopgen.formatting import find_config
 from loopgen.roots import default_roots
 
 
-def render_spec(spec_path: Path, script_name: str = "train.py") -> tuple[str, tuple[str, ...]]:
-    """The script for the spec at `spec_path`, and the notices to show the user."""
+def render_spec(spec_path: Path, output: Path | str = "train.py") -> tuple[str, tuple[str, ...]]:
+    """The script for the spec at `spec_path`, and the notices to show the user.
+
+    `output` is where the script is to be written: its name is the one the script gives for itself, and the
+    black configuration of the project it is in formats the script (a bare name: the current directory's).
+    """
+    output = Path(output)
+    script_name = output.name
+    black_config = find_config(output.absolute().parent)
     roots = default_roots(spec_path)
-    entry = cache.entry_path(spec_path, script_name, roots)
+    entry = cache.entry_path(spec_path, script_name, roots, black_config.key())
     cached = cache.load(entry)
     if cached is not None:
         return cached
@@ -32,7 +40,7 @@ def render_spec(spec_path: Path, script_name: str = "train.py") -> tuple[str, tu
         for i, ref in enumerate(spec.trainer.callbacks)
     )
     plan = make_plan(spec, model, data, callbacks, script_name)
-    text, notices = render(plan), spec.notices + plan.notices
+    text, notices = render(plan, black_config), spec.notices + plan.notices
     sources = {file for facts in (model, data, *callbacks) if facts is not None for file in facts.sources}
     cache.store(entry, text, notices, sources)
     return text, notices

@@ -17,6 +17,7 @@ from typing import Any
 import jinja2
 
 from loopgen.errors import LoopgenError, Problem
+from loopgen.formatting import DEFAULTS, BlackConfig, format_script
 from loopgen.plan import Plan
 
 _PLAIN = (type(None), bool, int, float, str)
@@ -85,10 +86,10 @@ def _environment() -> jinja2.Environment:
     return env
 
 
-def render(plan: Plan) -> str:
-    """The formatted, verified script for `plan`."""
+def render(plan: Plan, black_config: BlackConfig = DEFAULTS) -> str:
+    """The script for `plan`, formatted as `black_config` says, and verified."""
     text = _environment().get_template("train.py.j2").render(plan=plan)
-    text = format_source(_section_spacing(text))
+    text = format_source(_section_spacing(text), black_config)
     verify(text, plan)
     return text
 
@@ -112,13 +113,9 @@ def _section_spacing(text: str) -> str:
     return "\n".join(kept)
 
 
-def format_source(text: str) -> str:
-    import black  # imported here: only rendering needs it
-
-    try:
-        return black.format_str(text, mode=black.Mode(line_length=100))
-    except black.InvalidInput as error:  # a template bug, not a user error
-        raise RuntimeError(f"loopgen produced a script black cannot parse: {error}\n{text}") from error
+def format_source(text: str, black_config: BlackConfig = DEFAULTS) -> str:
+    """Black, configured as the project the script is written into (see loopgen/formatting.py)."""
+    return format_script(text, black_config)
 
 
 ALLOWED_IMPORTS = frozenset({"torch"})

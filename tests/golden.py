@@ -22,9 +22,11 @@ def golden_path(spec: Path) -> Path:
 
 
 def render_example(spec: Path) -> str:
+    """As `loopgen render` writes it to its place in generated_examples/ (formatted with black's defaults, as
+    generated_examples/pyproject.toml says)."""
     from loopgen.pipeline import render_spec
 
-    text, _ = render_spec(spec.relative_to(ROOT), golden_path(spec).name)
+    text, _ = render_spec(spec.relative_to(ROOT), golden_path(spec))
     return text
 
 

@@ -72,3 +72,23 @@ def test_broken_entry_is_ignored_and_cache_can_be_off(project, monkeypatch):
     assert pipeline.render_spec(spec)[0] == text
     monkeypatch.setenv("LOOPGEN_NO_CACHE", "1")
     assert renders_from_scratch(spec) and renders_from_scratch(spec)
+
+
+def test_black_configuration_is_part_of_the_key(project):
+    """Changing [tool.black], or rendering into another project, never returns a script formatted for another
+    configuration; going back to a configuration finds its entry again."""
+    spec = project / "spec.yaml"
+    assert renders_from_scratch(spec)
+    default = pipeline.render_spec(spec)[0]
+    (project / "pyproject.toml").write_text("[tool.black]\nline-length = 40\n")
+    assert renders_from_scratch(spec)
+    narrow = pipeline.render_spec(spec)[0]
+    assert narrow != default
+    (project / "pyproject.toml").write_text("[tool.black]\nline-length = 40\nskip-magic-trailing-comma = true\n")
+    assert renders_from_scratch(spec)
+    (project / "other").mkdir()
+    (project / "other" / "pyproject.toml").write_text("[tool.black]\n")
+    assert pipeline.render_spec(spec, project / "other" / "train.py")[0] == default  # not the one for 40 columns
+    (project / "pyproject.toml").unlink()
+    assert not renders_from_scratch(spec)
+    assert pipeline.render_spec(spec)[0] == default

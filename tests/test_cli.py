@@ -152,3 +152,87 @@ def test_output_is_replaced_atomically(project, monkeypatch):
 
 def test_python_dash_m_and_console_script_agree(project):
     assert loopgen("--version", cwd=project, check=True).stdout.startswith("loopgen ")
+
+
+BLACK_60 = "[tool.black]\nline-length = 60\nskip-string-normalization = true\n"
+
+
+def black_check(script: Path, cwd: Path) -> subprocess.CompletedProcess:
+    """`black --check` as the project runs it: from its directory, with its own configuration."""
+    return subprocess.run(
+        [sys.executable, "-m", "black", "--check", str(script)], cwd=cwd, capture_output=True, text=True
+    )
+
+
+def test_script_is_formatted_as_the_project_configures_black(project):
+    (project / "pyproject.toml").write_text(BLACK_60)
+    loopgen("render", "spec.yaml", "-o", "train.py", cwd=project, check=True)
+    script = (project / "train.py").read_text()
+    assert black_check(project / "train.py", project).returncode == 0
+    assert loopgen("check", "spec.yaml", "train.py", cwd=project).returncode == 0
+    assert loopgen("render", "spec.yaml", cwd=project, check=True).stdout == script  # stdout: the current directory's
+
+    (project / "plain").mkdir()
+    (project / "plain" / "pyproject.toml").write_text("[tool.black]\n")
+    loopgen("render", "spec.yaml", "-o", "plain/train.py", cwd=project, check=True)
+    plain = (project / "plain" / "train.py").read_text()
+    assert plain != script and len(plain.splitlines()) < len(script.splitlines())  # 88 wraps less than 60
+    assert black_check(project / "plain" / "train.py", project / "plain").returncode == 0
+    assert loopgen("check", "spec.yaml", "plain/train.py", cwd=project).returncode == 0
+    (project / "plain" / "train.py").write_text(script)  # formatted for the other project
+    assert loopgen("check", "spec.yaml", "plain/train.py", cwd=project).returncode == 1
+
+
+def test_nearest_pyproject_with_a_black_table_wins(project):
+    (project / "pyproject.toml").write_text(BLACK_60)
+    (project / "sub").mkdir()
+    (project / "sub" / "pyproject.toml").write_text('[project]\nname = "sub"\n\n[tool.ruff]\nline-length = 100\n')
+    loopgen("render", "spec.yaml", "-o", "train.py", cwd=project, check=True)
+    loopgen("render", "spec.yaml", "-o", "sub/train.py", cwd=project, check=True)
+    assert (project / "sub" / "train.py").read_text() == (project / "train.py").read_text()
+    assert black_check(project / "sub" / "train.py", project / "sub").returncode == 0
+
+
+@pytest.mark.parametrize(
+    "pyproject, expected",
+    [
+        ("[tool.black\nline-length = 60\n", "not valid TOML"),
+        ('[tool.black]\nline-length = "long"\n', "line-length"),
+        ('[tool.black]\ntarget-version = "py310"\n', "target-version"),
+        ('[tool.black]\ntarget-version = ["py2"]\n', "py2"),
+        ("[tool.black]\nenable-unstable-feature = ['string_processing']\n", "preview"),
+        ("[tool]\nblack = 3\n", "[tool.black]"),
+    ],
+    ids=["bad-toml", "bad-int", "not-a-list", "bad-version", "feature-without-preview", "not-a-table"],
+)
+def test_bad_black_configuration_exits_2_with_one_line(project, pyproject, expected):
+    (project / "pyproject.toml").write_text(pyproject)
+    for args in (["render", "spec.yaml", "-o", "train.py"], ["render", "spec.yaml"]):
+        result = loopgen(*args, cwd=project)
+        assert result.returncode == 2 and result.stdout == "" and "Traceback" not in result.stderr
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("loopgen: error: "), result.stderr
+        assert str(project / "pyproject.toml") in lines[0] and expected in lines[0]
+    assert not (project / "train.py").exists()
+
+
+def test_rendering_does_not_depend_on_hash_seed_or_working_directory(tmp_path):
+    """The same spec and output give the same bytes, whatever the hash seed and current directory."""
+    spec = ROOT / "examples" / "callback_stop.yaml"
+    out = tmp_path / "out" / "callback_stop.py"
+    out.parent.mkdir()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    scripts = set()
+    for seed, cwd in (("0", ROOT), ("1", ROOT), ("12345", elsewhere), ("1", elsewhere)):
+        env = {**env_with_root(), "LOOPGEN_NO_CACHE": "1", "PYTHONHASHSEED": seed}
+        result = subprocess.run(
+            [sys.executable, "-m", "loopgen", "render", str(spec), "-o", str(out)],
+            cwd=cwd,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        assert result.returncode == 0, result.stderr
+        scripts.add(out.read_bytes())
+    assert len(scripts) == 1

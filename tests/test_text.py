@@ -231,7 +231,7 @@ TRACES = {
     "val_int_no_epoch": ["total_batch_idx"],
     "bf16": ['torch.autocast("cpu", dtype=torch.bfloat16)'],
     "fp16_cpu": ['torch.autocast("cpu", dtype=torch.bfloat16)'],
-    "fp16_cuda": ['torch.autocast("cuda", dtype=torch.float16', "GradScaler", "scaler.unscale_(optimizer)"],
+    "fp16_cuda": ['torch.autocast("cuda", dtype=torch.float16', "GradScaler", "scaler.unscale_("],
     "fp16_auto": ["GradScaler", 'enabled=device.type == "cuda"', "scaler.step(optimizer)"],
     "double": ["model.double()", "default_dtype(torch.float64)", "t.double()"],
     "val_fraction_every_2": ["CHECK_VAL_EVERY_N_EPOCH == 0"],
