@@ -7,6 +7,7 @@ import difflib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import libcst as cst
 
@@ -31,9 +32,35 @@ class ClassFacts:
     mentions_scheduler: bool = False  # configure_optimizers mentions an LR scheduler (name or "lr_scheduler" key)
     mentions_lbfgs: bool = False  # configure_optimizers mentions LBFGS (a closure optimizer)
     returns_log_dicts: bool = False  # a step or epoch-end hook mentions the seed's "log" / "progress_bar" keys
+    # what the methods read from the trainer (`self.trainer.X` in a module; the `trainer` parameter or
+    # `pl_module.trainer.X` in a callback); None: the trainer itself is passed on or stored, so anything may be read
+    trainer_reads: frozenset[str] | None = frozenset()
+    module_reads: frozenset[str] = frozenset()  # a callback's `pl_module.X` attributes
+    optimizers: OptimizersFacts | None = None  # configure_optimizers' return, when its source shows it
+    optimizers_unknown: str = ""  # why its source does not show it (with configure_optimizers defined)
 
     def defines(self, hook: str) -> bool:
         return hook in self.methods
+
+
+@dataclass(frozen=True)
+class SchedulerFacts:
+    """One LR scheduler in configure_optimizers' return, as its source writes it."""
+
+    cls: str  # the class it constructs (the last part of the dotted name: "StepLR")
+    optimizer: int | None  # the index of the optimizer it is built on, when the source shows which
+    config: Mapping[str, Any] | None = None  # the keys of its {"scheduler": ...} dict (literals); None: given bare
+
+
+@dataclass(frozen=True)
+class OptimizersFacts:
+    """What configure_optimizers returns, read from its one return statement (Lightning's forms)."""
+
+    form: str  # "optimizer" | "optimizers" (a list or tuple) | "lists" ([optimizers], [schedulers]) | "dict" | "dicts"
+    optimizers: tuple[str, ...]  # the class of each optimizer, in order
+    schedulers: tuple[SchedulerFacts, ...] = ()
+    monitor: str | None = None  # the dict form's top-level "monitor" (for a bare ReduceLROnPlateau)
+    frequencies: tuple[int, ...] | None = None  # the dicts' "frequency" values, when each dict has one
 
 
 def find_class_source(class_path: str, roots: Sequence[Path], *, where: str = "") -> tuple[Path, Path]:
@@ -42,16 +69,24 @@ def find_class_source(class_path: str, roots: Sequence[Path], *, where: str = ""
     return cls.module.root, cls.module.file
 
 
-def inspect_class(class_path: str, roots: Sequence[Path], *, where: str) -> ClassFacts:
-    """What the source of `class_path` and of its bases in the user's code says; `where` is the spec key."""
+def inspect_class(class_path: str, roots: Sequence[Path], *, where: str, callback: bool = False) -> ClassFacts:
+    """What the source of `class_path` and of its bases in the user's code says; `where` is the spec key.
+
+    `callback`: the class is used as a callback (its hooks get `(trainer, pl_module, ...)`), whatever its bases.
+    """
     reader = _Reader(roots, where)
     cls = reader.find(class_path)
     found = list(reader.ancestry(cls))
     outside = [name for name in found if isinstance(name, str)]
+    is_callback = any(_is_lightning(name, "Callback") for name in outside)
     methods: dict[str, tuple[str, ...]] = {}
     uses_log = False
     attributes: set[str] = set()
+    trainer_reads: set[str] | None = set()
+    module_reads: set[str] = set()
     scheduler = lbfgs = log_dicts = False
+    optimizers: OptimizersFacts | None = None
+    optimizers_unknown = ""
     for ancestor in _linearize([c for c in found if isinstance(c, _Class)]):
         for fn in ancestor.methods():
             me = _self_name(fn)
@@ -61,23 +96,33 @@ def inspect_class(class_path: str, roots: Sequence[Path], *, where: str) -> Clas
             words = _Words(me)
             fn.body.visit(words)
             attributes |= words.attributes
+            use = _TrainerUse(*_trainer_names(fn, me, callback or is_callback))
+            fn.body.visit(use)
+            module_reads |= use.module_reads
+            trainer_reads = None if trainer_reads is None or use.escapes else trainer_reads | use.reads
             if first and fn.name.value in _LOG_DICT_HOOKS:
                 log_dicts = log_dicts or bool(words.strings & {"log", "progress_bar"})
             if first and fn.name.value == "configure_optimizers":
                 scheduler = any("sched" in w.lower() or w.endswith("LR") or "LROn" in w for w in words.words)
                 lbfgs = "LBFGS" in words.words
+                read = read_optimizers(fn)
+                optimizers, optimizers_unknown = (read, "") if isinstance(read, OptimizersFacts) else (None, read)
     return ClassFacts(
         class_path=class_path,
         file=cls.module.file,
         root=cls.module.root,
         is_lightning_module=any(_is_lightning(name, "LightningModule") for name in outside),
-        is_lightning_callback=any(_is_lightning(name, "Callback") for name in outside),
+        is_lightning_callback=is_callback,
         methods=methods,
         uses_log=uses_log,
         attributes_read=frozenset(attributes),
         mentions_scheduler=scheduler,
         mentions_lbfgs=lbfgs,
         returns_log_dicts=log_dicts,
+        trainer_reads=None if trainer_reads is None else frozenset(trainer_reads),
+        module_reads=frozenset(module_reads),
+        optimizers=optimizers,
+        optimizers_unknown=optimizers_unknown,
         sources=tuple(reader.files_read),
     )
 
@@ -104,7 +149,8 @@ class _Class:
     node: cst.ClassDef
 
     def methods(self) -> Iterator[cst.FunctionDef]:
-        return (s for s in self.node.body.body if isinstance(s, cst.FunctionDef))
+        """The methods defined in the class body, the last definition of a name first (the one Python keeps)."""
+        return (s for s in reversed(self.node.body.body) if isinstance(s, cst.FunctionDef))
 
 
 class _Reader:
@@ -398,3 +444,260 @@ def _listing(names: list[str]) -> str:
 
 def _hint(suggestion: str | None) -> str:
     return f"; did you mean '{suggestion}'?" if suggestion else ""
+
+
+# ---------------------------------------------------------------------------
+# what methods read from the trainer
+
+
+def _trainer_names(fn: cst.FunctionDef, me: str | None, is_callback: bool) -> tuple[str | None, str | None, str | None]:
+    """(the instance's name, the trainer parameter's name, the module parameter's name) of a method.
+
+    A module reaches the trainer as `self.trainer`; a callback's hooks get it as their first parameter and the
+    module as their second (Lightning's `(trainer, pl_module, ...)`), and reach it as `pl_module.trainer` too.
+    """
+    if not is_callback:
+        return me, None, None
+    params = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)][1 if me else 0 :]
+    trainer = params[0] if params and (params[0] == "trainer" or fn.name.value.startswith(("on_", "setup"))) else None
+    if trainer is None and "trainer" in params:
+        trainer = "trainer"
+    module = params[1] if trainer is not None and len(params) > 1 else None
+    return None, trainer, module
+
+
+class _TrainerUse(cst.CSTVisitor):
+    """The `X` of every `<trainer>.X` in a method body, and whether the trainer itself is used otherwise
+    (passed to a function, stored, returned): then any attribute may be read."""
+
+    def __init__(self, me: str | None, trainer: str | None, module: str | None) -> None:
+        super().__init__()
+        self.me, self.trainer, self.module = me, trainer, module
+        self.reads: set[str] = set()
+        self.module_reads: set[str] = set()
+        self.escapes = False
+        self._consumed: set[int] = set()  # trainer expressions seen as the value of an attribute access
+
+    def _is_trainer(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, cst.Name):
+            return node.value == self.trainer
+        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name):
+            owner = node.value.value
+            return node.attr.value in ("trainer", "_trainer") and owner in (self.me, self.module) and owner is not None
+        return False
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if self._is_trainer(node) and id(node) not in self._consumed:
+            self.escapes = True
+        return super().on_visit(node)
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self._consumed.add(id(node.attr))
+        if self._is_trainer(node.value):
+            self.reads.add(node.attr.value)
+            self._consumed.add(id(node.value))
+        elif isinstance(node.value, cst.Name) and self.module is not None and node.value.value == self.module:
+            self.module_reads.add(node.attr.value)
+
+    def visit_Arg(self, node: cst.Arg) -> None:
+        if node.keyword is not None:
+            self._consumed.add(id(node.keyword))
+
+    def visit_Call(self, node: cst.Call) -> None:
+        # super().hook(trainer, pl_module, ...) hands the trainer to Lightning's own (empty) hook
+        func = node.func
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Call) and _dotted(func.value.func) == "super":
+            self._consumed.update(id(arg.value) for arg in node.args)
+
+
+# ---------------------------------------------------------------------------
+# the shape configure_optimizers returns
+
+_OPTIMIZER_KEYS = frozenset({"optimizer", "lr_scheduler", "monitor", "frequency"})
+_SCHEDULER_KEYS = frozenset({"scheduler", "interval", "frequency", "monitor", "strict", "name", "reduce_on_plateau"})
+
+
+def read_optimizers(fn: cst.FunctionDef) -> OptimizersFacts | str:
+    """What configure_optimizers returns, from its source: the facts, or why the source does not show them.
+
+    The body must end in its only return statement, with plain statements before it (assignments, calls,
+    nested functions); the names the return uses are followed through the assignments. Optimizers and
+    schedulers must be built by calling a class (`torch.optim.SGD(...)`, `StepLR(...)`).
+    """
+    if not isinstance(fn.body, cst.IndentedBlock):
+        body: list[cst.CSTNode] = [fn.body]
+    else:
+        body = list(fn.body.body)
+    returns = _Returns()
+    fn.body.visit(returns)
+    if returns.count != 1:
+        return "configure_optimizers returns from more than one place"
+    names: dict[str, cst.BaseExpression] = {}
+    returned: cst.BaseExpression | None = None
+    for statement in body:
+        if isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
+            continue
+        if not isinstance(statement, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+            return "configure_optimizers' return depends on control flow (if, for, with, try)"
+        for small in statement.body:
+            if isinstance(small, cst.Return):
+                returned = small.value
+            elif isinstance(small, cst.Assign):
+                for target in small.targets:
+                    if isinstance(target.target, cst.Name):
+                        names[target.target.value] = small.value
+                    else:
+                        _forget_targets(target.target, names)
+            elif isinstance(small, cst.AnnAssign) and small.value is not None and isinstance(small.target, cst.Name):
+                names[small.target.value] = small.value
+            elif isinstance(small, (cst.AugAssign, cst.AnnAssign)):
+                _forget_targets(small.target, names)
+    if returned is None:
+        return "configure_optimizers returns nothing"
+    try:
+        return _Shape(names).read(returned)
+    except _Unknown as unknown:
+        return str(unknown)
+
+
+class _Unknown(Exception):
+    """The source does not show what configure_optimizers returns (the message says why)."""
+
+
+class _Returns(cst.CSTVisitor):
+    def __init__(self) -> None:
+        super().__init__()
+        self.count = 0
+
+    def visit_Return(self, node: cst.Return) -> None:
+        self.count += 1
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False  # a nested function's returns are its own
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+
+def _forget_targets(target: cst.BaseExpression, names: dict[str, cst.BaseExpression]) -> None:
+    for node in (target, *(e.value for e in getattr(target, "elements", ()))):
+        if isinstance(node, cst.Name):
+            names.pop(node.value, None)
+
+
+class _Shape:
+    """Reads one return expression of configure_optimizers, following local names."""
+
+    def __init__(self, names: Mapping[str, cst.BaseExpression]) -> None:
+        self.names = names
+        self.optimizer_nodes: list[cst.BaseExpression] = []
+
+    def resolve(self, node: cst.BaseExpression, seen: frozenset[str] = frozenset()) -> cst.BaseExpression:
+        while isinstance(node, cst.Name) and node.value in self.names and node.value not in seen:
+            seen = seen | {node.value}
+            node = self.names[node.value]
+        return node
+
+    def read(self, returned: cst.BaseExpression) -> OptimizersFacts:
+        node = self.resolve(returned)
+        if isinstance(node, (cst.List, cst.Tuple)):
+            items = [self.resolve(e.value) for e in node.elements if not isinstance(e, cst.StarredElement)]
+            if len(items) != len(node.elements):
+                raise _Unknown("configure_optimizers returns a list built with *")
+            if len(items) == 2 and all(isinstance(i, (cst.List, cst.Tuple)) for i in items):
+                optimizers = [self.optimizer(e.value) for e in items[0].elements]
+                schedulers = [self.scheduler(e.value) for e in items[1].elements]
+                return OptimizersFacts("lists", tuple(optimizers), tuple(schedulers))
+            if items and all(isinstance(i, cst.Dict) for i in items):
+                configs = [self.optimizer_dict(item) for item in items]
+                frequencies = [config[3] for config in configs]
+                return OptimizersFacts(
+                    "dicts",
+                    tuple(config[0] for config in configs),
+                    tuple(s for index, config in enumerate(configs) for s in config[1](index)),
+                    frequencies=tuple(frequencies) if all(f is not None for f in frequencies) else None,
+                )
+            return OptimizersFacts("optimizers", tuple(self.optimizer(item) for item in items))
+        if isinstance(node, cst.Dict):
+            optimizer, schedulers, monitor, frequency = self.optimizer_dict(node)
+            frequencies = None if frequency is None else (frequency,)
+            return OptimizersFacts("dict", (optimizer,), tuple(schedulers(0)), monitor, frequencies)
+        return OptimizersFacts("optimizer", (self.optimizer(node),))
+
+    def optimizer(self, node: cst.BaseExpression) -> str:
+        node = self.resolve(node)
+        cls = _class_called(node)
+        if cls is None:
+            raise _Unknown(f"configure_optimizers returns {_describe(node)}, not an optimizer built in it")
+        self.optimizer_nodes.append(node)
+        return cls
+
+    def optimizer_dict(self, node: cst.Dict) -> tuple[str, Any, str | None, int | None]:
+        """(optimizer class, schedulers(index) -> its SchedulerFacts, monitor, frequency) of an optimizer dict."""
+        entries = self.entries(node, _OPTIMIZER_KEYS, "an optimizer dict")
+        if "optimizer" not in entries:
+            raise _Unknown('configure_optimizers returns a dict without an "optimizer" key')
+        optimizer = self.optimizer(entries["optimizer"])
+        index = len(self.optimizer_nodes) - 1
+        monitor = self.literal(entries["monitor"], "monitor") if "monitor" in entries else None
+        frequency = self.literal(entries["frequency"], "frequency") if "frequency" in entries else None
+        scheduler = entries.get("lr_scheduler")
+
+        def schedulers(_: int) -> list[SchedulerFacts]:
+            if scheduler is None:
+                return []
+            facts = self.scheduler(scheduler)
+            return [SchedulerFacts(facts.cls, index, facts.config)]
+
+        return optimizer, schedulers, monitor, frequency
+
+    def scheduler(self, node: cst.BaseExpression) -> SchedulerFacts:
+        node = self.resolve(node)
+        if isinstance(node, cst.Dict):
+            entries = self.entries(node, _SCHEDULER_KEYS, "an lr_scheduler dict")
+            if "scheduler" not in entries:
+                raise _Unknown('configure_optimizers returns an lr_scheduler dict without a "scheduler" key')
+            bare = self.scheduler(entries.pop("scheduler"))
+            entries.pop("name", None)  # only for logging the learning rate
+            config = {key: self.literal(value, key) for key, value in entries.items()}
+            return SchedulerFacts(bare.cls, bare.optimizer, config)
+        cls = _class_called(node)
+        if cls is None or not isinstance(node, cst.Call):
+            raise _Unknown(f"configure_optimizers returns {_describe(node)}, not a scheduler built in it")
+        first = next((arg.value for arg in node.args if arg.keyword is None or arg.keyword.value == "optimizer"), None)
+        target = self.resolve(first) if first is not None else None
+        index = next((i for i, o in enumerate(self.optimizer_nodes) if o is target), None)
+        return SchedulerFacts(cls, index)
+
+    def entries(self, node: cst.Dict, known: frozenset[str], what: str) -> dict[str, cst.BaseExpression]:
+        entries = {}
+        for element in node.elements:
+            if not isinstance(element, cst.DictElement) or not isinstance(element.key, cst.SimpleString):
+                raise _Unknown(f"configure_optimizers returns {what} whose keys are not all written out")
+            key = ast.literal_eval(element.key.value)
+            if key not in known:
+                raise _Unknown(f"configure_optimizers returns {what} with the key {key!r}")
+            entries[key] = element.value
+        return entries
+
+    def literal(self, node: cst.BaseExpression, key: str) -> Any:
+        node = self.resolve(node)
+        try:
+            return ast.literal_eval(cst.Module([]).code_for_node(node))
+        except (ValueError, SyntaxError):
+            raise _Unknown(f'configure_optimizers sets "{key}" to {_describe(node)}, known only at run time') from None
+
+
+def _class_called(node: cst.BaseExpression) -> str | None:
+    """`SGD` for `torch.optim.SGD(...)`: the class a call constructs (a dotted name ending in a capital)."""
+    if not isinstance(node, cst.Call):
+        return None
+    name = _dotted(node.func)
+    last = name.rpartition(".")[2] if name else ""
+    return last if last[:1].isupper() else None
+
+
+def _describe(node: cst.BaseExpression) -> str:
+    code = cst.Module([]).code_for_node(node)
+    code = " ".join(code.split())
+    return f"`{code if len(code) <= 60 else code[:57] + '...'}`"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from loopgen.errors import LoopgenError, Problem
-from loopgen.inspect import ClassFacts, find_class_source, inspect_class
+from loopgen.inspect import ClassFacts, OptimizersFacts, find_class_source, inspect_class
 from loopgen.roots import default_roots
 
 
@@ -70,6 +70,7 @@ def test_plain_module(tmp_path: Path) -> None:
         uses_log=False,
         attributes_read=frozenset({"layer", "parameters"}),
         sources=(tmp_path / "proj" / "models.py",),
+        optimizers=OptimizersFacts("optimizer", ("SGD",)),
     )
     assert found.defines("training_step") and not found.defines("train_dataloader")
 
