@@ -12,7 +12,8 @@ import os
 import random
 import sys
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from types import SimpleNamespace
 
 import torch
 
@@ -22,33 +23,153 @@ from examples.lightning_models import LitClassifier
 # configuration, from the spec
 SEED = 42
 MAX_EPOCHS = 10
-MAX_STEPS = -1  # no limit
 MIN_EPOCHS = 3
 NUM_SANITY_VAL_STEPS = 2
-VAL_CHECK_INTERVAL = 0.5
-CHECK_VAL_EVERY_N_EPOCH = 1
+VAL_CHECK_INTERVAL = 0.5  # of the epoch's batches
 
 
-@dataclass
-class LoopState:
-    """The loop's counters and metrics: what hooks and callbacks see as `trainer`."""
+def main():
+    # numpy is seeded (and restored after the sanity check) only when the user's code loaded it
+    numpy = sys.modules.get("numpy")
+    random.seed(SEED)
+    torch.manual_seed(SEED)
+    if numpy is not None:
+        numpy.random.seed(SEED)
+    torch.use_deterministic_algorithms(True)
+    os.environ["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"
 
-    max_epochs: int = MAX_EPOCHS
-    max_steps: int = MAX_STEPS
-    current_epoch: int = 0
-    global_step: int = 0
-    num_training_batches: int = 0
-    num_val_batches: int = 0
-    should_stop: bool = False
-    sanity_checking: bool = False
-    optimizers: list = field(default_factory=list)
-    callback_metrics: dict = field(default_factory=dict)
-    logged_metrics: dict = field(default_factory=dict)
-    is_global_zero: bool = True
+    # model
+    model = LitClassifier()
+    callback = StopWhenAccurate(target=0.9)
+    metrics = MetricLog()
 
-    def can_stop_early(self):
-        """Lightning's rule: a stop request waits for min_epochs and min_steps."""
-        return self.current_epoch >= MIN_EPOCHS
+    # what the callbacks see as `trainer`
+    trainer = SimpleNamespace(
+        current_epoch=0,
+        global_step=0,
+        sanity_checking=False,
+        should_stop=False,
+        callback_metrics=metrics.callback_metrics,
+    )
+    model.log, model.log_dict = metrics.log, metrics.log_dict
+
+    # optimizer
+    [optimizer], [scheduler] = model.configure_optimizers()
+
+    # sanity check: a short validation pass that leaves the random state as it found it
+    rng_states = random.getstate(), torch.get_rng_state()
+    numpy_state = numpy.random.get_state() if numpy is not None else None
+    trainer.sanity_checking = True
+    val_loader = model.val_dataloader()
+    num_val_batches = len(val_loader)
+    validate(
+        model,
+        val_loader,
+        min(NUM_SANITY_VAL_STEPS, num_val_batches),
+        metrics,
+        trainer,
+        callback,
+    )
+    trainer.sanity_checking = False
+    metrics.callback_metrics.clear()
+    metrics.logged_metrics.clear()
+    random.setstate(rng_states[0])
+    torch.set_rng_state(rng_states[1])
+    if numpy_state is not None:
+        numpy.random.set_state(numpy_state)
+
+    # training data
+    train_loader = model.train_dataloader()
+    num_training_batches = len(train_loader)
+    val_check_batch = max(1, int(num_training_batches * VAL_CHECK_INTERVAL))
+
+    # epoch 0's iterator is made before on_train_start, as Lightning does
+    train_iter = iter(train_loader)
+
+    # training
+    while trainer.current_epoch < MAX_EPOCHS:
+        if trainer.should_stop and trainer.current_epoch >= MIN_EPOCHS:
+            break
+        if trainer.current_epoch > 0:
+            train_iter = iter(train_loader)
+        for batch_idx in range(num_training_batches):
+            if trainer.should_stop:
+                if trainer.current_epoch >= MIN_EPOCHS:
+                    break
+                warnings.warn(
+                    "Trainer was signaled to stop but the required `min_epochs=3` or"
+                    " `min_steps=None` has not been met. Training will continue..."
+                )
+            batch = next(train_iter)
+            is_last_batch = batch_idx + 1 == num_training_batches
+            metrics.batch, metrics.phase = batch, "train_batch"
+
+            # training step
+            output = model.training_step(batch, batch_idx)
+            loss = training_loss(output)
+            optimizer.zero_grad()
+            if loss is not None:
+                loss.backward()
+
+            # optimizer step
+            optimizer.step()
+            trainer.global_step += 1
+
+            # learning-rate schedulers (ReduceLROnPlateau waits for validation)
+            if is_last_batch:
+                scheduler.step()
+            metrics.publish("train", on_step=True)
+
+            # validation
+            if (batch_idx + 1) % val_check_batch == 0 or (
+                trainer.should_stop and trainer.current_epoch >= MIN_EPOCHS
+            ):
+                validate(model, val_loader, num_val_batches, metrics, trainer, callback)
+                metrics.phase = "train_batch"
+
+        # end of epoch
+        metrics.phase = "train_epoch"
+        metrics.publish("train", on_step=False)
+        metrics.reset("train")
+        trainer.current_epoch += 1
+    callback.on_train_end(trainer, model)
+    print(
+        f"Training stopped after {trainer.current_epoch} epochs and {trainer.global_step} optimizer steps."
+    )
+    return model
+
+
+def training_loss(output):
+    """The loss in what training_step returned: a tensor, a dict with "loss", or None (skip the backward)."""
+    if output is None or isinstance(output, torch.Tensor):
+        return output
+    if isinstance(output, dict):
+        if output.get("loss") is None:
+            raise ValueError("training_step returned a dict without a 'loss' key")
+        return output["loss"]
+    raise TypeError(
+        f"training_step must return a tensor, a dict with 'loss', or None; got {type(output).__name__}"
+    )
+
+
+def validate(model, val_loader, num_batches, metrics, trainer, callback):
+    """One validation pass over `num_batches` batches, without gradients, in eval mode."""
+    val_iter = iter(val_loader)
+    with torch.no_grad():
+        metrics.phase = "val_batch"
+        training_modes = {module: module.training for module in model.modules()}
+        model.eval()
+        for batch_idx in range(num_batches):
+            batch = next(val_iter)
+            metrics.batch = batch
+            model.validation_step(batch, batch_idx)
+            metrics.publish("val", on_step=True)
+        metrics.phase = "val_epoch"
+        metrics.publish("val", on_step=False)
+        callback.on_validation_end(trainer, model)
+        metrics.reset("val")
+    for module, training in training_modes.items():
+        module.train(training)
 
 
 # on_step / on_epoch defaults of self.log, by the hook that logs (Lightning's)
@@ -59,20 +180,6 @@ LOG_DEFAULTS = {
     "val_epoch": (False, True),
 }
 REDUCE_FX = {"mean": torch.mean, "sum": torch.sum, "max": torch.max, "min": torch.min}
-
-
-def batch_size_of(batch):
-    """The batch size Lightning infers: the length of the first tensor found in the batch."""
-    if isinstance(batch, torch.Tensor):
-        return 1 if batch.ndim == 0 else batch.size(0)
-    if isinstance(batch, dict):
-        batch = batch.values()
-    if isinstance(batch, (list, tuple)) or type(batch).__name__ == "dict_values":
-        for item in batch:
-            size = batch_size_of(item)
-            if size is not None:
-                return size
-    return None
 
 
 @dataclass
@@ -93,15 +200,16 @@ class Logged:
 
 
 class MetricLog:
-    """What the model's `self.log(...)` records: the last value per step, and the epoch's reduction
-    (a mean weighted by batch size by default), feeding trainer.callback_metrics as Lightning does.
+    """What `self.log(...)` records: the last value per step and the epoch's reduction (by default a mean
+    weighted by batch size), published to callback_metrics and logged_metrics at Lightning's points.
     """
 
-    def __init__(self, trainer):
-        self.trainer = trainer
+    def __init__(self):
         self.phase = "train_batch"  # train_batch | train_epoch | val_batch | val_epoch
         self.batch = None
         self.entries = {}
+        self.callback_metrics = {}
+        self.logged_metrics = {}
 
     def log(
         self,
@@ -154,7 +262,7 @@ class MetricLog:
             self.log(name, value, **kwargs)
 
     def publish(self, stage, on_step):
-        """Copy the `stage` ("train" or "val") values into trainer.callback_metrics / logged_metrics."""
+        """Copy the `stage` ("train" or "val") values into callback_metrics and logged_metrics."""
         for (phase, _), entry in self.entries.items():
             if not phase.startswith(stage):
                 continue
@@ -171,10 +279,10 @@ class MetricLog:
                 else name
             )
             if entry.logger:
-                self.trainer.logged_metrics[forked] = value
+                self.logged_metrics[forked] = value
             if stage == "train" or not on_step:
-                self.trainer.callback_metrics[name] = value
-                self.trainer.callback_metrics[forked] = value
+                self.callback_metrics[name] = value
+                self.callback_metrics[forked] = value
 
     def reset(self, stage):
         self.entries = {
@@ -184,267 +292,18 @@ class MetricLog:
         }
 
 
-def unpack_optimizers(config):
-    """Lightning's forms of configure_optimizers(): an optimizer, a list, ([optimizers], [schedulers]),
-    a dict {"optimizer", "lr_scheduler", "monitor"}, or a list of such dicts."""
-    schedulers, monitor = [], None
-    if isinstance(config, torch.optim.Optimizer):
-        optimizers = [config]
-    elif (
-        isinstance(config, (list, tuple))
-        and len(config) == 2
-        and isinstance(config[0], list)
-        and all(isinstance(o, torch.optim.Optimizer) for o in config[0])
-    ):
-        optimizers = config[0]
-        schedulers = config[1] if isinstance(config[1], list) else [config[1]]
-    elif isinstance(config, dict):
-        optimizers = [config["optimizer"]]
-        monitor = config.get("monitor")
-        schedulers = [config["lr_scheduler"]] if "lr_scheduler" in config else []
-    elif (
-        isinstance(config, (list, tuple))
-        and config
-        and all(isinstance(d, dict) for d in config)
-    ):
-        optimizers = [d["optimizer"] for d in config]
-        schedulers = [d["lr_scheduler"] for d in config if "lr_scheduler" in d]
-    elif isinstance(config, (list, tuple)) and all(
-        isinstance(o, torch.optim.Optimizer) for o in config
-    ):
-        optimizers = list(config)
-    else:
-        raise TypeError(
-            "configure_optimizers() must return an optimizer, a list of optimizers, ([optimizers], [schedulers]),"
-            f" a dict with 'optimizer', or a list of such dicts; got {type(config).__name__}"
-        )
-    if len(optimizers) != 1:
-        raise ValueError(
-            f"configure_optimizers() returned {len(optimizers)} optimizers; this script was rendered for one."
-            " For several, give training_step an `optimizer_idx` parameter and render again."
-        )
-    if isinstance(optimizers[0], torch.optim.LBFGS):
-        raise TypeError(
-            "configure_optimizers() returned LBFGS, which needs a closure; this script was rendered without one"
-            " (loopgen looks for `LBFGS` in configure_optimizers' source)"
-        )
-    return optimizers[0], [scheduler_config(s, monitor) for s in schedulers]
-
-
-def scheduler_config(scheduler, monitor):
-    """A scheduler with Lightning's defaults: stepped every epoch; ReduceLROnPlateau reads `monitor`."""
-    config = (
-        dict(scheduler) if isinstance(scheduler, dict) else {"scheduler": scheduler}
-    )
-    if "scheduler" not in config:
-        raise ValueError('an lr_scheduler dict must have the key "scheduler"')
-    if config.setdefault("interval", "epoch") not in ("step", "epoch"):
-        raise ValueError(
-            f'lr_scheduler "interval" must be "step" or "epoch", not {config["interval"]!r}'
-        )
-    config.setdefault("frequency", 1)
-    config.setdefault("strict", True)
-    plateau = config.setdefault(
-        "reduce_on_plateau",
-        isinstance(config["scheduler"], torch.optim.lr_scheduler.ReduceLROnPlateau),
-    )
-    if not isinstance(scheduler, dict):
-        config["monitor"] = monitor
-    if plateau and config.get("monitor") is None:
-        raise ValueError(
-            "a ReduceLROnPlateau scheduler needs a `monitor` metric in configure_optimizers()"
-        )
-    return config
-
-
-def step_schedulers(schedulers, interval, index, plateau, trainer):
-    """Step the schedulers of this `interval` whose frequency divides `index` (batch_idx + 1 or epoch + 1).
-    Plateau schedulers are stepped separately, after validation has produced their monitored metric.
-    """
-    for config in schedulers:
-        if (
-            config["reduce_on_plateau"] != plateau
-            or config["interval"] != interval
-            or index % config["frequency"]
-        ):
-            continue
-        metric = None
-        if plateau:
-            metric = trainer.callback_metrics.get(config["monitor"])
-            if metric is None:
-                if config["strict"]:
-                    raise KeyError(
-                        f"ReduceLROnPlateau conditioned on metric {config['monitor']} which is not available."
-                        f" Available metrics are: {list(trainer.callback_metrics)}."
-                    )
-                warnings.warn(
-                    f"ReduceLROnPlateau conditioned on metric {config['monitor']} which is not available"
-                    " but strict is set to `False`. Skipping learning rate update."
-                )
-                continue
-        if metric is None:
-            config["scheduler"].step()
-        else:
-            config["scheduler"].step(metric)
-
-
-def training_loss(output):
-    """The loss in what training_step returned: a tensor, a dict with "loss", or None (skip the backward)."""
-    if output is None or isinstance(output, torch.Tensor):
-        return output
-    if isinstance(output, dict):
-        if output.get("loss") is None:
-            raise ValueError("training_step returned a dict without a 'loss' key")
-        return output["loss"]
-    raise TypeError(
-        f"training_step must return a tensor, a dict with 'loss', or None; got {type(output).__name__}"
-    )
-
-
-def validate(model, val_loader, num_batches, trainer, metrics, callback):
-    """One validation pass over `num_batches` batches, without gradients, in eval mode."""
-    val_iter = iter(val_loader)
-    with torch.no_grad():
-        metrics.phase = "val_batch"
-        training_modes = {module: module.training for module in model.modules()}
-        model.eval()
-        for batch_idx in range(num_batches):
-            batch = next(val_iter)
-            metrics.batch = batch
-            model.validation_step(batch, batch_idx)
-            metrics.publish("val", on_step=True)
-        metrics.phase = "val_epoch"
-        metrics.publish("val", on_step=False)
-        callback.on_validation_end(trainer, model)
-        metrics.reset("val")
-    for module, training in training_modes.items():
-        module.train(training)
-
-
-def main():
-    # seed python and torch (and numpy, when the user's code uses it)
-    seed = SEED
-    random.seed(seed)
-    torch.manual_seed(seed)
-    numpy = sys.modules.get("numpy")
-    if numpy is not None:
-        numpy.random.seed(seed)
-    torch.use_deterministic_algorithms(True)
-    os.environ["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"
-
-    # model
-    model = LitClassifier()
-    callback = StopWhenAccurate(target=0.9)
-    trainer = LoopState()
-    model._trainer = (
-        trainer  # LightningModule reads current_epoch, global_step through it
-    )
-    metrics = MetricLog(trainer)
-    model.log, model.log_dict = metrics.log, metrics.log_dict
-
-    # optimizer
-    optimizer, schedulers = unpack_optimizers(model.configure_optimizers())
-    trainer.optimizers = [optimizer]
-
-    # sanity check: a short validation pass that leaves the random state as it found it
-    rng_states = random.getstate(), torch.get_rng_state()
-    numpy = sys.modules.get("numpy")
-    numpy_state = numpy.random.get_state() if numpy is not None else None
-    trainer.sanity_checking = True
-    val_loader = model.val_dataloader()
-    trainer.num_val_batches = len(val_loader)
-    validate(
-        model,
-        val_loader,
-        min(NUM_SANITY_VAL_STEPS, trainer.num_val_batches),
-        trainer,
-        metrics,
-        callback,
-    )
-    trainer.sanity_checking = False
-    trainer.callback_metrics.clear()
-    trainer.logged_metrics.clear()
-    random.setstate(rng_states[0])
-    torch.set_rng_state(rng_states[1])
-    if numpy_state is not None:
-        numpy.random.set_state(numpy_state)
-
-    # training data
-    train_loader = model.train_dataloader()
-    trainer.num_training_batches = len(train_loader)
-    val_check_batch = max(1, int(trainer.num_training_batches * VAL_CHECK_INTERVAL))
-
-    # epoch 0's iterator is made before on_train_start, as Lightning does
-    train_iter = iter(train_loader)
-
-    # training
-    while trainer.current_epoch < MAX_EPOCHS:
-        if trainer.should_stop and trainer.can_stop_early():
-            break
-        if trainer.current_epoch > 0:
-            train_iter = iter(train_loader)
-        epoch_complete = False
-        for batch_idx in range(trainer.num_training_batches):
-            if trainer.should_stop:
-                if trainer.can_stop_early():
-                    break
-                warnings.warn(
-                    f"Trainer was signaled to stop but the required `min_epochs={MIN_EPOCHS}` or"
-                    f" `min_steps=None` has not been met. Training will continue..."
-                )
-            batch = next(train_iter)
-            is_last_batch = batch_idx + 1 == trainer.num_training_batches
-            metrics.batch, metrics.phase = batch, "train_batch"
-
-            # training step
-            output = model.training_step(batch, batch_idx)
-            loss = training_loss(output)
-            optimizer.zero_grad()
-            if loss is not None:
-                loss.backward()
-
-            # optimizer step
-            optimizer.step()
-            trainer.global_step += 1
-
-            # learning-rate schedulers (ReduceLROnPlateau waits for validation)
-            step_schedulers(schedulers, "step", batch_idx + 1, False, trainer)
-            if is_last_batch:
-                step_schedulers(
-                    schedulers, "epoch", trainer.current_epoch + 1, False, trainer
-                )
-                epoch_complete = True
-            metrics.publish("train", on_step=True)
-
-            # validation
-            if (batch_idx + 1) % val_check_batch == 0 or (
-                trainer.should_stop and trainer.can_stop_early()
-            ):
-                validate(
-                    model,
-                    val_loader,
-                    trainer.num_val_batches,
-                    trainer,
-                    metrics,
-                    callback,
-                )
-                metrics.phase = "train_batch"
-            step_schedulers(schedulers, "step", batch_idx + 1, True, trainer)
-
-        # end of epoch
-        metrics.phase = "train_epoch"
-        metrics.publish("train", on_step=False)
-        if epoch_complete:
-            step_schedulers(
-                schedulers, "epoch", trainer.current_epoch + 1, True, trainer
-            )
-        metrics.reset("train")
-        trainer.current_epoch += 1
-    callback.on_train_end(trainer, model)
-    print(
-        f"Training stopped after {trainer.current_epoch} epochs and {trainer.global_step} optimizer steps."
-    )
-    return model
+def batch_size_of(batch):
+    """The batch size Lightning infers: the length of the first tensor found in the batch."""
+    if isinstance(batch, torch.Tensor):
+        return 1 if batch.ndim == 0 else batch.size(0)
+    if isinstance(batch, dict):
+        batch = batch.values()
+    if isinstance(batch, (list, tuple)) or type(batch).__name__ == "dict_values":
+        for item in batch:
+            size = batch_size_of(item)
+            if size is not None:
+                return size
+    return None
 
 
 if __name__ == "__main__":

@@ -10,7 +10,6 @@ Edit the spec, not this file, and render again: `loopgen render gan.yaml -o gan.
 
 import random
 import sys
-from dataclasses import dataclass, field
 from itertools import accumulate
 
 import torch
@@ -20,24 +19,75 @@ from examples.seed_models import GAN
 # configuration, from the spec
 SEED = 3
 MAX_EPOCHS = 3
-MAX_STEPS = -1  # no limit
 OPTIMIZER_FREQUENCIES = [2, 1]  # batches each optimizer trains in turn
 
 
-@dataclass
-class LoopState:
-    """The loop's counters and metrics: what hooks and callbacks see as `trainer`."""
+def main():
+    # numpy is seeded (and restored after the sanity check) only when the user's code loaded it
+    numpy = sys.modules.get("numpy")
+    random.seed(SEED)
+    torch.manual_seed(SEED)
+    if numpy is not None:
+        numpy.random.seed(SEED)
+    current_epoch = global_step = 0
 
-    max_epochs: int = MAX_EPOCHS
-    max_steps: int = MAX_STEPS
-    current_epoch: int = 0
-    global_step: int = 0
-    num_training_batches: int = 0
-    sanity_checking: bool = False
-    optimizers: list = field(default_factory=list)
-    callback_metrics: dict = field(default_factory=dict)
-    logged_metrics: dict = field(default_factory=dict)
-    is_global_zero: bool = True
+    # model
+    model = GAN()
+
+    # optimizer
+    configs = model.configure_optimizers()
+    optimizers = [config["optimizer"] for config in configs]
+
+    # training data
+    train_loader = model.train_dataloader()
+    num_training_batches = len(train_loader)
+
+    # epoch 0's iterator is made before on_train_start, as Lightning does
+    train_iter = iter(train_loader)
+
+    # training
+    while current_epoch < MAX_EPOCHS:
+        if current_epoch > 0:
+            train_iter = iter(train_loader)
+        for batch_idx in range(num_training_batches):
+            batch = next(train_iter)
+            optimizer_idx = active_optimizer(batch_idx)
+            optimizer = optimizers[optimizer_idx]
+
+            # only this optimizer's parameters require gradients while it trains
+            requires_grad = train_only(optimizers, optimizer_idx)
+
+            # training step
+            output = model.training_step(batch, batch_idx, optimizer_idx)
+            loss = training_loss(output)
+            optimizer.zero_grad()
+            if loss is not None:
+                loss.backward()
+
+            # optimizer step
+            optimizer.step()
+            global_step += 1
+            restore_requires_grad(requires_grad)
+
+        # end of epoch
+        current_epoch += 1
+    print(
+        f"Training stopped after {current_epoch} epochs and {global_step} optimizer steps."
+    )
+    return model
+
+
+def training_loss(output):
+    """The loss in what training_step returned: a tensor, a dict with "loss", or None (skip the backward)."""
+    if output is None or isinstance(output, torch.Tensor):
+        return output
+    if isinstance(output, dict):
+        if output.get("loss") is None:
+            raise ValueError("training_step returned a dict without a 'loss' key")
+        return output["loss"]
+    raise TypeError(
+        f"training_step must return a tensor, a dict with 'loss', or None; got {type(output).__name__}"
+    )
 
 
 def train_only(optimizers, optimizer_idx):
@@ -67,130 +117,6 @@ def active_optimizer(batch_idx):
     for optimizer_idx, end in enumerate(accumulate(OPTIMIZER_FREQUENCIES)):
         if place < end:
             return optimizer_idx
-
-
-def unpack_optimizers(config):
-    """Lightning's forms of configure_optimizers(): an optimizer, a list, ([optimizers], [schedulers]),
-    a dict {"optimizer", "lr_scheduler", "monitor"}, or a list of such dicts."""
-    schedulers = []
-    frequencies = []
-    if isinstance(config, torch.optim.Optimizer):
-        optimizers = [config]
-    elif (
-        isinstance(config, (list, tuple))
-        and len(config) == 2
-        and isinstance(config[0], list)
-        and all(isinstance(o, torch.optim.Optimizer) for o in config[0])
-    ):
-        optimizers = config[0]
-        schedulers = config[1] if isinstance(config[1], list) else [config[1]]
-    elif isinstance(config, dict):
-        optimizers = [config["optimizer"]]
-        schedulers = [config["lr_scheduler"]] if "lr_scheduler" in config else []
-    elif (
-        isinstance(config, (list, tuple))
-        and config
-        and all(isinstance(d, dict) for d in config)
-    ):
-        optimizers = [d["optimizer"] for d in config]
-        schedulers = [d["lr_scheduler"] for d in config if "lr_scheduler" in d]
-        frequencies = [d["frequency"] for d in config if d.get("frequency") is not None]
-    elif isinstance(config, (list, tuple)) and all(
-        isinstance(o, torch.optim.Optimizer) for o in config
-    ):
-        optimizers = list(config)
-    else:
-        raise TypeError(
-            "configure_optimizers() must return an optimizer, a list of optimizers, ([optimizers], [schedulers]),"
-            f" a dict with 'optimizer', or a list of such dicts; got {type(config).__name__}"
-        )
-    if len(optimizers) < 2:
-        raise ValueError(
-            "training_step takes `optimizer_idx`, but configure_optimizers() returned one optimizer"
-        )
-    if frequencies != OPTIMIZER_FREQUENCIES:
-        raise ValueError(
-            f"configure_optimizers() gives the optimizer frequencies {frequencies}, but this script was rendered"
-            " for [2, 1]: set `loop: {optimizer_frequencies: ...}` in the spec to match, and render again."
-        )
-    if schedulers:
-        raise ValueError(
-            "configure_optimizers() returned a learning-rate scheduler, but this script was rendered without"
-            " scheduler support; set `loop: {lr_schedulers: true}` in the spec and render again."
-        )
-    return optimizers
-
-
-def training_loss(output):
-    """The loss in what training_step returned: a tensor, a dict with "loss", or None (skip the backward)."""
-    if output is None or isinstance(output, torch.Tensor):
-        return output
-    if isinstance(output, dict):
-        if output.get("loss") is None:
-            raise ValueError("training_step returned a dict without a 'loss' key")
-        return output["loss"]
-    raise TypeError(
-        f"training_step must return a tensor, a dict with 'loss', or None; got {type(output).__name__}"
-    )
-
-
-def main():
-    # seed python and torch (and numpy, when the user's code uses it)
-    seed = SEED
-    random.seed(seed)
-    torch.manual_seed(seed)
-    numpy = sys.modules.get("numpy")
-    if numpy is not None:
-        numpy.random.seed(seed)
-
-    # model
-    model = GAN()
-    trainer = LoopState()
-    model._trainer = (
-        trainer  # LightningModule reads current_epoch, global_step through it
-    )
-
-    # optimizer
-    optimizers = unpack_optimizers(model.configure_optimizers())
-    trainer.optimizers = optimizers
-
-    # training data
-    train_loader = model.train_dataloader()
-    trainer.num_training_batches = len(train_loader)
-
-    # epoch 0's iterator is made before on_train_start, as Lightning does
-    train_iter = iter(train_loader)
-
-    # training
-    while trainer.current_epoch < MAX_EPOCHS:
-        if trainer.current_epoch > 0:
-            train_iter = iter(train_loader)
-        for batch_idx in range(trainer.num_training_batches):
-            batch = next(train_iter)
-            for optimizer_idx in [active_optimizer(batch_idx)]:
-                optimizer = optimizers[optimizer_idx]
-
-                # only this optimizer's parameters require gradients while it trains
-                requires_grad = train_only(optimizers, optimizer_idx)
-
-                # training step
-                output = model.training_step(batch, batch_idx, optimizer_idx)
-                loss = training_loss(output)
-                optimizer.zero_grad()
-                if loss is not None:
-                    loss.backward()
-
-                # optimizer step
-                optimizer.step()
-                trainer.global_step += 1
-                restore_requires_grad(requires_grad)
-
-        # end of epoch
-        trainer.current_epoch += 1
-    print(
-        f"Training stopped after {trainer.current_epoch} epochs and {trainer.global_step} optimizer steps."
-    )
-    return model
 
 
 if __name__ == "__main__":

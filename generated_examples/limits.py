@@ -10,8 +10,6 @@ Edit the spec, not this file, and render again: `loopgen render limits.yaml -o l
 
 import random
 import sys
-import warnings
-from dataclasses import dataclass, field
 
 import torch
 
@@ -20,277 +18,77 @@ from examples.lightning_models import LitClassifier
 # configuration, from the spec
 SEED = 42
 MAX_EPOCHS = 2
-MAX_STEPS = -1  # no limit
 LIMIT_TRAIN_BATCHES = 0.5
 LIMIT_VAL_BATCHES = 2
-NUM_SANITY_VAL_STEPS = -1  # all validation batches
-VAL_CHECK_INTERVAL = 1.0
-CHECK_VAL_EVERY_N_EPOCH = 1
 
 
-@dataclass
-class LoopState:
-    """The loop's counters and metrics: what hooks and callbacks see as `trainer`."""
+def main():
+    # numpy is seeded (and restored after the sanity check) only when the user's code loaded it
+    numpy = sys.modules.get("numpy")
+    random.seed(SEED)
+    torch.manual_seed(SEED)
+    if numpy is not None:
+        numpy.random.seed(SEED)
+    current_epoch = global_step = 0
 
-    max_epochs: int = MAX_EPOCHS
-    max_steps: int = MAX_STEPS
-    current_epoch: int = 0
-    global_step: int = 0
-    num_training_batches: int = 0
-    num_val_batches: int = 0
-    sanity_checking: bool = False
-    optimizers: list = field(default_factory=list)
-    callback_metrics: dict = field(default_factory=dict)
-    logged_metrics: dict = field(default_factory=dict)
-    is_global_zero: bool = True
+    # model
+    model = LitClassifier()
+    model.log = model.log_dict = ignore_logged
 
+    # optimizer
+    [optimizer], [scheduler] = model.configure_optimizers()
 
-def num_batches(length, limit, name):
-    """How many batches of a loader of `length` batches an epoch uses, under limit_{name}_batches."""
-    count = min(length, limit) if isinstance(limit, int) else int(length * limit)
-    if count == 0 and limit > 0:
-        raise ValueError(
-            f"limit_{name}_batches={limit} of the {name} dataloader's {length} batches is less than one batch;"
-            f" use at least limit_{name}_batches={1.0 / length}"
-        )
-    return count
+    # sanity check: a short validation pass that leaves the random state as it found it
+    rng_states = random.getstate(), torch.get_rng_state()
+    numpy_state = numpy.random.get_state() if numpy is not None else None
+    val_loader = model.val_dataloader()
+    num_val_batches = num_batches(len(val_loader), LIMIT_VAL_BATCHES, "val")
+    validate(model, val_loader, num_val_batches)
+    random.setstate(rng_states[0])
+    torch.set_rng_state(rng_states[1])
+    if numpy_state is not None:
+        numpy.random.set_state(numpy_state)
 
+    # training data
+    train_loader = model.train_dataloader()
+    num_training_batches = num_batches(len(train_loader), LIMIT_TRAIN_BATCHES, "train")
 
-# on_step / on_epoch defaults of self.log, by the hook that logs (Lightning's)
-LOG_DEFAULTS = {
-    "train_batch": (True, False),
-    "train_epoch": (False, True),
-    "val_batch": (False, True),
-    "val_epoch": (False, True),
-}
-REDUCE_FX = {"mean": torch.mean, "sum": torch.sum, "max": torch.max, "min": torch.min}
+    # epoch 0's iterator is made before on_train_start, as Lightning does
+    train_iter = iter(train_loader)
 
+    # training
+    while current_epoch < MAX_EPOCHS:
+        if current_epoch > 0:
+            train_iter = iter(train_loader)
+        for batch_idx in range(num_training_batches):
+            batch = next(train_iter)
+            is_last_batch = batch_idx + 1 == num_training_batches
 
-def batch_size_of(batch):
-    """The batch size Lightning infers: the length of the first tensor found in the batch."""
-    if isinstance(batch, torch.Tensor):
-        return 1 if batch.ndim == 0 else batch.size(0)
-    if isinstance(batch, dict):
-        batch = batch.values()
-    if isinstance(batch, (list, tuple)) or type(batch).__name__ == "dict_values":
-        for item in batch:
-            size = batch_size_of(item)
-            if size is not None:
-                return size
-    return None
+            # training step
+            output = model.training_step(batch, batch_idx)
+            loss = training_loss(output)
+            optimizer.zero_grad()
+            if loss is not None:
+                loss.backward()
 
+            # optimizer step
+            optimizer.step()
+            global_step += 1
 
-@dataclass
-class Logged:
-    """One `self.log` name: its last step value and its running epoch reduction."""
+            # learning-rate schedulers (ReduceLROnPlateau waits for validation)
+            if is_last_batch:
+                scheduler.step()
 
-    name: str
-    on_step: bool
-    on_epoch: bool
-    logger: bool
-    reduce_fx: object
-    total: torch.Tensor
-    count: int = 0
-    last: torch.Tensor = None
+            # validation
+            if is_last_batch:
+                validate(model, val_loader, num_val_batches)
 
-    def epoch_value(self):
-        return self.total / self.count if self.reduce_fx is torch.mean else self.total
-
-
-class MetricLog:
-    """What the model's `self.log(...)` records: the last value per step, and the epoch's reduction
-    (a mean weighted by batch size by default), feeding trainer.callback_metrics as Lightning does.
-    """
-
-    def __init__(self, trainer):
-        self.trainer = trainer
-        self.phase = "train_batch"  # train_batch | train_epoch | val_batch | val_epoch
-        self.batch = None
-        self.entries = {}
-
-    def log(
-        self,
-        name,
-        value,
-        prog_bar=False,
-        logger=None,
-        on_step=None,
-        on_epoch=None,
-        reduce_fx="mean",
-        batch_size=None,
-        **_,
-    ):
-        default_step, default_epoch = LOG_DEFAULTS[self.phase]
-        on_step = default_step if on_step is None else on_step
-        on_epoch = default_epoch if on_epoch is None else on_epoch
-        reduce_fx = REDUCE_FX.get(reduce_fx, reduce_fx)
-        if isinstance(value, torch.Tensor):
-            value = value.clone().detach()
-        else:
-            value = torch.tensor(value, dtype=torch.get_default_dtype())
-        if value.dtype not in (torch.float32, torch.float64):
-            value = value.to(torch.get_default_dtype())
-        entry = self.entries.get((self.phase, name))
-        if entry is None:
-            initial = {torch.max: float("-inf"), torch.min: float("inf")}.get(
-                reduce_fx, 0.0
-            )
-            total = torch.tensor(initial, dtype=torch.get_default_dtype())
-            entry = Logged(
-                name, on_step, on_epoch, logger is not False, reduce_fx, total
-            )
-            self.entries[(self.phase, name)] = entry
-        if on_step:
-            entry.last = value.clone()
-            if not on_epoch:
-                return
-        if reduce_fx is torch.mean:
-            if batch_size is None:
-                batch_size = batch_size_of(self.batch) or 1
-            entry.total = entry.total + value * batch_size
-            entry.count += batch_size
-        elif reduce_fx is torch.sum:
-            entry.total = entry.total + value
-        else:
-            entry.total = reduce_fx(entry.total, value)
-
-    def log_dict(self, dictionary, **kwargs):
-        for name, value in dictionary.items():
-            self.log(name, value, **kwargs)
-
-    def publish(self, stage, on_step):
-        """Copy the `stage` ("train" or "val") values into trainer.callback_metrics / logged_metrics."""
-        for (phase, _), entry in self.entries.items():
-            if not phase.startswith(stage):
-                continue
-            if on_step and entry.on_step:
-                value = entry.last
-            elif not on_step and entry.on_epoch:
-                value = entry.epoch_value()
-            else:
-                continue
-            name = entry.name
-            forked = (
-                f"{name}_{'step' if on_step else 'epoch'}"
-                if entry.on_step and entry.on_epoch
-                else name
-            )
-            if entry.logger:
-                self.trainer.logged_metrics[forked] = value
-            if stage == "train" or not on_step:
-                self.trainer.callback_metrics[name] = value
-                self.trainer.callback_metrics[forked] = value
-
-    def reset(self, stage):
-        self.entries = {
-            key: entry
-            for key, entry in self.entries.items()
-            if not key[0].startswith(stage)
-        }
-
-
-def unpack_optimizers(config):
-    """Lightning's forms of configure_optimizers(): an optimizer, a list, ([optimizers], [schedulers]),
-    a dict {"optimizer", "lr_scheduler", "monitor"}, or a list of such dicts."""
-    schedulers, monitor = [], None
-    if isinstance(config, torch.optim.Optimizer):
-        optimizers = [config]
-    elif (
-        isinstance(config, (list, tuple))
-        and len(config) == 2
-        and isinstance(config[0], list)
-        and all(isinstance(o, torch.optim.Optimizer) for o in config[0])
-    ):
-        optimizers = config[0]
-        schedulers = config[1] if isinstance(config[1], list) else [config[1]]
-    elif isinstance(config, dict):
-        optimizers = [config["optimizer"]]
-        monitor = config.get("monitor")
-        schedulers = [config["lr_scheduler"]] if "lr_scheduler" in config else []
-    elif (
-        isinstance(config, (list, tuple))
-        and config
-        and all(isinstance(d, dict) for d in config)
-    ):
-        optimizers = [d["optimizer"] for d in config]
-        schedulers = [d["lr_scheduler"] for d in config if "lr_scheduler" in d]
-    elif isinstance(config, (list, tuple)) and all(
-        isinstance(o, torch.optim.Optimizer) for o in config
-    ):
-        optimizers = list(config)
-    else:
-        raise TypeError(
-            "configure_optimizers() must return an optimizer, a list of optimizers, ([optimizers], [schedulers]),"
-            f" a dict with 'optimizer', or a list of such dicts; got {type(config).__name__}"
-        )
-    if len(optimizers) != 1:
-        raise ValueError(
-            f"configure_optimizers() returned {len(optimizers)} optimizers; this script was rendered for one."
-            " For several, give training_step an `optimizer_idx` parameter and render again."
-        )
-    if isinstance(optimizers[0], torch.optim.LBFGS):
-        raise TypeError(
-            "configure_optimizers() returned LBFGS, which needs a closure; this script was rendered without one"
-            " (loopgen looks for `LBFGS` in configure_optimizers' source)"
-        )
-    return optimizers[0], [scheduler_config(s, monitor) for s in schedulers]
-
-
-def scheduler_config(scheduler, monitor):
-    """A scheduler with Lightning's defaults: stepped every epoch; ReduceLROnPlateau reads `monitor`."""
-    config = (
-        dict(scheduler) if isinstance(scheduler, dict) else {"scheduler": scheduler}
+        # end of epoch
+        current_epoch += 1
+    print(
+        f"Training stopped after {current_epoch} epochs and {global_step} optimizer steps."
     )
-    if "scheduler" not in config:
-        raise ValueError('an lr_scheduler dict must have the key "scheduler"')
-    if config.setdefault("interval", "epoch") not in ("step", "epoch"):
-        raise ValueError(
-            f'lr_scheduler "interval" must be "step" or "epoch", not {config["interval"]!r}'
-        )
-    config.setdefault("frequency", 1)
-    config.setdefault("strict", True)
-    plateau = config.setdefault(
-        "reduce_on_plateau",
-        isinstance(config["scheduler"], torch.optim.lr_scheduler.ReduceLROnPlateau),
-    )
-    if not isinstance(scheduler, dict):
-        config["monitor"] = monitor
-    if plateau and config.get("monitor") is None:
-        raise ValueError(
-            "a ReduceLROnPlateau scheduler needs a `monitor` metric in configure_optimizers()"
-        )
-    return config
-
-
-def step_schedulers(schedulers, interval, index, plateau, trainer):
-    """Step the schedulers of this `interval` whose frequency divides `index` (batch_idx + 1 or epoch + 1).
-    Plateau schedulers are stepped separately, after validation has produced their monitored metric.
-    """
-    for config in schedulers:
-        if (
-            config["reduce_on_plateau"] != plateau
-            or config["interval"] != interval
-            or index % config["frequency"]
-        ):
-            continue
-        metric = None
-        if plateau:
-            metric = trainer.callback_metrics.get(config["monitor"])
-            if metric is None:
-                if config["strict"]:
-                    raise KeyError(
-                        f"ReduceLROnPlateau conditioned on metric {config['monitor']} which is not available."
-                        f" Available metrics are: {list(trainer.callback_metrics)}."
-                    )
-                warnings.warn(
-                    f"ReduceLROnPlateau conditioned on metric {config['monitor']} which is not available"
-                    " but strict is set to `False`. Skipping learning rate update."
-                )
-                continue
-        if metric is None:
-            config["scheduler"].step()
-        else:
-            config["scheduler"].step(metric)
+    return model
 
 
 def training_loss(output):
@@ -306,122 +104,32 @@ def training_loss(output):
     )
 
 
-def validate(model, val_loader, num_batches, trainer, metrics):
+def validate(model, val_loader, num_batches):
     """One validation pass over `num_batches` batches, without gradients, in eval mode."""
     val_iter = iter(val_loader)
     with torch.no_grad():
-        metrics.phase = "val_batch"
         training_modes = {module: module.training for module in model.modules()}
         model.eval()
         for batch_idx in range(num_batches):
             batch = next(val_iter)
-            metrics.batch = batch
             model.validation_step(batch, batch_idx)
-            metrics.publish("val", on_step=True)
-        metrics.phase = "val_epoch"
-        metrics.publish("val", on_step=False)
-        metrics.reset("val")
     for module, training in training_modes.items():
         module.train(training)
 
 
-def main():
-    # seed python and torch (and numpy, when the user's code uses it)
-    seed = SEED
-    random.seed(seed)
-    torch.manual_seed(seed)
-    numpy = sys.modules.get("numpy")
-    if numpy is not None:
-        numpy.random.seed(seed)
+def num_batches(length, limit, name):
+    """How many batches of a loader of `length` batches an epoch uses, under limit_{name}_batches."""
+    count = min(length, limit) if isinstance(limit, int) else int(length * limit)
+    if count == 0 and limit > 0:
+        raise ValueError(
+            f"limit_{name}_batches={limit} of the {name} dataloader's {length} batches is less than one batch;"
+            f" use at least limit_{name}_batches={1.0 / length}"
+        )
+    return count
 
-    # model
-    model = LitClassifier()
-    trainer = LoopState()
-    model._trainer = (
-        trainer  # LightningModule reads current_epoch, global_step through it
-    )
-    metrics = MetricLog(trainer)
-    model.log, model.log_dict = metrics.log, metrics.log_dict
 
-    # optimizer
-    optimizer, schedulers = unpack_optimizers(model.configure_optimizers())
-    trainer.optimizers = [optimizer]
-
-    # sanity check: a short validation pass that leaves the random state as it found it
-    rng_states = random.getstate(), torch.get_rng_state()
-    numpy = sys.modules.get("numpy")
-    numpy_state = numpy.random.get_state() if numpy is not None else None
-    trainer.sanity_checking = True
-    val_loader = model.val_dataloader()
-    trainer.num_val_batches = num_batches(len(val_loader), LIMIT_VAL_BATCHES, "val")
-    validate(model, val_loader, trainer.num_val_batches, trainer, metrics)
-    trainer.sanity_checking = False
-    trainer.callback_metrics.clear()
-    trainer.logged_metrics.clear()
-    random.setstate(rng_states[0])
-    torch.set_rng_state(rng_states[1])
-    if numpy_state is not None:
-        numpy.random.set_state(numpy_state)
-
-    # training data
-    train_loader = model.train_dataloader()
-    trainer.num_training_batches = num_batches(
-        len(train_loader), LIMIT_TRAIN_BATCHES, "train"
-    )
-    val_check_batch = max(1, int(trainer.num_training_batches * VAL_CHECK_INTERVAL))
-
-    # epoch 0's iterator is made before on_train_start, as Lightning does
-    train_iter = iter(train_loader)
-
-    # training
-    while trainer.current_epoch < MAX_EPOCHS:
-        if trainer.current_epoch > 0:
-            train_iter = iter(train_loader)
-        epoch_complete = False
-        for batch_idx in range(trainer.num_training_batches):
-            batch = next(train_iter)
-            is_last_batch = batch_idx + 1 == trainer.num_training_batches
-            metrics.batch, metrics.phase = batch, "train_batch"
-
-            # training step
-            output = model.training_step(batch, batch_idx)
-            loss = training_loss(output)
-            optimizer.zero_grad()
-            if loss is not None:
-                loss.backward()
-
-            # optimizer step
-            optimizer.step()
-            trainer.global_step += 1
-
-            # learning-rate schedulers (ReduceLROnPlateau waits for validation)
-            step_schedulers(schedulers, "step", batch_idx + 1, False, trainer)
-            if is_last_batch:
-                step_schedulers(
-                    schedulers, "epoch", trainer.current_epoch + 1, False, trainer
-                )
-                epoch_complete = True
-            metrics.publish("train", on_step=True)
-
-            # validation
-            if (batch_idx + 1) % val_check_batch == 0:
-                validate(model, val_loader, trainer.num_val_batches, trainer, metrics)
-                metrics.phase = "train_batch"
-            step_schedulers(schedulers, "step", batch_idx + 1, True, trainer)
-
-        # end of epoch
-        metrics.phase = "train_epoch"
-        metrics.publish("train", on_step=False)
-        if epoch_complete:
-            step_schedulers(
-                schedulers, "epoch", trainer.current_epoch + 1, True, trainer
-            )
-        metrics.reset("train")
-        trainer.current_epoch += 1
-    print(
-        f"Training stopped after {trainer.current_epoch} epochs and {trainer.global_step} optimizer steps."
-    )
-    return model
+def ignore_logged(*_args, **_kwargs):
+    """self.log and self.log_dict when nothing in this spec reads the logged values."""
 
 
 if __name__ == "__main__":

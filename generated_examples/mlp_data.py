@@ -10,7 +10,6 @@ Edit the spec, not this file, and render again: `loopgen render mlp_data.yaml -o
 
 import random
 import sys
-from dataclasses import dataclass, field
 
 import torch
 
@@ -20,78 +19,73 @@ from examples.models import MLP
 # configuration, from the spec
 SEED = 7
 MAX_EPOCHS = 2
-MAX_STEPS = -1  # no limit
 NUM_SANITY_VAL_STEPS = 2
-VAL_CHECK_INTERVAL = 1.0
-CHECK_VAL_EVERY_N_EPOCH = 1
 
 
-@dataclass
-class LoopState:
-    """The loop's counters and metrics: what hooks and callbacks see as `trainer`."""
+def main():
+    # numpy is seeded (and restored after the sanity check) only when the user's code loaded it
+    numpy = sys.modules.get("numpy")
+    random.seed(SEED)
+    torch.manual_seed(SEED)
+    if numpy is not None:
+        numpy.random.seed(SEED)
+    current_epoch = global_step = 0
 
-    max_epochs: int = MAX_EPOCHS
-    max_steps: int = MAX_STEPS
-    current_epoch: int = 0
-    global_step: int = 0
-    num_training_batches: int = 0
-    num_val_batches: int = 0
-    sanity_checking: bool = False
-    optimizers: list = field(default_factory=list)
-    callback_metrics: dict = field(default_factory=dict)
-    logged_metrics: dict = field(default_factory=dict)
-    is_global_zero: bool = True
+    # model and data
+    model = MLP(hidden=32, lr=0.001)
+    data = ClassificationData(batch_size=32)
+    data.setup(stage="fit")
 
+    # optimizer
+    optimizer = model.configure_optimizers()
 
-def unpack_optimizers(config):
-    """Lightning's forms of configure_optimizers(): an optimizer, a list, ([optimizers], [schedulers]),
-    a dict {"optimizer", "lr_scheduler", "monitor"}, or a list of such dicts."""
-    schedulers = []
-    if isinstance(config, torch.optim.Optimizer):
-        optimizers = [config]
-    elif (
-        isinstance(config, (list, tuple))
-        and len(config) == 2
-        and isinstance(config[0], list)
-        and all(isinstance(o, torch.optim.Optimizer) for o in config[0])
-    ):
-        optimizers = config[0]
-        schedulers = config[1] if isinstance(config[1], list) else [config[1]]
-    elif isinstance(config, dict):
-        optimizers = [config["optimizer"]]
-        schedulers = [config["lr_scheduler"]] if "lr_scheduler" in config else []
-    elif (
-        isinstance(config, (list, tuple))
-        and config
-        and all(isinstance(d, dict) for d in config)
-    ):
-        optimizers = [d["optimizer"] for d in config]
-        schedulers = [d["lr_scheduler"] for d in config if "lr_scheduler" in d]
-    elif isinstance(config, (list, tuple)) and all(
-        isinstance(o, torch.optim.Optimizer) for o in config
-    ):
-        optimizers = list(config)
-    else:
-        raise TypeError(
-            "configure_optimizers() must return an optimizer, a list of optimizers, ([optimizers], [schedulers]),"
-            f" a dict with 'optimizer', or a list of such dicts; got {type(config).__name__}"
-        )
-    if len(optimizers) != 1:
-        raise ValueError(
-            f"configure_optimizers() returned {len(optimizers)} optimizers; this script was rendered for one."
-            " For several, give training_step an `optimizer_idx` parameter and render again."
-        )
-    if isinstance(optimizers[0], torch.optim.LBFGS):
-        raise TypeError(
-            "configure_optimizers() returned LBFGS, which needs a closure; this script was rendered without one"
-            " (loopgen looks for `LBFGS` in configure_optimizers' source)"
-        )
-    if schedulers:
-        raise ValueError(
-            "configure_optimizers() returned a learning-rate scheduler, but this script was rendered without"
-            " scheduler support; set `loop: {lr_schedulers: true}` in the spec and render again."
-        )
-    return optimizers[0]
+    # sanity check: a short validation pass that leaves the random state as it found it
+    rng_states = random.getstate(), torch.get_rng_state()
+    numpy_state = numpy.random.get_state() if numpy is not None else None
+    val_loader = data.val_dataloader()
+    num_val_batches = len(val_loader)
+    validate(model, val_loader, min(NUM_SANITY_VAL_STEPS, num_val_batches))
+    random.setstate(rng_states[0])
+    torch.set_rng_state(rng_states[1])
+    if numpy_state is not None:
+        numpy.random.set_state(numpy_state)
+
+    # training data
+    train_loader = data.train_dataloader()
+    num_training_batches = len(train_loader)
+
+    # epoch 0's iterator is made before on_train_start, as Lightning does
+    train_iter = iter(train_loader)
+
+    # training
+    while current_epoch < MAX_EPOCHS:
+        if current_epoch > 0:
+            train_iter = iter(train_loader)
+        for batch_idx in range(num_training_batches):
+            batch = next(train_iter)
+            is_last_batch = batch_idx + 1 == num_training_batches
+
+            # training step
+            output = model.training_step(batch, batch_idx)
+            loss = training_loss(output)
+            optimizer.zero_grad()
+            if loss is not None:
+                loss.backward()
+
+            # optimizer step
+            optimizer.step()
+            global_step += 1
+
+            # validation
+            if is_last_batch:
+                validate(model, val_loader, num_val_batches)
+
+        # end of epoch
+        current_epoch += 1
+    print(
+        f"Training stopped after {current_epoch} epochs and {global_step} optimizer steps."
+    )
+    return model
 
 
 def training_loss(output):
@@ -107,7 +101,7 @@ def training_loss(output):
     )
 
 
-def validate(model, val_loader, num_batches, trainer):
+def validate(model, val_loader, num_batches):
     """One validation pass over `num_batches` batches, without gradients, in eval mode."""
     val_iter = iter(val_loader)
     with torch.no_grad():
@@ -118,81 +112,6 @@ def validate(model, val_loader, num_batches, trainer):
             model.validation_step(batch, batch_idx)
     for module, training in training_modes.items():
         module.train(training)
-
-
-def main():
-    # seed python and torch (and numpy, when the user's code uses it)
-    seed = SEED
-    random.seed(seed)
-    torch.manual_seed(seed)
-    numpy = sys.modules.get("numpy")
-    if numpy is not None:
-        numpy.random.seed(seed)
-
-    # model and data
-    model = MLP(hidden=32, lr=0.001)
-    data = ClassificationData(batch_size=32)
-    trainer = LoopState()
-    data.setup(stage="fit")
-
-    # optimizer
-    optimizer = unpack_optimizers(model.configure_optimizers())
-    trainer.optimizers = [optimizer]
-
-    # sanity check: a short validation pass that leaves the random state as it found it
-    rng_states = random.getstate(), torch.get_rng_state()
-    numpy = sys.modules.get("numpy")
-    numpy_state = numpy.random.get_state() if numpy is not None else None
-    trainer.sanity_checking = True
-    val_loader = data.val_dataloader()
-    trainer.num_val_batches = len(val_loader)
-    validate(
-        model, val_loader, min(NUM_SANITY_VAL_STEPS, trainer.num_val_batches), trainer
-    )
-    trainer.sanity_checking = False
-    trainer.callback_metrics.clear()
-    trainer.logged_metrics.clear()
-    random.setstate(rng_states[0])
-    torch.set_rng_state(rng_states[1])
-    if numpy_state is not None:
-        numpy.random.set_state(numpy_state)
-
-    # training data
-    train_loader = data.train_dataloader()
-    trainer.num_training_batches = len(train_loader)
-    val_check_batch = max(1, int(trainer.num_training_batches * VAL_CHECK_INTERVAL))
-
-    # epoch 0's iterator is made before on_train_start, as Lightning does
-    train_iter = iter(train_loader)
-
-    # training
-    while trainer.current_epoch < MAX_EPOCHS:
-        if trainer.current_epoch > 0:
-            train_iter = iter(train_loader)
-        for batch_idx in range(trainer.num_training_batches):
-            batch = next(train_iter)
-
-            # training step
-            output = model.training_step(batch, batch_idx)
-            loss = training_loss(output)
-            optimizer.zero_grad()
-            if loss is not None:
-                loss.backward()
-
-            # optimizer step
-            optimizer.step()
-            trainer.global_step += 1
-
-            # validation
-            if (batch_idx + 1) % val_check_batch == 0:
-                validate(model, val_loader, trainer.num_val_batches, trainer)
-
-        # end of epoch
-        trainer.current_epoch += 1
-    print(
-        f"Training stopped after {trainer.current_epoch} epochs and {trainer.global_step} optimizer steps."
-    )
-    return model
 
 
 if __name__ == "__main__":

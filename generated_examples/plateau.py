@@ -10,8 +10,7 @@ Edit the spec, not this file, and render again: `loopgen render plateau.yaml -o 
 
 import random
 import sys
-import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 
@@ -20,27 +19,133 @@ from examples.lightning_models import LitClassifier
 # configuration, from the spec
 SEED = 42
 MAX_EPOCHS = 4
-MAX_STEPS = -1  # no limit
 NUM_SANITY_VAL_STEPS = 2
-VAL_CHECK_INTERVAL = 1.0
-CHECK_VAL_EVERY_N_EPOCH = 1
 
 
-@dataclass
-class LoopState:
-    """The loop's counters and metrics: what hooks and callbacks see as `trainer`."""
+def main():
+    # numpy is seeded (and restored after the sanity check) only when the user's code loaded it
+    numpy = sys.modules.get("numpy")
+    random.seed(SEED)
+    torch.manual_seed(SEED)
+    if numpy is not None:
+        numpy.random.seed(SEED)
+    current_epoch = global_step = 0
 
-    max_epochs: int = MAX_EPOCHS
-    max_steps: int = MAX_STEPS
-    current_epoch: int = 0
-    global_step: int = 0
-    num_training_batches: int = 0
-    num_val_batches: int = 0
-    sanity_checking: bool = False
-    optimizers: list = field(default_factory=list)
-    callback_metrics: dict = field(default_factory=dict)
-    logged_metrics: dict = field(default_factory=dict)
-    is_global_zero: bool = True
+    # model
+    model = LitClassifier()
+    metrics = MetricLog()
+    model.log, model.log_dict = metrics.log, metrics.log_dict
+
+    # optimizer
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.2, momentum=0.9)
+    scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(
+        optimizer, patience=0, factor=0.5
+    )
+
+    # sanity check: a short validation pass that leaves the random state as it found it
+    rng_states = random.getstate(), torch.get_rng_state()
+    numpy_state = numpy.random.get_state() if numpy is not None else None
+    val_loader = model.val_dataloader()
+    num_val_batches = len(val_loader)
+    validate(model, val_loader, min(NUM_SANITY_VAL_STEPS, num_val_batches), metrics)
+    metrics.callback_metrics.clear()
+    metrics.logged_metrics.clear()
+    random.setstate(rng_states[0])
+    torch.set_rng_state(rng_states[1])
+    if numpy_state is not None:
+        numpy.random.set_state(numpy_state)
+
+    # training data
+    train_loader = model.train_dataloader()
+    num_training_batches = len(train_loader)
+
+    # epoch 0's iterator is made before on_train_start, as Lightning does
+    train_iter = iter(train_loader)
+
+    # training
+    while current_epoch < MAX_EPOCHS:
+        if current_epoch > 0:
+            train_iter = iter(train_loader)
+        epoch_complete = False
+        for batch_idx in range(num_training_batches):
+            batch = next(train_iter)
+            is_last_batch = batch_idx + 1 == num_training_batches
+            metrics.batch, metrics.phase = batch, "train_batch"
+
+            # training step
+            output = model.training_step(batch, batch_idx)
+            loss = training_loss(output)
+            optimizer.zero_grad()
+            if loss is not None:
+                loss.backward()
+
+            # optimizer step
+            optimizer.step()
+            global_step += 1
+
+            # learning-rate schedulers (ReduceLROnPlateau waits for validation)
+            if is_last_batch:
+                epoch_complete = True
+            metrics.publish("train", on_step=True)
+
+            # validation
+            if is_last_batch:
+                validate(model, val_loader, num_val_batches, metrics)
+                metrics.phase = "train_batch"
+
+        # end of epoch
+        metrics.phase = "train_epoch"
+        metrics.publish("train", on_step=False)
+        if epoch_complete:
+            scheduler.step(monitored(metrics, "val_loss"))
+        metrics.reset("train")
+        current_epoch += 1
+    print(
+        f"Training stopped after {current_epoch} epochs and {global_step} optimizer steps."
+    )
+    return model
+
+
+def monitored(metrics, name):
+    """The metric a ReduceLROnPlateau scheduler monitors, as validation (or training) logged it."""
+    if name not in metrics.callback_metrics:
+        raise KeyError(
+            f"ReduceLROnPlateau conditioned on metric {name} which is not available."
+            f" Available metrics are: {list(metrics.callback_metrics)}."
+        )
+    return metrics.callback_metrics[name]
+
+
+def training_loss(output):
+    """The loss in what training_step returned: a tensor, a dict with "loss", or None (skip the backward)."""
+    if output is None or isinstance(output, torch.Tensor):
+        return output
+    if isinstance(output, dict):
+        if output.get("loss") is None:
+            raise ValueError("training_step returned a dict without a 'loss' key")
+        return output["loss"]
+    raise TypeError(
+        f"training_step must return a tensor, a dict with 'loss', or None; got {type(output).__name__}"
+    )
+
+
+def validate(model, val_loader, num_batches, metrics):
+    """One validation pass over `num_batches` batches, without gradients, in eval mode."""
+    val_iter = iter(val_loader)
+    with torch.no_grad():
+        metrics.phase = "val_batch"
+        training_modes = {module: module.training for module in model.modules()}
+        model.eval()
+        for batch_idx in range(num_batches):
+            batch = next(val_iter)
+            metrics.batch = batch
+            model.validation_step(batch, batch_idx)
+            metrics.publish("val", on_step=True)
+        metrics.phase = "val_epoch"
+        metrics.publish("val", on_step=False)
+        metrics.reset("val")
+    for module, training in training_modes.items():
+        module.train(training)
 
 
 # on_step / on_epoch defaults of self.log, by the hook that logs (Lightning's)
@@ -51,20 +156,6 @@ LOG_DEFAULTS = {
     "val_epoch": (False, True),
 }
 REDUCE_FX = {"mean": torch.mean, "sum": torch.sum, "max": torch.max, "min": torch.min}
-
-
-def batch_size_of(batch):
-    """The batch size Lightning infers: the length of the first tensor found in the batch."""
-    if isinstance(batch, torch.Tensor):
-        return 1 if batch.ndim == 0 else batch.size(0)
-    if isinstance(batch, dict):
-        batch = batch.values()
-    if isinstance(batch, (list, tuple)) or type(batch).__name__ == "dict_values":
-        for item in batch:
-            size = batch_size_of(item)
-            if size is not None:
-                return size
-    return None
 
 
 @dataclass
@@ -85,15 +176,16 @@ class Logged:
 
 
 class MetricLog:
-    """What the model's `self.log(...)` records: the last value per step, and the epoch's reduction
-    (a mean weighted by batch size by default), feeding trainer.callback_metrics as Lightning does.
+    """What `self.log(...)` records: the last value per step and the epoch's reduction (by default a mean
+    weighted by batch size), published to callback_metrics and logged_metrics at Lightning's points.
     """
 
-    def __init__(self, trainer):
-        self.trainer = trainer
+    def __init__(self):
         self.phase = "train_batch"  # train_batch | train_epoch | val_batch | val_epoch
         self.batch = None
         self.entries = {}
+        self.callback_metrics = {}
+        self.logged_metrics = {}
 
     def log(
         self,
@@ -146,7 +238,7 @@ class MetricLog:
             self.log(name, value, **kwargs)
 
     def publish(self, stage, on_step):
-        """Copy the `stage` ("train" or "val") values into trainer.callback_metrics / logged_metrics."""
+        """Copy the `stage` ("train" or "val") values into callback_metrics and logged_metrics."""
         for (phase, _), entry in self.entries.items():
             if not phase.startswith(stage):
                 continue
@@ -163,10 +255,10 @@ class MetricLog:
                 else name
             )
             if entry.logger:
-                self.trainer.logged_metrics[forked] = value
+                self.logged_metrics[forked] = value
             if stage == "train" or not on_step:
-                self.trainer.callback_metrics[name] = value
-                self.trainer.callback_metrics[forked] = value
+                self.callback_metrics[name] = value
+                self.callback_metrics[forked] = value
 
     def reset(self, stage):
         self.entries = {
@@ -176,183 +268,18 @@ class MetricLog:
         }
 
 
-def step_schedulers(schedulers, interval, index, plateau, trainer):
-    """Step the schedulers of this `interval` whose frequency divides `index` (batch_idx + 1 or epoch + 1).
-    Plateau schedulers are stepped separately, after validation has produced their monitored metric.
-    """
-    for config in schedulers:
-        if (
-            config["reduce_on_plateau"] != plateau
-            or config["interval"] != interval
-            or index % config["frequency"]
-        ):
-            continue
-        metric = None
-        if plateau:
-            metric = trainer.callback_metrics.get(config["monitor"])
-            if metric is None:
-                if config["strict"]:
-                    raise KeyError(
-                        f"ReduceLROnPlateau conditioned on metric {config['monitor']} which is not available."
-                        f" Available metrics are: {list(trainer.callback_metrics)}."
-                    )
-                warnings.warn(
-                    f"ReduceLROnPlateau conditioned on metric {config['monitor']} which is not available"
-                    " but strict is set to `False`. Skipping learning rate update."
-                )
-                continue
-        if metric is None:
-            config["scheduler"].step()
-        else:
-            config["scheduler"].step(metric)
-
-
-def training_loss(output):
-    """The loss in what training_step returned: a tensor, a dict with "loss", or None (skip the backward)."""
-    if output is None or isinstance(output, torch.Tensor):
-        return output
-    if isinstance(output, dict):
-        if output.get("loss") is None:
-            raise ValueError("training_step returned a dict without a 'loss' key")
-        return output["loss"]
-    raise TypeError(
-        f"training_step must return a tensor, a dict with 'loss', or None; got {type(output).__name__}"
-    )
-
-
-def validate(model, val_loader, num_batches, trainer, metrics):
-    """One validation pass over `num_batches` batches, without gradients, in eval mode."""
-    val_iter = iter(val_loader)
-    with torch.no_grad():
-        metrics.phase = "val_batch"
-        training_modes = {module: module.training for module in model.modules()}
-        model.eval()
-        for batch_idx in range(num_batches):
-            batch = next(val_iter)
-            metrics.batch = batch
-            model.validation_step(batch, batch_idx)
-            metrics.publish("val", on_step=True)
-        metrics.phase = "val_epoch"
-        metrics.publish("val", on_step=False)
-        metrics.reset("val")
-    for module, training in training_modes.items():
-        module.train(training)
-
-
-def main():
-    # seed python and torch (and numpy, when the user's code uses it)
-    seed = SEED
-    random.seed(seed)
-    torch.manual_seed(seed)
-    numpy = sys.modules.get("numpy")
-    if numpy is not None:
-        numpy.random.seed(seed)
-
-    # model
-    model = LitClassifier()
-    trainer = LoopState()
-    model._trainer = (
-        trainer  # LightningModule reads current_epoch, global_step through it
-    )
-    metrics = MetricLog(trainer)
-    model.log, model.log_dict = metrics.log, metrics.log_dict
-
-    # optimizer
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.2, momentum=0.9)
-    scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(
-        optimizer, patience=0, factor=0.5
-    )
-    schedulers = [
-        {
-            "scheduler": scheduler,
-            "interval": "epoch",
-            "frequency": 1,
-            "reduce_on_plateau": True,
-            "monitor": "val_loss",
-            "strict": True,
-        }
-    ]
-    trainer.optimizers = [optimizer]
-
-    # sanity check: a short validation pass that leaves the random state as it found it
-    rng_states = random.getstate(), torch.get_rng_state()
-    numpy = sys.modules.get("numpy")
-    numpy_state = numpy.random.get_state() if numpy is not None else None
-    trainer.sanity_checking = True
-    val_loader = model.val_dataloader()
-    trainer.num_val_batches = len(val_loader)
-    validate(
-        model,
-        val_loader,
-        min(NUM_SANITY_VAL_STEPS, trainer.num_val_batches),
-        trainer,
-        metrics,
-    )
-    trainer.sanity_checking = False
-    trainer.callback_metrics.clear()
-    trainer.logged_metrics.clear()
-    random.setstate(rng_states[0])
-    torch.set_rng_state(rng_states[1])
-    if numpy_state is not None:
-        numpy.random.set_state(numpy_state)
-
-    # training data
-    train_loader = model.train_dataloader()
-    trainer.num_training_batches = len(train_loader)
-    val_check_batch = max(1, int(trainer.num_training_batches * VAL_CHECK_INTERVAL))
-
-    # epoch 0's iterator is made before on_train_start, as Lightning does
-    train_iter = iter(train_loader)
-
-    # training
-    while trainer.current_epoch < MAX_EPOCHS:
-        if trainer.current_epoch > 0:
-            train_iter = iter(train_loader)
-        epoch_complete = False
-        for batch_idx in range(trainer.num_training_batches):
-            batch = next(train_iter)
-            is_last_batch = batch_idx + 1 == trainer.num_training_batches
-            metrics.batch, metrics.phase = batch, "train_batch"
-
-            # training step
-            output = model.training_step(batch, batch_idx)
-            loss = training_loss(output)
-            optimizer.zero_grad()
-            if loss is not None:
-                loss.backward()
-
-            # optimizer step
-            optimizer.step()
-            trainer.global_step += 1
-
-            # learning-rate schedulers (ReduceLROnPlateau waits for validation)
-            step_schedulers(schedulers, "step", batch_idx + 1, False, trainer)
-            if is_last_batch:
-                step_schedulers(
-                    schedulers, "epoch", trainer.current_epoch + 1, False, trainer
-                )
-                epoch_complete = True
-            metrics.publish("train", on_step=True)
-
-            # validation
-            if (batch_idx + 1) % val_check_batch == 0:
-                validate(model, val_loader, trainer.num_val_batches, trainer, metrics)
-                metrics.phase = "train_batch"
-            step_schedulers(schedulers, "step", batch_idx + 1, True, trainer)
-
-        # end of epoch
-        metrics.phase = "train_epoch"
-        metrics.publish("train", on_step=False)
-        if epoch_complete:
-            step_schedulers(
-                schedulers, "epoch", trainer.current_epoch + 1, True, trainer
-            )
-        metrics.reset("train")
-        trainer.current_epoch += 1
-    print(
-        f"Training stopped after {trainer.current_epoch} epochs and {trainer.global_step} optimizer steps."
-    )
-    return model
+def batch_size_of(batch):
+    """The batch size Lightning infers: the length of the first tensor found in the batch."""
+    if isinstance(batch, torch.Tensor):
+        return 1 if batch.ndim == 0 else batch.size(0)
+    if isinstance(batch, dict):
+        batch = batch.values()
+    if isinstance(batch, (list, tuple)) or type(batch).__name__ == "dict_values":
+        for item in batch:
+            size = batch_size_of(item)
+            if size is not None:
+                return size
+    return None
 
 
 if __name__ == "__main__":

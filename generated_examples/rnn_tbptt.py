@@ -11,7 +11,6 @@ Edit the spec, not this file, and render again: `loopgen render rnn_tbptt.yaml -
 import random
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 import torch
 
@@ -20,38 +19,77 @@ from examples.seed_models import SequenceRNN
 # configuration, from the spec
 SEED = 5
 MAX_EPOCHS = 3
-MAX_STEPS = -1  # no limit
 GRADIENT_CLIP_VAL = 1.0  # clip by norm
 TRUNCATED_BPTT_STEPS = 8
 
 
-@dataclass
-class LoopState:
-    """The loop's counters and metrics: what hooks and callbacks see as `trainer`."""
+def main():
+    # numpy is seeded (and restored after the sanity check) only when the user's code loaded it
+    numpy = sys.modules.get("numpy")
+    random.seed(SEED)
+    torch.manual_seed(SEED)
+    if numpy is not None:
+        numpy.random.seed(SEED)
+    current_epoch = global_step = 0
 
-    max_epochs: int = MAX_EPOCHS
-    max_steps: int = MAX_STEPS
-    current_epoch: int = 0
-    global_step: int = 0
-    num_training_batches: int = 0
-    sanity_checking: bool = False
-    optimizers: list = field(default_factory=list)
-    callback_metrics: dict = field(default_factory=dict)
-    logged_metrics: dict = field(default_factory=dict)
-    is_global_zero: bool = True
+    # model
+    model = SequenceRNN(hidden=16, lr=0.01)
+
+    # optimizer
+    optimizer = model.configure_optimizers()
+
+    # training data
+    train_loader = model.train_dataloader()
+    num_training_batches = len(train_loader)
+
+    # epoch 0's iterator is made before on_train_start, as Lightning does
+    train_iter = iter(train_loader)
+
+    # training
+    while current_epoch < MAX_EPOCHS:
+        if current_epoch > 0:
+            train_iter = iter(train_loader)
+        for batch_idx in range(num_training_batches):
+            batch = next(train_iter)
+
+            # truncated backpropagation through time: the batch in time splits, hiddens carried between them
+            hiddens = None
+            for split in split_batch(batch, TRUNCATED_BPTT_STEPS):
+                # training step
+                output = model.training_step(split, batch_idx, hiddens)
+                hiddens = carried_hiddens(output)
+                loss = training_loss(output)
+                optimizer.zero_grad()
+                if loss is not None:
+                    loss.backward()
+
+                # optimizer step
+                torch.nn.utils.clip_grad_norm_(
+                    [p for group in optimizer.param_groups for p in group["params"]],
+                    GRADIENT_CLIP_VAL,
+                )
+                optimizer.step()
+                global_step += 1
+
+        # end of epoch
+        current_epoch += 1
+    print(
+        f"Training stopped after {current_epoch} epochs and {global_step} optimizer steps."
+    )
+    return model
 
 
-def map_tensors(batch, fn):
-    """Apply `fn` to every tensor in a (nested) batch of lists, tuples, namedtuples and dicts."""
-    if isinstance(batch, torch.Tensor):
-        return fn(batch)
-    if isinstance(batch, dict):
-        return type(batch)((k, map_tensors(v, fn)) for k, v in batch.items())
-    if isinstance(batch, tuple) and hasattr(batch, "_fields"):  # namedtuple
-        return type(batch)(*(map_tensors(v, fn) for v in batch))
-    if isinstance(batch, (list, tuple)):
-        return type(batch)(map_tensors(v, fn) for v in batch)
-    return batch
+def training_loss(output):
+    """The loss in what training_step returned: a tensor, a dict with "loss", or None (skip the backward)."""
+    if output is None or isinstance(output, torch.Tensor):
+        return output
+    if isinstance(output, dict):
+        if output.get("loss") is None:
+            raise ValueError("training_step returned a dict without a 'loss' key")
+        return output["loss"]
+    raise TypeError(
+        f"training_step must return a tensor, a dict with 'loss', or None; got {type(output).__name__}"
+    )
 
 
 def split_batch(batch, split_size):
@@ -82,129 +120,17 @@ def carried_hiddens(output):
     return map_tensors(output["hiddens"], torch.Tensor.detach)
 
 
-def unpack_optimizers(config):
-    """Lightning's forms of configure_optimizers(): an optimizer, a list, ([optimizers], [schedulers]),
-    a dict {"optimizer", "lr_scheduler", "monitor"}, or a list of such dicts."""
-    schedulers = []
-    if isinstance(config, torch.optim.Optimizer):
-        optimizers = [config]
-    elif (
-        isinstance(config, (list, tuple))
-        and len(config) == 2
-        and isinstance(config[0], list)
-        and all(isinstance(o, torch.optim.Optimizer) for o in config[0])
-    ):
-        optimizers = config[0]
-        schedulers = config[1] if isinstance(config[1], list) else [config[1]]
-    elif isinstance(config, dict):
-        optimizers = [config["optimizer"]]
-        schedulers = [config["lr_scheduler"]] if "lr_scheduler" in config else []
-    elif (
-        isinstance(config, (list, tuple))
-        and config
-        and all(isinstance(d, dict) for d in config)
-    ):
-        optimizers = [d["optimizer"] for d in config]
-        schedulers = [d["lr_scheduler"] for d in config if "lr_scheduler" in d]
-    elif isinstance(config, (list, tuple)) and all(
-        isinstance(o, torch.optim.Optimizer) for o in config
-    ):
-        optimizers = list(config)
-    else:
-        raise TypeError(
-            "configure_optimizers() must return an optimizer, a list of optimizers, ([optimizers], [schedulers]),"
-            f" a dict with 'optimizer', or a list of such dicts; got {type(config).__name__}"
-        )
-    if len(optimizers) != 1:
-        raise ValueError(
-            f"configure_optimizers() returned {len(optimizers)} optimizers; this script was rendered for one."
-            " For several, give training_step an `optimizer_idx` parameter and render again."
-        )
-    if isinstance(optimizers[0], torch.optim.LBFGS):
-        raise TypeError(
-            "configure_optimizers() returned LBFGS, which needs a closure; this script was rendered without one"
-            " (loopgen looks for `LBFGS` in configure_optimizers' source)"
-        )
-    if schedulers:
-        raise ValueError(
-            "configure_optimizers() returned a learning-rate scheduler, but this script was rendered without"
-            " scheduler support; set `loop: {lr_schedulers: true}` in the spec and render again."
-        )
-    return optimizers[0]
-
-
-def training_loss(output):
-    """The loss in what training_step returned: a tensor, a dict with "loss", or None (skip the backward)."""
-    if output is None or isinstance(output, torch.Tensor):
-        return output
-    if isinstance(output, dict):
-        if output.get("loss") is None:
-            raise ValueError("training_step returned a dict without a 'loss' key")
-        return output["loss"]
-    raise TypeError(
-        f"training_step must return a tensor, a dict with 'loss', or None; got {type(output).__name__}"
-    )
-
-
-def main():
-    # seed python and torch (and numpy, when the user's code uses it)
-    seed = SEED
-    random.seed(seed)
-    torch.manual_seed(seed)
-    numpy = sys.modules.get("numpy")
-    if numpy is not None:
-        numpy.random.seed(seed)
-
-    # model
-    model = SequenceRNN(hidden=16, lr=0.01)
-    trainer = LoopState()
-    model._trainer = (
-        trainer  # LightningModule reads current_epoch, global_step through it
-    )
-
-    # optimizer
-    optimizer = unpack_optimizers(model.configure_optimizers())
-    trainer.optimizers = [optimizer]
-
-    # training data
-    train_loader = model.train_dataloader()
-    trainer.num_training_batches = len(train_loader)
-
-    # epoch 0's iterator is made before on_train_start, as Lightning does
-    train_iter = iter(train_loader)
-
-    # training
-    while trainer.current_epoch < MAX_EPOCHS:
-        if trainer.current_epoch > 0:
-            train_iter = iter(train_loader)
-        for batch_idx in range(trainer.num_training_batches):
-            batch = next(train_iter)
-
-            # truncated backpropagation through time: the batch in time splits, hiddens carried between them
-            hiddens = None
-            for split in split_batch(batch, TRUNCATED_BPTT_STEPS):
-                # training step
-                output = model.training_step(split, batch_idx, hiddens)
-                hiddens = carried_hiddens(output)
-                loss = training_loss(output)
-                optimizer.zero_grad()
-                if loss is not None:
-                    loss.backward()
-
-                # optimizer step
-                torch.nn.utils.clip_grad_norm_(
-                    [p for group in optimizer.param_groups for p in group["params"]],
-                    GRADIENT_CLIP_VAL,
-                )
-                optimizer.step()
-                trainer.global_step += 1
-
-        # end of epoch
-        trainer.current_epoch += 1
-    print(
-        f"Training stopped after {trainer.current_epoch} epochs and {trainer.global_step} optimizer steps."
-    )
-    return model
+def map_tensors(batch, fn):
+    """Apply `fn` to every tensor in a (nested) batch of lists, tuples, namedtuples and dicts."""
+    if isinstance(batch, torch.Tensor):
+        return fn(batch)
+    if isinstance(batch, dict):
+        return type(batch)((k, map_tensors(v, fn)) for k, v in batch.items())
+    if isinstance(batch, tuple) and hasattr(batch, "_fields"):  # namedtuple
+        return type(batch)(*(map_tensors(v, fn) for v in batch))
+    if isinstance(batch, (list, tuple)):
+        return type(batch)(map_tensors(v, fn) for v in batch)
+    return batch
 
 
 if __name__ == "__main__":

@@ -5,7 +5,6 @@
   track_grad_norm, truncated_bptt_steps, terminate_on_nan).
 - `ALIASES`: seed-era spellings (gpus, distributed_backend, ...), read as
   values of modern flags, with a one-line notice.
-- `cross_problems`: Lightning's rules that involve two flags.
 
 A `Flag` holds a `Kind` (validates and normalises a raw YAML value, and
 describes it as a JSON Schema fragment, which schema.py assembles into the
@@ -13,7 +12,8 @@ spec's), its default (what null or absence means), a doc line, and `support`:
 the predicate on the normalised value saying whether loopgen implements it. To
 implement a value, edit that flag's `support=`.
 
-Pure text work: imports neither torch nor Lightning.
+Each flag is checked here on its own; rules between flags are the plan stage's
+(loopgen/plan.py). Pure text work: imports neither torch nor Lightning.
 """
 
 from __future__ import annotations
@@ -632,23 +632,3 @@ def alias_notice(modern: Mapping[str, Any]) -> str:
         else:
             parts.append(f"{name}: {show(value)}")
     return "seed-era spelling, read as `" + "`, `".join(parts) + "`"
-
-
-# ---------------------------------------------------------------------------
-# rules between flags
-
-
-def cross_problems(values: Mapping[str, Any], given: Collection[str]) -> list[tuple[str, str]]:
-    """Lightning's rules between flags, as (flag, message); `values` are normalised, `given` were set explicitly."""
-    problems = []
-    epochs_off = values["check_val_every_n_epoch"] is None
-    if epochs_off and "val_check_interval" in given and isinstance(values["val_check_interval"], float):
-        # Lightning's _DataConnector.on_trainer_init
-        message = "must be an integer (a number of batches) when check_val_every_n_epoch is null"
-        problems.append(("val_check_interval", message))
-    if values["amp_level"] is not None and values["amp_backend"] != "apex":
-        # Lightning 1.9.5's AcceleratorConnector
-        problems.append(("amp_level", "is only used with `amp_backend: apex`"))
-    if values["amp_backend"] == "apex" and values["precision"] != "16-mixed":
-        problems.append(("amp_backend", f"apex needs `precision: 16-mixed`, not {values['precision']}"))
-    return problems

@@ -1,8 +1,12 @@
 """Stage 3: Spec + ClassFacts -> Plan, every decision the script depends on.
 
-The Plan is plain frozen data. It is the only place where flags interact
-(Lightning's rules for max_epochs vs max_steps, fast_dev_run and overfit_batches
-rewriting the limits, which hooks exist, ...). Templates only test its fields.
+The Plan is frozen data made of small per-feature parts (header, build, state, data, bounds, validation,
+precision, optimizers, schedulers, optimization, metrics, hooks, imports). Each part is computed by one
+`resolve_*` function below, in the order of `make_plan`; a part may read the parts resolved before it. Those
+functions are the only place where flags interact (Lightning's rules for max_epochs and max_steps, what
+fast_dev_run and overfit_batches do to the limits, native AMP with LBFGS refused, ...): every condition that
+combines flags is one named field here. Templates test the fields and print code; nothing in the Plan is
+Python source, only values, names of script variables and of the user's classes.
 """
 
 from __future__ import annotations
@@ -13,84 +17,57 @@ from typing import Any
 
 from loopgen import __version__
 from loopgen.errors import LoopgenError, Problem
-from loopgen.inspect import ClassFacts
+from loopgen.inspect import ClassFacts, OptimizersFacts, SchedulerFacts
 from loopgen.spec import ClassRef, Spec
 
-# Hooks of the model a generated script may call, in the order Lightning calls them.
-# (Data hooks: prepare_data, setup, train_dataloader, val_dataloader.)
+# Hooks of the model a generated script may call (Lightning's names).
 MODEL_HOOKS = (
-    "prepare_data",
-    "setup",
-    "configure_optimizers",
-    "on_fit_start",
-    "on_train_start",
-    "on_train_epoch_start",
-    "on_train_batch_start",
-    "training_step",
-    "training_step_end",
-    "on_before_zero_grad",
-    "backward",
-    "optimizer_zero_grad",
-    "on_before_backward",
-    "on_after_backward",
-    "on_before_optimizer_step",
-    "configure_gradient_clipping",
-    "on_train_batch_end",
-    "training_epoch_end",
-    "on_train_epoch_end",
-    "on_validation_model_eval",
-    "on_validation_model_train",
-    "on_validation_start",
-    "on_validation_epoch_start",
-    "on_validation_batch_start",
-    "validation_step",
-    "on_validation_batch_end",
-    "validation_epoch_end",
-    "on_validation_epoch_end",
-    "on_validation_end",
-    "lr_scheduler_step",
-    "on_train_end",
-    "on_fit_end",
-    "teardown",
-    "on_before_batch_transfer",
-    "transfer_batch_to_device",
-    "on_after_batch_transfer",
-)
+    "prepare_data", "setup", "configure_optimizers", "on_fit_start", "on_train_start", "on_train_epoch_start",
+    "on_train_batch_start", "training_step", "training_step_end", "on_before_zero_grad", "backward",
+    "optimizer_zero_grad", "on_before_backward", "on_after_backward", "on_before_optimizer_step",
+    "on_train_batch_end", "training_epoch_end", "on_train_epoch_end", "on_validation_model_eval",
+    "on_validation_model_train", "on_validation_start", "on_validation_epoch_start", "on_validation_batch_start",
+    "validation_step", "on_validation_batch_end", "validation_epoch_end", "on_validation_epoch_end",
+    "on_validation_end", "lr_scheduler_step", "on_train_end", "on_fit_end", "teardown", "on_before_batch_transfer",
+    "transfer_batch_to_device", "on_after_batch_transfer", "optimizer_step", "tbptt_split_batch",
+)  # fmt: skip
+
+# Hooks of the model that the script cannot call yet: refused at render time.
+UNSUPPORTED_MODEL_HOOKS = ("configure_gradient_clipping", "on_save_checkpoint", "on_load_checkpoint")
 
 # Callback hooks (Lightning's `Callback` API) the script calls when a user callback defines them.
 CALLBACK_HOOKS = (
-    "setup",
-    "on_fit_start",
-    "on_sanity_check_start",
-    "on_sanity_check_end",
-    "on_train_start",
-    "on_train_epoch_start",
-    "on_train_batch_start",
-    "on_before_zero_grad",
-    "on_before_backward",
-    "on_after_backward",
-    "on_before_optimizer_step",
-    "on_train_batch_end",
-    "on_train_epoch_end",
-    "on_validation_start",
-    "on_validation_epoch_start",
-    "on_validation_batch_start",
-    "on_validation_batch_end",
-    "on_validation_epoch_end",
-    "on_validation_end",
-    "on_train_end",
-    "on_fit_end",
-    "teardown",
-)
+    "setup", "on_fit_start", "on_sanity_check_start", "on_sanity_check_end", "on_train_start",
+    "on_train_epoch_start", "on_train_batch_start", "on_before_zero_grad", "on_before_backward", "on_after_backward",
+    "on_before_optimizer_step", "on_train_batch_end", "on_train_epoch_end", "on_validation_start",
+    "on_validation_epoch_start", "on_validation_batch_start", "on_validation_batch_end", "on_validation_epoch_end",
+    "on_validation_end", "on_train_end", "on_fit_end", "teardown",
+)  # fmt: skip
+
+VALIDATION_CALLBACK_HOOKS = (
+    "on_validation_start", "on_validation_epoch_start", "on_validation_batch_start", "on_validation_batch_end",
+    "on_validation_epoch_end", "on_validation_end",
+)  # fmt: skip
+
+# What the script's `trainer` object can hold, in the order it declares them: Lightning's names and meanings.
+TRAINER_ATTRIBUTES = (
+    "current_epoch", "global_step", "max_epochs", "max_steps", "num_training_batches", "num_val_batches",
+    "accumulate_grad_batches", "optimizers", "sanity_checking", "should_stop", "callback_metrics",
+    "logged_metrics", "is_global_zero",
+)  # fmt: skip
+METRIC_ATTRIBUTES = frozenset({"callback_metrics", "logged_metrics"})
+
+
+# ---------------------------------------------------------------------------
+# the parts of the plan
 
 
 @dataclass(frozen=True)
 class Construct:
-    """A class to import and instantiate: `name(**args)`."""
+    """A class to import and instantiate: `ref(**args)`."""
 
     module: str
     cls: str
-    name: str  # the name it is imported as in the script
     args: Mapping[str, Any] = field(default_factory=dict)
 
     @property
@@ -99,18 +76,16 @@ class Construct:
 
     @property
     def ref(self) -> str:
-        """How the script names the class: torch's by their full path, the user's by their imported name."""
-        return f"{self.module}.{self.cls}" if self.from_torch else self.name
+        """How the script names the class: torch's by their full dotted path, the user's by their own name."""
+        return f"{self.module}.{self.cls}" if self.from_torch else self.cls
 
 
 @dataclass(frozen=True)
 class Import:
+    """`from module import names` of the user's classes."""
+
     module: str
     names: tuple[str, ...]
-
-    @property
-    def import_clause(self) -> str:
-        return ", ".join(self.names)
 
 
 @dataclass(frozen=True)
@@ -119,346 +94,296 @@ class Callback:
     var: str  # the script variable holding the instance
     hooks: frozenset[str]
 
-    def has(self, hook: str) -> bool:
-        return hook in self.hooks
+
+@dataclass(frozen=True)
+class Header:
+    version: str
+    spec_name: str
+    spec_sha256: str
+    script_name: str
+    model_module: str
+    model_package: str
+    choices: tuple[str, ...]  # what the script was specialised for
+    launch: str  # the command that runs it
+    notes: tuple[str, ...]  # where the script is general, and why
+
+
+@dataclass(frozen=True)
+class Build:
+    """What main() constructs: the user's model, data and callbacks."""
+
+    model: Construct
+    data: Construct | None
+    callbacks: tuple[Callback, ...]
+    imports: tuple[Import, ...]
+    seed: int | None  # seed_everything as an int
+    seed_at_run_time: bool  # seed_everything: true
+    seeds: bool  # one of the two
+    deterministic: bool
+    benchmark: bool | None
+    sets_benchmark: bool
+
+
+@dataclass(frozen=True)
+class State:
+    """The object hooks and callbacks receive as `trainer`: only the attributes something reads."""
+
+    exists: bool
+    attributes: frozenset[str]
+    counters: bool  # current_epoch and global_step live on it (else they are local variables of main)
+    attach_private: bool  # a LightningModule reads it through self.trainer: model._trainer = trainer
+    attach_public: bool  # a plain module reads self.trainer: model.trainer = trainer
+    mirror_epoch: bool  # a plain module reads self.current_epoch: the loop keeps model.current_epoch current
+    mirror_step: bool
+
+    def has(self, name: str) -> bool:
+        return name in self.attributes
+
+
+@dataclass(frozen=True)
+class Device:
+    name: str  # cpu | cuda | auto
+    moves: bool  # batches and the model go to a device that is not the CPU
+    auto: bool  # chosen when the script starts
+
+
+@dataclass(frozen=True)
+class Data:
+    train_owner: str  # "data" | "model": the script variable whose train_dataloader() is called
+    val_owner: str | None
+    limit_train: int | float
+    limit_val: int | float
+    counts_train: bool  # num_training_batches differs from len(loader): the num_batches helper
+    counts_val: bool
+    counts: bool  # either
+    sequential: bool  # overfit_batches: random samplers are replaced by sequential ones
+    reload_every: int
+    reloads: bool
+
+
+@dataclass(frozen=True)
+class Bounds:
+    max_epochs: int  # -1: no limit
+    max_steps: int  # -1: no limit
+    min_epochs: int
+    min_steps: int
+    loop_until: str  # "epochs_and_steps" | "epochs" | "steps" | "forever"
+    step_limit: bool
+    stop_requests: bool  # something can set trainer.should_stop
+    holds_stop: bool  # a stop request can be held back by min_epochs / min_steps
+    holds_for_epochs: bool
+    holds_for_steps: bool
+    holds_for_both: bool
+    message_min_epochs: str  # the values Lightning's message shows
+    message_min_steps: str
+
+
+@dataclass(frozen=True)
+class Validation:
+    enabled: bool
+    owner: str | None
+    sanity: bool
+    sanity_all: bool
+    sanity_steps: int
+    at_epoch_end: bool  # once an epoch, at its last batch (val_check_interval 1.0)
+    interval_batches: int | None  # an int val_check_interval
+    interval_fraction: float | None  # a float val_check_interval other than 1.0
+    computes_check_batch: bool  # val_check_batch from the fraction and the batch count
+    across_epochs: bool  # check_val_every_n_epoch null: the interval counts batches across epochs
+    checks_interval: bool  # an int interval must not exceed the epoch's batches
+    every_n_epochs: int | None
+    skips_epochs: bool  # check_val_every_n_epoch > 1
+    load_at_start: bool  # no sanity check, epoch 0 validates: loaded before on_train_start (Lightning)
+    load_at_first_use: bool  # no sanity check, epoch 0 does not validate: loaded at the first validation
+    first_use_check: bool  # ... and never reloaded: `if val_loader is None` at each validation
+    reloads: bool  # reload_dataloaders_every_n_epochs: reloaded at a validation when enough epochs passed
+    reload_from_epoch_0: bool  # the first load counts as epoch 0's (else the first validation reloads)
+    on_stop_request: bool  # a stop request that can be honoured triggers a validation
+    step_takes_batch_idx: bool
+    output_used: bool  # validation_step's output is passed on
+    collects_outputs: bool  # validation_epoch_end gets them
+
+
+@dataclass(frozen=True)
+class Precision:
+    name: str  # "32" | "64" | "bf16-mixed" | "16-mixed"
+    autocast: bool
+    autocast_device: str  # "cpu" | "cuda" | "auto"
+    autocast_dtype: str  # "bfloat16" | "float16" | "auto" (float16 on CUDA, bfloat16 on CPU)
+    autocast_cache: bool  # torch's cached casts (1.9.5); Lightning 2.x autocasts with cache_enabled=False
+    scaler: bool  # float16 AMP scales the loss
+    scaler_auto: bool  # the scaler is enabled only when the script runs on CUDA
+    double: bool  # precision 64
+    context: bool  # the steps run inside a precision context (autocast or the double default dtype)
+    apex: bool
+    amp_level: str | None
+
+
+@dataclass(frozen=True)
+class Scheduler:
+    """One LR scheduler, stepped where Lightning steps it."""
+
+    var: str
+    cls: Construct | None  # built by the script (the spec's lr_scheduler); None: from configure_optimizers
+    in_dict: bool  # configure_optimizers gives it inside an lr_scheduler dict
+    interval: str  # "step" | "epoch"
+    frequency: int
+    every_time: bool  # frequency 1
+    plateau: bool
+    monitor: str | None
+    strict: bool
+    optimizer_idx: int
+
+
+@dataclass(frozen=True)
+class Optimizers:
+    """Where the optimizers and LR schedulers come from, and how the script unpacks them."""
+
+    from_spec: Construct | None  # the spec's `optimizer:` (LightningCLI replaces configure_optimizers)
+    form: str | None  # the shape configure_optimizers returns (OptimizersFacts.form); None: unknown
+    general: bool  # unknown shape: the script unpacks any of Lightning's forms at run time
+    general_reason: str  # why (for the script's header)
+    count: int  # optimizers the shape holds (general: 1, or 2+ with optimizer_idx)
+    several: bool  # training_step takes optimizer_idx: one optimizer step per optimizer
+    list_var: bool  # the script holds them in a list `optimizers`
+    schedulers: tuple[Scheduler, ...]  # known schedulers, in the order configure_optimizers gives them
+    general_schedulers: bool  # schedulers come as configs from the general helper
+    any_schedulers: bool
+    after_step: tuple[Scheduler, ...]  # interval "step", not plateau: after each optimizer step
+    at_epoch_end: tuple[Scheduler, ...]  # interval "epoch", not plateau: at the epoch's last batch
+    plateau_after_validation: tuple[Scheduler, ...]  # plateau, interval "step": after validation, per step
+    plateau_at_epoch_end: tuple[Scheduler, ...]  # plateau, interval "epoch": after the epoch's validation
+    plateau: bool  # some scheduler reads a monitored metric
+    strict_plateau: bool  # a known plateau scheduler whose metric must exist (Lightning's `strict`)
+    lenient_plateau: bool  # a known plateau scheduler that skips its step, with a warning, when the metric is missing
+    ends_epoch: bool  # something is stepped at the epoch's last batch
+    completes_epoch: bool  # the loop notes whether the epoch ran to its end (plateau schedulers step then)
+    scheduler_hook: bool  # the model overrides lr_scheduler_step
+    scheduler_hook_seed: bool  # ... with the seed's signature (optimizer_idx)
+    check_frequencies: tuple[int, ...] | None  # general helper: the frequencies it must find
+    closure_check: bool  # general helper, no closure: refuse an LBFGS at run time
+    lbfgs: bool
+
+
+@dataclass(frozen=True)
+class Optimization:
+    accumulate: int
+    schedule: Mapping[int, int] | None
+    accumulates: bool
+    scheduled: bool  # accumulation factor per epoch
+    window_end: bool  # is_last_batch is needed (accumulation, schedulers, validation at the epoch's end)
+    clip: bool
+    clip_val: float | None
+    clip_by_value: bool
+    closure: bool  # optimizer.step(closure): LBFGS or an optimizer_step override
+    step_override: bool
+    step_override_seed: bool  # the override takes the seed's arguments (optimizer_idx, on_tpu, using_lbfgs)
+    zero_grad_override: bool
+    zero_grad_override_seed: bool
+    step_args_batch_idx: bool  # training_step takes batch_idx
+    frequencies: tuple[int, ...] | None  # one optimizer per batch, each in turn (1.9.5)
+    loops_optimizers: bool  # several optimizers, all on every batch
+    tbptt_steps: int | None
+    tbptt: bool
+    tbptt_split_hook: bool
+    track_grad_norm: float | None
+    track_grad_norm_inf: bool
+    grad_norm_first_only: bool  # several optimizers: norms of optimizer 0's steps only (1.9.5)
+    terminate_on_nan: bool
+    step_end: bool  # training_step_end
+    outputs_used: bool  # training_step outputs go to on_train_batch_end / training_epoch_end
+    nested_outputs: bool  # ... nested per time split and optimizer (1.9.5)
+    batch_outputs_for_hook: bool  # on_train_batch_end gets the nested outputs
+    epoch_outputs: bool  # training_epoch_end
+    skip_hiddens_key: bool  # the outputs leave out "hiddens"
+    total_batch_idx: bool  # the loop counts batches across epochs
+    schedulers_follow_active: bool  # with frequencies, only the active optimizer's schedulers step (1.9.5)
+
+
+@dataclass(frozen=True)
+class Metrics:
+    """The collector behind self.log, present only when something reads what is logged."""
+
+    collect: bool
+    model_logs: bool  # the model (or a callback through pl_module) calls self.log / self.log_dict
+    discards: bool  # ... but nothing reads the values: log is a no-op
+    log_dicts: bool  # the seed's {"log": ..., "progress_bar": ...} returns are logged
+    epoch_end_returns: bool  # with log_dicts: training_epoch_end's return is logged
+
+
+@dataclass(frozen=True)
+class Hooks:
+    model: frozenset[str]
+    data: frozenset[str]
+    callbacks: tuple[Callback, ...]
+    validation_callbacks: tuple[Callback, ...]  # callbacks validate() must be given
+
+    def model_has(self, name: str) -> bool:
+        return name in self.model
+
+    def data_has(self, name: str) -> bool:
+        return name in self.data
+
+    def callbacks_with(self, name: str) -> tuple[Callback, ...]:
+        return tuple(c for c in self.callbacks if name in c.hooks)
+
+
+@dataclass(frozen=True)
+class Imports:
+    """The standard-library and torch imports the script needs."""
+
+    os: bool
+    random: bool
+    sys: bool
+    warnings: bool
+    sequence: bool
+    contextmanager: bool
+    dataclass: bool
+    simple_namespace: bool
+    accumulate: bool
+    samplers: bool
+    apex: bool
+
+
+@dataclass(frozen=True)
+class Constants:
+    """The configuration constants the script declares, beside those a single flag decides."""
+
+    seed: bool
+    max_epochs: bool
+    max_steps: bool
+    num_sanity_val_steps: bool
+
+
+@dataclass(frozen=True)
+class Helpers:
+    """Helper functions more than one feature needs."""
+
+    map_tensors: bool
 
 
 @dataclass(frozen=True)
 class Plan:
-    # header
-    version: str
-    spec_name: str
-    spec_sha256: str
-    choices: tuple[str, ...]
-    launch: str
-    script_name: str
-    # what to build
-    model: Construct
-    data: Construct | None
-    callbacks: tuple[Callback, ...]
-    optimizer: Construct | None  # from the spec; None: configure_optimizers
-    lr_scheduler: Construct | None  # from the spec
-    model_hooks: frozenset[str]
-    data_hooks: frozenset[str]
-    lightning_module: bool  # a LightningModule subclass (read-only current_epoch/global_step/trainer)
-    attach_trainer: bool  # the model reads self.trainer / current_epoch / global_step
-    uses_log: bool
-    schedulers: bool  # code to step LR schedulers is needed
-    # run-time environment
-    precision: str  # "32" | "64" | "bf16-mixed" | "16-mixed" (16-mixed on CPU is already bf16-mixed here)
-    seed: int | None
-    seed_at_run_time: bool
-    device: str  # cpu | cuda | auto
-    deterministic: bool
-    benchmark: bool | None
-    # data
-    train_loader_from: str  # "data" | "model"
-    val_loader_from: str | None
-    limit_train_batches: int | float
-    limit_val_batches: int | float
-    overfit_batches: bool
-    reload_dataloaders_every_n_epochs: int
-    # loop bounds (Lightning's resolution of None/-1 already applied)
-    max_epochs: int  # -1: no limit
-    min_epochs: int  # 0: none
-    max_steps: int  # -1: no limit
-    min_steps: int  # 0: none
-    # validation
-    validation: bool
-    num_sanity_val_steps: int  # -1: all batches
-    val_check_batches: int | None  # int val_check_interval
-    val_check_fraction: float | None  # float val_check_interval
-    check_val_every_n_epoch: int | None
-    # optimisation
-    accumulate_grad_batches: int
-    accumulation_schedule: Mapping[int, int] | None
-    gradient_clip_val: float | None
-    gradient_clip_algorithm: str
-    step_takes_batch_idx: bool
-    validation_step_takes_batch_idx: bool
-    lr_scheduler_monitor: str | None  # the spec's ReduceLROnPlateau monitor
-    mirror_counters: frozenset[str]  # plain-module attributes the loop keeps current (current_epoch, global_step)
-    stop_requests: bool  # a callback or the model can set trainer.should_stop
-    # the seed's specialised branches (Lightning 1.9.5 semantics)
-    multi_optimizer: bool = False  # training_step takes optimizer_idx: one step per optimizer per batch
-    optimizer_frequencies: tuple[int, ...] | None = None  # one optimizer per batch, each in turn
-    tbptt_steps: int | None = None  # truncated backpropagation through time
-    closure: bool = False  # the step goes through optimizer.step(closure) (LBFGS, an optimizer_step override)
-    optimizer_step_style: str | None = None  # "lightning2" | "seed": the override's signature
-    zero_grad_style: str | None = None
-    lr_scheduler_step_params: tuple[str, ...] | None = None
-    apex: bool = False
-    amp_level: str | None = None
-    track_grad_norm: float | None = None
-    terminate_on_nan: bool = False
-    log_dicts: bool = False  # the seed's {"log": ..., "progress_bar": ...} returns are logged
+    header: Header
+    build: Build
+    state: State
+    device: Device
+    data: Data
+    bounds: Bounds
+    validation: Validation
+    precision: Precision
+    optimizers: Optimizers
+    optimization: Optimization
+    metrics: Metrics
+    hooks: Hooks
+    constants: Constants
+    helpers: Helpers
+    imports: Imports
     notices: tuple[str, ...] = ()  # decisions the user should hear about
 
-    def hook(self, name: str) -> bool:
-        """The model (or its in-project bases) defines hook `name`."""
-        return name in self.model_hooks
 
-    def data_hook(self, name: str) -> bool:
-        return name in self.data_hooks
-
-    def callbacks_with(self, hook: str) -> tuple[Callback, ...]:
-        return tuple(c for c in self.callbacks if c.has(hook))
-
-    def any_hook(self, name: str) -> bool:
-        """The model or a callback defines `name`."""
-        return self.hook(name) or bool(self.callbacks_with(name))
-
-    @property
-    def accumulates(self) -> bool:
-        return self.accumulate_grad_batches > 1 or self.accumulation_schedule is not None
-
-    @property
-    def needs_batch_count(self) -> bool:
-        """num_training_batches differs from len(train_loader) (an int 1 is one batch, the float 1.0 all)."""
-        return _limits(self.limit_train_batches)
-
-    @property
-    def limits_val_batches(self) -> bool:
-        return _limits(self.limit_val_batches)
-
-    @property
-    def needs_num_batches(self) -> bool:
-        return self.needs_batch_count or (self.validation and self.limits_val_batches)
-
-    @property
-    def imports(self) -> tuple[Import, ...]:
-        by_module: dict[str, list[str]] = {}
-        for c in (self.model, self.data, *(cb.construct for cb in self.callbacks), self.optimizer, self.lr_scheduler):
-            if c is not None and not c.from_torch and c.name not in by_module.setdefault(c.module, []):
-                by_module[c.module].append(c.name)
-        return tuple(Import(module, tuple(sorted(names))) for module, names in sorted(by_module.items()))
-
-    @property
-    def needs_is_last_batch(self) -> bool:
-        return self.accumulates or self.schedulers
-
-    @property
-    def needs_total_batch_idx(self) -> bool:
-        return (self.validation and self.check_val_every_n_epoch is None) or bool(
-            self.optimizer_frequencies and self.schedulers
-        )
-
-    @property
-    def epoch_loop_condition(self) -> str:
-        parts = []
-        if self.max_epochs != -1:
-            parts.append("trainer.current_epoch < MAX_EPOCHS")
-        if self.max_steps != -1:
-            parts.append("trainer.global_step < MAX_STEPS")
-        return " and ".join(parts) or "True"
-
-    @property
-    def validates_epoch_0(self) -> bool:
-        return self.check_val_every_n_epoch in (None, 1)
-
-    @property
-    def waits_for_minimum(self) -> bool:
-        """A stop request can be held back by min_epochs / min_steps."""
-        return self.stop_requests and bool(self.min_epochs or self.min_steps)
-
-    @property
-    def stop_condition(self) -> str:
-        return "trainer.should_stop and trainer.can_stop_early()" if self.waits_for_minimum else "trainer.should_stop"
-
-    @property
-    def stop_wait_message(self) -> str:
-        """Lightning's message when a stop request waits for min_epochs / min_steps (source of an f-string)."""
-        epochs = "{MIN_EPOCHS}" if self.min_epochs else "0"
-        steps = "{MIN_STEPS}" if self.min_steps else "None"
-        return (
-            f'f"Trainer was signaled to stop but the required `min_epochs={epochs}` or"\n'
-            f'f" `min_steps={steps}` has not been met. Training will continue..."'
-        )
-
-    @property
-    def val_check_condition(self) -> str:
-        counter = "trainer.total_batch_idx" if self.check_val_every_n_epoch is None else "batch_idx"
-        when = f"({counter} + 1) % val_check_batch == 0"
-        if self.stop_requests:
-            when = f"{when} or ({self.stop_condition})"
-        if self.check_val_every_n_epoch not in (None, 1):
-            when = f"(trainer.current_epoch + 1) % CHECK_VAL_EVERY_N_EPOCH == 0 and ({when})"
-        return when
-
-    @property
-    def val_loader_lazy(self) -> bool:
-        """The val loader is (re)requested at validation time rather than once up front."""
-        return self.validation and (
-            self.reload_dataloaders_every_n_epochs > 0 or (not self.num_sanity_val_steps and not self.validates_epoch_0)
-        )
-
-    @property
-    def val_loader_at_start(self) -> bool:
-        return self.validates_epoch_0
-
-    @property
-    def train_batches_expr(self) -> str:
-        if self.needs_batch_count:
-            return 'num_batches(len(train_loader), LIMIT_TRAIN_BATCHES, "train")'
-        return "len(train_loader)"
-
-    @property
-    def val_batches_expr(self) -> str:
-        if self.limits_val_batches:
-            return 'num_batches(len(val_loader), LIMIT_VAL_BATCHES, "val")'
-        return "len(val_loader)"
-
-    def _val_callbacks(self) -> list[str]:
-        hooks = ("on_validation_start", "on_validation_epoch_start", "on_validation_batch_start")
-        hooks += ("on_validation_batch_end", "on_validation_epoch_end", "on_validation_end")
-        return [cb.var for cb in self.callbacks if any(cb.has(h) for h in hooks)]
-
-    def _validate_extras(self) -> list[str]:
-        extras = ["device"] if self.device != "cpu" else []
-        if self.metric_log:
-            extras.append("metrics")
-        return extras + self._val_callbacks()
-
-    @property
-    def validate_extras(self) -> str:
-        """The extra parameters of validate(), which its calls pass by the same names."""
-        return "".join(f", {name}" for name in self._validate_extras())
-
-    @property
-    def scheduler_extras(self) -> str:
-        """The extra parameter of step_schedulers(), passed by the same name."""
-        return ", model" if self.hook("lr_scheduler_step") else ""
-
-    @property
-    def lr_scheduler_step_style(self) -> str | None:
-        return _style(self.lr_scheduler_step_params)
-
-    @property
-    def reference_1_9_5(self) -> bool:
-        """The spec uses a flag only Lightning 1.9.5 has: where 1.9.5 and 2.x differ, the script follows 1.9.5."""
-        return (
-            self.multi_optimizer
-            or self.tbptt_steps is not None
-            or self.apex
-            or self.track_grad_norm is not None
-            or self.terminate_on_nan
-            or self.hook("training_epoch_end")
-            or self.hook("validation_epoch_end")
-            or self.hook("training_step_end")
-        )
-
-    @property
-    def autocast_cache(self) -> str:
-        """Lightning 2.x autocasts with cache_enabled=False; 1.9.5 with torch's default (cached casts, whose
-        gradients are summed in the low precision)."""
-        return "" if self.reference_1_9_5 else ", cache_enabled=False"
-
-    @property
-    def autocast(self) -> bool:
-        return self.precision in ("16-mixed", "bf16-mixed") and not self.apex
-
-    @property
-    def autocast_device(self) -> str:
-        return "device.type" if self.device == "auto" else repr(self.device)
-
-    @property
-    def autocast_dtype(self) -> str:
-        if self.precision == "bf16-mixed":
-            return "torch.bfloat16"
-        if self.device == "auto":  # Lightning: float16 AMP on CUDA, bfloat16 on CPU
-            return 'torch.float16 if device.type == "cuda" else torch.bfloat16'
-        return "torch.float16"
-
-    @property
-    def scaler(self) -> bool:
-        """16-bit AMP scales the loss (on CUDA; with accelerator auto, a disabled scaler on CPU)."""
-        return self.precision == "16-mixed" and not self.apex
-
-    @property
-    def nested_outputs(self) -> bool:
-        """Hooks receive outputs per time split and optimizer (Lightning 1.9.5's nesting)."""
-        return (self.multi_optimizer or self.tbptt_steps is not None) and self.step_outputs_used
-
-    @property
-    def optimize_indent(self) -> int:
-        return 4 * (self.tbptt_steps is not None) + 4 * self.multi_optimizer
-
-    def training_step_call_args(self, step_input: str) -> str:
-        args = [step_input]
-        if self.step_takes_batch_idx:
-            args.append("batch_idx")
-        if self.multi_optimizer:
-            args.append("optimizer_idx")
-        if self.tbptt_steps:
-            args.append("hiddens")
-        return ", ".join(args)
-
-    def closure_params(self, step_input: str) -> str:
-        """The closure is called after the loop variables it reads are set: bind them explicitly."""
-        names = [step_input, "batch_idx", "optimizer"]
-        if self.multi_optimizer:
-            names.append("optimizer_idx")
-        if self.accumulates:
-            names.append("should_step")
-        return ", ".join(f"{name}={name}" for name in names)
-
-    @property
-    def zero_grad_call_args(self) -> str:
-        args = "trainer.current_epoch, batch_idx, optimizer"
-        if self.zero_grad_style == "seed":
-            args += ", optimizer_idx" if self.multi_optimizer else ", 0"
-        return args
-
-    @property
-    def optimizer_step_call(self) -> str:
-        if self.optimizer_step_style is None:
-            return "optimizer.step(closure)"
-        if self.optimizer_step_style == "lightning2":
-            return "model.optimizer_step(trainer.current_epoch, batch_idx, optimizer, closure)"
-        index = "optimizer_idx" if self.multi_optimizer else "0"
-        return (
-            f"model.optimizer_step(trainer.current_epoch, batch_idx, optimizer, {index}, closure,"
-            " on_tpu=False, using_lbfgs=isinstance(optimizer, torch.optim.LBFGS))"
-        )
-
-    @property
-    def track_grad_norm_literal(self) -> str:
-        return 'float("inf")' if self.track_grad_norm == float("inf") else repr(self.track_grad_norm)
-
-    @property
-    def metric_log(self) -> bool:
-        """The script needs the self.log collector."""
-        return self.uses_log or self.track_grad_norm is not None or self.log_dicts
-
-    @property
-    def validation_step_args(self) -> str:
-        return "batch, batch_idx" if self.validation_step_takes_batch_idx else "batch"
-
-    @property
-    def val_output_used(self) -> bool:
-        return self.any_hook("on_validation_batch_end") or self.hook("validation_epoch_end") or self.log_dicts
-
-    @property
-    def step_outputs_used(self) -> bool:
-        return self.any_hook("on_train_batch_end") or self.hook("training_epoch_end")
-
-    @property
-    def clip_call(self) -> str:
-        params = '[p for group in optimizer.param_groups for p in group["params"]]'
-        if self.gradient_clip_algorithm == "value":
-            return f"torch.nn.utils.clip_grad_value_({params}, GRADIENT_CLIP_VAL)"
-        return f"torch.nn.utils.clip_grad_norm_({params}, GRADIENT_CLIP_VAL)"
-
-
-def _construct(ref: ClassRef, name: str | None = None) -> Construct:
-    return Construct(ref.module, ref.name, name or ref.name, dict(ref.init_args))
-
-
-def _schedule_with_zero(schedule: Mapping[int, int]) -> dict[int, int]:
-    # Lightning's GradientAccumulationScheduler starts at factor 1 when epoch 0 is not given.
-    full = {0: 1} if 0 not in schedule else {}
-    full.update(schedule)
-    return dict(sorted(full.items()))
+# ---------------------------------------------------------------------------
+# the plan stage
 
 
 def make_plan(
@@ -468,225 +393,545 @@ def make_plan(
     callbacks: tuple[ClassFacts, ...],
     script_name: str = "train.py",
 ) -> Plan:
-    t = spec.trainer
+    """Every decision, from the spec and what the user's source says; all problems are reported together."""
     problems: list[Problem] = []
+    notices: list[str] = []
+    check_model(spec, model, problems)
+    hooks = resolve_hooks(spec, model, data, callbacks)
+    device = resolve_device(spec)
+    precision = resolve_precision(spec, model, device, problems, notices)
+    optimizers = resolve_optimizers(spec, model, precision, problems)
+    data_plan = resolve_data(spec, model, data, problems)
+    bounds = resolve_bounds(spec, model, callbacks)
+    validation = resolve_validation(spec, model, hooks, data_plan, bounds, problems)
+    optimization = resolve_optimization(spec, model, hooks, optimizers, validation, problems)
+    if problems:
+        raise LoopgenError(problems)
+    metrics = resolve_metrics(model, callbacks, optimizers, optimization)
+    state = resolve_state(spec, model, callbacks, metrics)
+    build = resolve_build(spec, hooks.callbacks)
+    return Plan(
+        header=resolve_header(spec, optimizers, script_name, device, precision, bounds, optimization, validation),
+        build=build,
+        state=state,
+        device=device,
+        data=data_plan,
+        bounds=bounds,
+        validation=validation,
+        precision=precision,
+        optimizers=optimizers,
+        optimization=optimization,
+        metrics=metrics,
+        hooks=hooks,
+        constants=resolve_constants(build, state, bounds, validation),
+        helpers=Helpers(
+            map_tensors=precision.double
+            or optimization.tbptt
+            or (device.moves and not hooks.model_has("transfer_batch_to_device"))
+        ),
+        imports=resolve_imports(build, state, data_plan, bounds, validation, precision, optimizers, optimization, metrics),
+        notices=tuple(notices),
+    )
 
+
+def check_model(spec: Spec, model: ClassFacts, problems: list[Problem]) -> None:
+    """What the model must define, and the hooks the script cannot serve."""
+    where, line = "model.class_path", spec.model.line
     if not model.defines("training_step"):
-        problems.append(
-            Problem("model.class_path", f"{spec.model.class_path} does not define training_step", spec.model.line)
-        )
+        problems.append(Problem(where, f"{spec.model.class_path} does not define training_step", line))
     if spec.optimizer is None and not model.defines("configure_optimizers"):
-        problems.append(
-            Problem(
-                "model.class_path",
-                f"{spec.model.class_path} defines no configure_optimizers and the spec has no `optimizer:`",
-                spec.model.line,
-            )
-        )
+        message = f"{spec.model.class_path} defines no configure_optimizers and the spec has no `optimizer:`"
+        problems.append(Problem(where, message, line))
+    for hook in UNSUPPORTED_MODEL_HOOKS:
+        if model.defines(hook):
+            problems.append(Problem(where, f"{spec.model.class_path} overrides {hook}: not supported yet", line))
 
-    def loader_owner(hook: str) -> str | None:
+
+def resolve_hooks(spec: Spec, model: ClassFacts, data: ClassFacts | None, callbacks: tuple[ClassFacts, ...]) -> Hooks:
+    refs = spec.trainer.callbacks
+    plans = tuple(
+        Callback(
+            construct=_construct(ref),
+            var=f"callback_{i}" if len(refs) > 1 else "callback",
+            hooks=frozenset(h for h in CALLBACK_HOOKS if facts.defines(h)),
+        )
+        for i, (ref, facts) in enumerate(zip(refs, callbacks))
+    )
+    _check_unique_names([spec.model] + ([spec.data] if spec.data else []) + list(refs))
+    return Hooks(
+        model=frozenset(h for h in MODEL_HOOKS if model.defines(h)),
+        data=frozenset(h for h in ("prepare_data", "setup", "teardown") if data is not None and data.defines(h)),
+        callbacks=plans,
+        validation_callbacks=tuple(c for c in plans if c.hooks & set(VALIDATION_CALLBACK_HOOKS)),
+    )
+
+
+def resolve_device(spec: Spec) -> Device:
+    name = spec.trainer.accelerator
+    return Device(name=name, moves=name != "cpu", auto=name == "auto")
+
+
+def resolve_precision(
+    spec: Spec, model: ClassFacts, device: Device, problems: list[Problem], notices: list[str]
+) -> Precision:
+    t = spec.trainer
+    apex = t.amp_backend == "apex"
+    name = t.precision
+    if name == "16-mixed" and device.name == "cpu" and not apex:
+        name = "bf16-mixed"
+        notices.append(
+            "trainer.precision: 16-mixed: float16 AMP is not supported on CPU; using bf16-mixed instead, as Lightning does"
+        )
+    if t.amp_level is not None and not apex:  # Lightning 1.9.5's AcceleratorConnector
+        problems.append(_flag_problem(spec, "amp_level", "is only used with `amp_backend: apex`"))
+    if apex and t.precision != "16-mixed":
+        problems.append(_flag_problem(spec, "amp_backend", f"apex needs `precision: 16-mixed`, not {t.precision}"))
+    if apex and device.name == "cpu":
+        problems.append(_flag_problem(spec, "amp_backend", "apex AMP is not supported on CPU"))
+    autocast = name in ("16-mixed", "bf16-mixed") and not apex
+    if name == "bf16-mixed":
+        dtype = "bfloat16"
+    else:
+        dtype = "auto" if device.auto else "float16"
+    scaler = name == "16-mixed" and not apex
+    return Precision(
+        name=name,
+        autocast=autocast,
+        autocast_device=device.name,
+        autocast_dtype=dtype,
+        autocast_cache=_follows_1_9_5(spec, model),
+        scaler=scaler,
+        scaler_auto=scaler and device.auto,
+        double=name == "64",
+        context=autocast or name == "64",
+        apex=apex,
+        amp_level=(t.amp_level or "O2") if apex else None,
+    )
+
+
+def resolve_optimizers(spec: Spec, model: ClassFacts, precision: Precision, problems: list[Problem]) -> Optimizers:
+    """The spec's optimizer, or configure_optimizers' shape read from its source (else the general helper)."""
+    several = "optimizer_idx" in model.methods.get("training_step", ())
+    where, line = "model.class_path", spec.model.line
+    facts = model.optimizers
+    schedulers: list[Scheduler] = []
+    reason = model.optimizers_unknown
+    if spec.optimizer is not None:
+        form, general, count = None, False, 1
+        if spec.lr_scheduler is not None:
+            schedulers.append(_spec_scheduler(spec.lr_scheduler, problems))
+        lbfgs = spec.optimizer.name == "LBFGS"
+    elif facts is not None:
+        form, general, count = facts.form, False, len(facts.optimizers)
+        lbfgs = "LBFGS" in facts.optimizers
+        if several and count < 2:
+            problems.append(Problem(where, f"training_step takes `optimizer_idx`, but {_returns(facts)}", line))
+        elif not several and count != 1:
+            problems.append(
+                Problem(
+                    where,
+                    f"{_returns(facts)}; for several, give training_step an `optimizer_idx` parameter (Lightning"
+                    " 1.9.5's automatic optimization)",
+                    line,
+                )
+            )
+        for index, scheduler in enumerate(facts.schedulers):
+            planned = _source_scheduler(scheduler, index, len(facts.schedulers), facts, count, problems, line)
+            if planned is None:  # which optimizer it steps is known at run time only
+                general, schedulers = True, []
+                reason = f"configure_optimizers returns a {scheduler.cls} whose optimizer its source does not show"
+                break
+            schedulers.append(planned)
+    else:
+        form, general, count = None, True, 2 if several else 1
+        lbfgs = model.mentions_lbfgs
+    general_schedulers = general and _returns_schedulers(spec, model)
+    if lbfgs and precision.scaler:
+        message = "native 16-bit AMP and the LBFGS optimizer are not compatible"
+        problems.append(_flag_problem(spec, "precision", message))
+    if lbfgs and precision.apex:
+        problems.append(_flag_problem(spec, "amp_backend", "apex AMP and the LBFGS optimizer are not compatible"))
+    if model.defines("optimizer_step") and (precision.scaler or precision.apex):
+        message = "an optimizer_step override together with 16-bit AMP is not supported"
+        problems.append(Problem(where, message, line))
+    frequencies = spec.loop.optimizer_frequencies
+    return Optimizers(
+        from_spec=_construct(spec.optimizer) if spec.optimizer else None,
+        form=form,
+        general=general,
+        general_reason=reason if general else "",
+        count=count,
+        several=several,
+        list_var=several,
+        schedulers=tuple(schedulers),
+        general_schedulers=general_schedulers,
+        any_schedulers=general_schedulers or bool(schedulers),
+        after_step=tuple(s for s in schedulers if s.interval == "step" and not s.plateau),
+        at_epoch_end=tuple(s for s in schedulers if s.interval == "epoch" and not s.plateau),
+        plateau_after_validation=tuple(s for s in schedulers if s.interval == "step" and s.plateau),
+        plateau_at_epoch_end=tuple(s for s in schedulers if s.interval == "epoch" and s.plateau),
+        plateau=general_schedulers or any(s.plateau for s in schedulers),
+        strict_plateau=any(s.plateau and s.strict for s in schedulers),
+        lenient_plateau=any(s.plateau and not s.strict for s in schedulers),
+        ends_epoch=any(s.interval == "epoch" for s in schedulers),
+        completes_epoch=general_schedulers or any(s.interval == "epoch" and s.plateau for s in schedulers),
+        scheduler_hook=model.defines("lr_scheduler_step"),
+        scheduler_hook_seed="optimizer_idx" in model.methods.get("lr_scheduler_step", ()),
+        check_frequencies=tuple(frequencies or ()) if general and several else None,
+        closure_check=general and not several and not lbfgs and not model.defines("optimizer_step"),
+        lbfgs=lbfgs,
+    )
+
+
+def resolve_data(spec: Spec, model: ClassFacts, data: ClassFacts | None, problems: list[Problem]) -> Data:
+    t = spec.trainer
+
+    def owner(hook: str) -> str | None:
         # With a data class, Lightning reads the loaders from it only (the model's are ignored).
         if data is not None:
             return "data" if data.defines(hook) else None
         return "model" if model.defines(hook) else None
 
-    train_from = loader_owner("train_dataloader")
-    if train_from is None:
-        owner = f"{spec.data.class_path} or {spec.model.class_path}" if spec.data else spec.model.class_path
-        problems.append(Problem("data" if spec.data else "model", f"no train_dataloader() defined on {owner}"))
-    val_from = loader_owner("val_dataloader")
+    train_owner = owner("train_dataloader")
+    if train_owner is None:
+        where = f"{spec.data.class_path} or {spec.model.class_path}" if spec.data else spec.model.class_path
+        problems.append(Problem("data" if spec.data else "model", f"no train_dataloader() defined on {where}"))
+    limit_train, limit_val = _limits(spec)
+    val_owner = owner("val_dataloader")
+    validation = val_owner is not None and model.defines("validation_step") and limit_val != 0
+    counts_train = _limits_batches(limit_train)
+    counts_val = validation and _limits_batches(limit_val)
+    return Data(
+        train_owner=train_owner or "model",
+        val_owner=val_owner if validation else None,
+        limit_train=limit_train,
+        limit_val=limit_val,
+        counts_train=counts_train,
+        counts_val=counts_val,
+        counts=counts_train or counts_val,
+        sequential=bool(t.overfit_batches),
+        reload_every=t.reload_dataloaders_every_n_epochs,
+        reloads=t.reload_dataloaders_every_n_epochs > 0,
+    )
 
-    step_params = model.methods.get("training_step", ())
-    where = "model.class_path"
-    multi_optimizer = "optimizer_idx" in step_params
-    frequencies = spec.loop.optimizer_frequencies
-    if frequencies and not multi_optimizer:
-        problems.append(
-            Problem("loop.optimizer_frequencies", f"{spec.model.name}.training_step has no `optimizer_idx` parameter")
-        )
-    tbptt = t.truncated_bptt_steps
-    if tbptt and "hiddens" not in step_params and "*args" not in step_params:
-        problems.append(
-            Problem(
-                where, f"truncated_bptt_steps is set, but {spec.model.name}.training_step has no `hiddens` parameter"
-            )
-        )
-    for hook in ("configure_gradient_clipping", "on_save_checkpoint", "on_load_checkpoint"):
-        if model.defines(hook):
-            problems.append(Problem(where, f"{spec.model.class_path} overrides {hook}: not supported yet"))
-    lbfgs = model.mentions_lbfgs if spec.optimizer is None else spec.optimizer.name == "LBFGS"
-    closure = lbfgs or model.defines("optimizer_step")
-    scaler = t.precision == "16-mixed" and t.accelerator != "cpu" and t.amp_backend == "native"
-    apex = t.amp_backend == "apex"
-    if lbfgs and scaler:
-        problems.append(Problem("trainer.precision", "native 16-bit AMP and the LBFGS optimizer are not compatible"))
-    if model.defines("optimizer_step") and (scaler or apex):
-        problems.append(Problem(where, "an optimizer_step override together with 16-bit AMP is not supported"))
-    if apex:
-        if t.accelerator == "cpu":
-            problems.append(Problem("trainer.amp_backend", "apex AMP is not supported on CPU"))
-        if lbfgs:
-            problems.append(Problem("trainer.amp_backend", "apex AMP and the LBFGS optimizer are not compatible"))
-    if problems:
-        raise LoopgenError(problems)
 
-    # --- Lightning's resolution of the loop bounds and debugging flags -----------------------
-    limit_train, limit_val = t.limit_train_batches, t.limit_val_batches
+def resolve_bounds(spec: Spec, model: ClassFacts, callbacks: tuple[ClassFacts, ...]) -> Bounds:
+    """Lightning's resolution of max_epochs / max_steps / min_* (fast_dev_run included)."""
+    t = spec.trainer
     max_steps, max_epochs = t.max_steps, t.max_epochs
-    num_sanity = t.num_sanity_val_steps
-    val_check_interval, check_every = t.val_check_interval, t.check_val_every_n_epoch
-    if t.overfit_batches:
-        limit_train = limit_val = t.overfit_batches
     if t.fast_dev_run:
-        limit_train = limit_val = t.fast_dev_run
-        max_steps, max_epochs, num_sanity = t.fast_dev_run, 1, 0
-        val_check_interval, check_every = 1.0, 1
+        max_steps, max_epochs = t.fast_dev_run, 1
     if max_epochs is None:
         max_epochs = 1000 if max_steps == -1 else -1
     min_epochs = t.min_epochs
     if min_epochs is None:  # Lightning's _parse_loop_limits
         min_epochs = 1 if t.min_steps is not None else 0
-
-    validation = val_from is not None and model.defines("validation_step") and limit_val != 0
-
-    accumulation_schedule = None
-    accumulate = 1
-    if isinstance(t.accumulate_grad_batches, Mapping):
-        accumulation_schedule = _schedule_with_zero(t.accumulate_grad_batches)
+    min_steps = t.min_steps or 0
+    stop_requests = any(_reads_trainer(facts, "should_stop") for facts in (model, *callbacks))
+    if max_epochs != -1 and max_steps != -1:
+        loop_until = "epochs_and_steps"
+    elif max_epochs != -1:
+        loop_until = "epochs"
     else:
-        accumulate = t.accumulate_grad_batches
-
-    callback_plans = tuple(
-        Callback(
-            construct=_construct(ref, ref.name),
-            var=f"callback_{i}" if len(spec.trainer.callbacks) > 1 else "callback",
-            hooks=frozenset(h for h in CALLBACK_HOOKS if facts.defines(h)),
-        )
-        for i, (ref, facts) in enumerate(zip(spec.trainer.callbacks, callbacks))
+        loop_until = "steps" if max_steps != -1 else "forever"
+    holds = stop_requests and bool(min_epochs or min_steps)
+    return Bounds(
+        max_epochs=max_epochs,
+        max_steps=max_steps,
+        min_epochs=min_epochs,
+        min_steps=min_steps,
+        loop_until=loop_until,
+        step_limit=max_steps != -1,
+        stop_requests=stop_requests,
+        holds_stop=holds,
+        holds_for_epochs=holds and bool(min_epochs),
+        holds_for_steps=holds and bool(min_steps),
+        holds_for_both=holds and bool(min_epochs) and bool(min_steps),
+        message_min_epochs=str(min_epochs) if min_epochs else "0",
+        message_min_steps=str(min_steps) if min_steps else "None",
     )
-    _dedupe_names([spec.model] + ([spec.data] if spec.data else []) + list(spec.trainer.callbacks))
 
-    device = t.accelerator
-    precision = t.precision
-    notices: list[str] = []
-    if precision == "16-mixed" and device == "cpu" and t.amp_backend == "native":
-        precision = "bf16-mixed"
-        notices.append(
-            "trainer.precision: 16-mixed: float16 AMP is not supported on CPU; using bf16-mixed instead, as Lightning does"
-        )
-    seed = spec.seed_everything if not isinstance(spec.seed_everything, bool) else None
 
-    reads = model.attributes_read
-    attach_trainer = model.is_lightning_module or "trainer" in reads
-    mirror = frozenset() if model.is_lightning_module else reads & {"current_epoch", "global_step"}
-    monitor = None
-    if spec.lr_scheduler is not None and spec.lr_scheduler.name == "ReduceLROnPlateau":
-        args = dict(spec.lr_scheduler.init_args)
-        monitor = args.pop("monitor", None)
-        if monitor is None:
-            raise LoopgenError(
-                Problem(
-                    "lr_scheduler.init_args.monitor",
-                    "ReduceLROnPlateau needs a `monitor` metric",
-                    spec.lr_scheduler.line,
-                )
+def resolve_validation(
+    spec: Spec, model: ClassFacts, hooks: Hooks, data: Data, bounds: Bounds, problems: list[Problem]
+) -> Validation:
+    t = spec.trainer
+    given_fraction = "val_check_interval" in spec.trainer_given and isinstance(t.val_check_interval, float)
+    if t.check_val_every_n_epoch is None and given_fraction:  # Lightning's _DataConnector
+        message = "must be an integer (a number of batches) when check_val_every_n_epoch is null"
+        problems.append(_flag_problem(spec, "val_check_interval", message))
+    enabled = data.val_owner is not None
+    interval, every = t.val_check_interval, t.check_val_every_n_epoch
+    sanity_steps = t.num_sanity_val_steps
+    if t.fast_dev_run:
+        interval, every, sanity_steps = 1.0, 1, 0
+    sanity = enabled and sanity_steps != 0
+    batches = interval if isinstance(interval, int) else None
+    fraction = float(interval) if batches is None else None
+    validates_epoch_0 = every in (None, 1)
+    output_used = (
+        bool(hooks.callbacks_with("on_validation_batch_end"))
+        or hooks.model_has("on_validation_batch_end")
+        or hooks.model_has("validation_epoch_end")
+        or model.returns_log_dicts
+    )
+    load_at_first_use = enabled and not sanity and not validates_epoch_0
+    return Validation(
+        enabled=enabled,
+        owner=data.val_owner,
+        sanity=sanity,
+        sanity_all=sanity_steps == -1,
+        sanity_steps=sanity_steps if sanity else 0,
+        at_epoch_end=enabled and fraction == 1.0,
+        interval_batches=batches if enabled else None,
+        interval_fraction=fraction if enabled and fraction != 1.0 else None,
+        computes_check_batch=enabled and fraction is not None and fraction != 1.0,
+        across_epochs=enabled and every is None,
+        checks_interval=enabled and batches is not None and every is not None,
+        every_n_epochs=every if enabled else None,
+        skips_epochs=enabled and every not in (None, 1),
+        load_at_start=enabled and not sanity and validates_epoch_0,
+        load_at_first_use=load_at_first_use,
+        first_use_check=load_at_first_use and not data.reloads,
+        reloads=enabled and data.reloads,
+        reload_from_epoch_0=enabled and data.reloads and validates_epoch_0,
+        on_stop_request=enabled and bounds.stop_requests,
+        step_takes_batch_idx=_takes_two(model.methods.get("validation_step", ())),
+        output_used=enabled and output_used,
+        collects_outputs=enabled and hooks.model_has("validation_epoch_end"),
+    )
+
+
+def resolve_optimization(
+    spec: Spec,
+    model: ClassFacts,
+    hooks: Hooks,
+    optimizers: Optimizers,
+    validation: Validation,
+    problems: list[Problem],
+) -> Optimization:
+    t = spec.trainer
+    step_params = model.methods.get("training_step", ())
+    frequencies = _frequencies(spec, model, optimizers, problems)
+    tbptt = t.truncated_bptt_steps
+    if tbptt and "hiddens" not in step_params and "*args" not in step_params:
+        message = f"truncated_bptt_steps is set, but {spec.model.name}.training_step has no `hiddens` parameter"
+        problems.append(Problem("model.class_path", message, spec.model.line))
+    schedule = t.accumulate_grad_batches if isinstance(t.accumulate_grad_batches, Mapping) else None
+    accumulate = 1 if schedule is not None else t.accumulate_grad_batches
+    accumulates = schedule is not None or accumulate > 1
+    step_style = model.methods.get("optimizer_step")
+    zero_grad_style = model.methods.get("optimizer_zero_grad")
+    outputs_used = bool(hooks.callbacks_with("on_train_batch_end")) or hooks.model_has("on_train_batch_end")
+    outputs_used = outputs_used or hooks.model_has("training_epoch_end")
+    nested = (optimizers.several or bool(tbptt)) and outputs_used
+    track = t.track_grad_norm if t.track_grad_norm != -1 else None
+    return Optimization(
+        accumulate=accumulate,
+        schedule=schedule,
+        accumulates=accumulates,
+        scheduled=schedule is not None,
+        window_end=accumulates or optimizers.any_schedulers or validation.at_epoch_end,
+        clip=t.gradient_clip_val is not None,
+        clip_val=t.gradient_clip_val,
+        clip_by_value=t.gradient_clip_algorithm == "value",
+        closure=optimizers.lbfgs or step_style is not None,
+        step_override=step_style is not None,
+        step_override_seed=step_style is not None and "optimizer_idx" in step_style,
+        zero_grad_override=zero_grad_style is not None,
+        zero_grad_override_seed=zero_grad_style is not None and "optimizer_idx" in zero_grad_style,
+        step_args_batch_idx=_takes_two(step_params),
+        frequencies=frequencies,
+        loops_optimizers=optimizers.several and frequencies is None,
+        tbptt_steps=tbptt or None,
+        tbptt=bool(tbptt),
+        tbptt_split_hook=bool(tbptt) and model.defines("tbptt_split_batch"),
+        track_grad_norm=track,
+        track_grad_norm_inf=track == float("inf"),
+        grad_norm_first_only=track is not None and optimizers.several,
+        terminate_on_nan=t.terminate_on_nan,
+        step_end=model.defines("training_step_end"),
+        outputs_used=outputs_used,
+        nested_outputs=nested,
+        batch_outputs_for_hook=nested and outputs_used and not _only_epoch_end(hooks),
+        epoch_outputs=model.defines("training_epoch_end"),
+        skip_hiddens_key=bool(tbptt),
+        total_batch_idx=validation.across_epochs or (frequencies is not None and optimizers.any_schedulers),
+        schedulers_follow_active=frequencies is not None and optimizers.any_schedulers,
+    )
+
+
+def resolve_metrics(
+    model: ClassFacts, callbacks: tuple[ClassFacts, ...], optimizers: Optimizers, optimization: Optimization
+) -> Metrics:
+    """self.log needs a collector only when something reads what is logged (a plateau scheduler, the model or
+    a callback through trainer.callback_metrics / logged_metrics); the gradient norms of track_grad_norm and the
+    seed's dict returns are logged values too."""
+    readers = any(_reads_trainer(facts, *METRIC_ATTRIBUTES) for facts in (model, *callbacks))
+    collect = readers or optimizers.plateau or optimization.track_grad_norm is not None
+    model_logs = model.uses_log or any(facts.module_reads & {"log", "log_dict"} for facts in callbacks)
+    log_dicts = collect and model.returns_log_dicts
+    return Metrics(
+        collect=collect,
+        model_logs=model_logs,
+        discards=model_logs and not collect,
+        log_dicts=log_dicts,
+        epoch_end_returns=log_dicts and optimization.epoch_outputs and not optimization.nested_outputs,
+    )
+
+
+def resolve_state(spec: Spec, model: ClassFacts, callbacks: tuple[ClassFacts, ...], metrics: Metrics) -> State:
+    """The `trainer` object: the attributes the model and the callbacks read, each one true."""
+    reads: set[str] = set()
+    everything = False
+    for facts in (model, *callbacks):
+        if facts.trainer_reads is None:
+            everything = True
+        else:
+            reads |= facts.trainer_reads
+    counters = {"current_epoch", "global_step"}
+    module_counters = model.attributes_read | {r for facts in callbacks for r in facts.module_reads}
+    if model.is_lightning_module:
+        reads |= module_counters & counters  # a LightningModule's counters are read through its trainer
+    unknown = sorted(reads - set(TRAINER_ATTRIBUTES) - {"_trainer"})
+    if unknown:
+        supported = ", ".join(TRAINER_ATTRIBUTES)
+        raise LoopgenError(
+            Problem(
+                "",
+                f"the model or a callback reads trainer.{unknown[0]}"
+                + (f" (and {', '.join(unknown[1:])})" if unknown[1:] else "")
+                + f", which the script's trainer does not provide; it provides {supported}",
             )
-        spec_scheduler = Construct("torch.optim.lr_scheduler", "ReduceLROnPlateau", "ReduceLROnPlateau", args)
-    else:
-        spec_scheduler = _construct(spec.lr_scheduler) if spec.lr_scheduler else None
+        )
+    attributes = frozenset(TRAINER_ATTRIBUTES) if everything else frozenset(reads)
+    if not metrics.collect:
+        attributes -= METRIC_ATTRIBUTES
+    exists = bool(attributes) or bool(spec.trainer.callbacks)
+    module_reads_trainer = (model.trainer_reads or set()) != set() or model.trainer_reads is None
+    plain_counters = set() if model.is_lightning_module else module_counters & counters
+    return State(
+        exists=exists,
+        attributes=attributes,
+        counters=bool(attributes & counters),
+        attach_private=model.is_lightning_module and (module_reads_trainer or bool(module_counters & counters)),
+        attach_public=not model.is_lightning_module and module_reads_trainer,
+        mirror_epoch="current_epoch" in plain_counters,
+        mirror_step="global_step" in plain_counters,
+    )
 
-    choices = _choices(spec, device, precision, max_epochs, max_steps, accumulate, accumulation_schedule, validation)
-    return Plan(
+
+def resolve_build(spec: Spec, callbacks: tuple[Callback, ...]) -> Build:
+    model = _construct(spec.model)
+    data = _construct(spec.data) if spec.data else None
+    by_module: dict[str, list[str]] = {}
+    for c in (model, data, *(cb.construct for cb in callbacks)):
+        if c is not None and not c.from_torch and c.cls not in by_module.setdefault(c.module, []):
+            by_module[c.module].append(c.cls)
+    seed = spec.seed_everything if not isinstance(spec.seed_everything, bool) else None
+    t = spec.trainer
+    return Build(
+        model=model,
+        data=data,
+        callbacks=callbacks,
+        imports=tuple(Import(module, tuple(sorted(names))) for module, names in sorted(by_module.items())),
+        seed=seed,
+        seed_at_run_time=spec.seed_everything is True,
+        seeds=seed is not None or spec.seed_everything is True,
+        deterministic=t.deterministic is True,
+        benchmark=t.benchmark,
+        sets_benchmark=t.benchmark is not None,
+    )
+
+
+def resolve_header(
+    spec: Spec,
+    optimizers: Optimizers,
+    script_name: str,
+    device: Device,
+    precision: Precision,
+    bounds: Bounds,
+    optimization: Optimization,
+    validation: Validation,
+) -> Header:
+    choices = [f"accelerator={device.name}", f"precision={precision.name}"]
+    choices.append(
+        f"max_epochs={bounds.max_epochs}" + (f", max_steps={bounds.max_steps}" if bounds.max_steps != -1 else "")
+    )
+    if optimization.schedule is not None:
+        choices.append(f"accumulate_grad_batches={dict(optimization.schedule)}")
+    elif optimization.accumulates:
+        choices.append(f"accumulate_grad_batches={optimization.accumulate}")
+    if optimization.clip:
+        choices.append(f"gradient_clip_val={optimization.clip_val} ({spec.trainer.gradient_clip_algorithm})")
+    choices.append("validation" if validation.enabled else "no validation")
+    notes = []
+    if optimizers.general:
+        notes.append(
+            f"General where the source does not say: {optimizers.general_reason}, so this script unpacks any of the"
+            " forms Lightning accepts and checks at run time what it gets."
+        )
+    return Header(
         version=__version__,
         spec_name=spec.path.name,
         spec_sha256=spec.sha256,
-        choices=choices,
-        launch=f"python {script_name}",
         script_name=script_name,
-        model=_construct(spec.model),
-        data=_construct(spec.data) if spec.data else None,
-        callbacks=callback_plans,
-        optimizer=_construct(spec.optimizer) if spec.optimizer else None,
-        lr_scheduler=spec_scheduler,
-        model_hooks=frozenset(h for h in MODEL_HOOKS if model.defines(h)),
-        data_hooks=frozenset(h for h in ("prepare_data", "setup", "teardown") if data is not None and data.defines(h)),
-        lightning_module=model.is_lightning_module,
-        attach_trainer=attach_trainer,
-        uses_log=model.uses_log,
-        schedulers=_has_schedulers(spec, model),
-        precision=precision,
-        seed=seed,
-        seed_at_run_time=spec.seed_everything is True,
-        device=device,
-        deterministic=t.deterministic,
-        benchmark=t.benchmark,
-        train_loader_from=train_from,
-        val_loader_from=val_from if validation else None,
-        limit_train_batches=limit_train,
-        limit_val_batches=limit_val,
-        overfit_batches=bool(t.overfit_batches),
-        reload_dataloaders_every_n_epochs=t.reload_dataloaders_every_n_epochs,
-        max_epochs=max_epochs,
-        min_epochs=min_epochs,
-        max_steps=max_steps,
-        min_steps=t.min_steps or 0,
-        validation=validation,
-        num_sanity_val_steps=num_sanity if validation else 0,
-        val_check_batches=val_check_interval if isinstance(val_check_interval, int) else None,
-        val_check_fraction=float(val_check_interval) if isinstance(val_check_interval, float) else None,
-        check_val_every_n_epoch=check_every,
-        accumulate_grad_batches=accumulate,
-        accumulation_schedule=accumulation_schedule,
-        gradient_clip_val=t.gradient_clip_val or None,
-        gradient_clip_algorithm=t.gradient_clip_algorithm,
-        step_takes_batch_idx=_takes_two(step_params),
-        validation_step_takes_batch_idx=_takes_two(model.methods.get("validation_step", ())),
-        lr_scheduler_monitor=monitor,
-        mirror_counters=mirror,
-        stop_requests=bool(callback_plans) or "trainer" in reads,
-        multi_optimizer=multi_optimizer,
-        optimizer_frequencies=tuple(frequencies) if frequencies else None,
-        tbptt_steps=tbptt or None,
-        closure=closure,
-        optimizer_step_style=_style(model.methods.get("optimizer_step")),
-        zero_grad_style=_style(model.methods.get("optimizer_zero_grad")),
-        lr_scheduler_step_params=model.methods.get("lr_scheduler_step"),
-        apex=apex,
-        amp_level=(t.amp_level or "O2") if apex else None,
-        track_grad_norm=t.track_grad_norm if t.track_grad_norm != -1 else None,
-        terminate_on_nan=t.terminate_on_nan,
-        log_dicts=model.returns_log_dicts,
-        notices=tuple(notices),
+        model_module=spec.model.module,
+        model_package=spec.model.module.split(".")[0],
+        choices=tuple(choices),
+        launch=f"python {script_name}",
+        notes=tuple(notes),
     )
 
 
-def _style(params: tuple[str, ...] | None) -> str | None:
-    """How to call an optimizer_step / optimizer_zero_grad override: Lightning 2.x's arguments, or the
-    seed's (and 1.9.5's), which add optimizer_idx."""
-    if params is None:
-        return None
-    return "seed" if "optimizer_idx" in params else "lightning2"
+def resolve_constants(build: Build, state: State, bounds: Bounds, validation: Validation) -> Constants:
+    return Constants(
+        seed=build.seed is not None,
+        max_epochs=bounds.loop_until in ("epochs", "epochs_and_steps") or state.has("max_epochs"),
+        max_steps=bounds.step_limit or state.has("max_steps"),
+        num_sanity_val_steps=validation.sanity and not validation.sanity_all,
+    )
 
 
-def _has_schedulers(spec: Spec, model: ClassFacts) -> bool:
-    """Code to step LR schedulers is needed: the spec has `lr_scheduler:`, or configure_optimizers returns
-    schedulers (`loop.lr_schedulers`, else read from its source; the script checks at run time)."""
-    if spec.optimizer is not None:
-        return spec.lr_scheduler is not None
-    if spec.loop.lr_schedulers is not None:
-        return spec.loop.lr_schedulers
-    return model.mentions_scheduler
+def resolve_imports(
+    build: Build,
+    state: State,
+    data: Data,
+    bounds: Bounds,
+    validation: Validation,
+    precision: Precision,
+    optimizers: Optimizers,
+    optimization: Optimization,
+    metrics: Metrics,
+) -> Imports:
+    return Imports(
+        os=build.deterministic,
+        random=build.seeds or validation.sanity,
+        sys=build.seeds or validation.sanity,
+        warnings=optimizers.general_schedulers or optimizers.lenient_plateau or bounds.holds_stop,
+        sequence=optimization.tbptt and not optimization.tbptt_split_hook,
+        contextmanager=precision.double,
+        dataclass=metrics.collect,
+        simple_namespace=state.exists,
+        accumulate=optimization.frequencies is not None,
+        samplers=data.sequential,
+        apex=precision.apex,
+    )
 
 
-def _limits(limit: float) -> bool:
-    return not (isinstance(limit, float) and limit == 1.0)
+# ---------------------------------------------------------------------------
+# helpers of the resolve_* functions
 
 
-def _takes_two(params: tuple[str, ...]) -> bool:
-    return len([p for p in params if not p.startswith("*")]) >= 2 or "*args" in params
+def _flag_problem(spec: Spec, flag: str, message: str) -> Problem:
+    return Problem(f"trainer.{flag}", message, spec.line(f"trainer.{flag}"))
 
 
-def _dedupe_names(refs: list[ClassRef]) -> None:
+def _construct(ref: ClassRef) -> Construct:
+    return Construct(ref.module, ref.name, dict(ref.init_args))
+
+
+def _check_unique_names(refs: list[ClassRef]) -> None:
     seen: dict[str, str] = {}
     for ref in refs:
         other = seen.setdefault(ref.name, ref.class_path)
@@ -698,24 +943,138 @@ def _dedupe_names(refs: list[ClassRef]) -> None:
             )
 
 
-def _choices(
-    spec: Spec,
-    device: str,
-    precision: str,
-    max_epochs: int,
-    max_steps: int,
-    accumulate: int,
-    schedule,
-    validation: bool,
-) -> tuple[str, ...]:
+def _limits(spec: Spec) -> tuple[int | float, int | float]:
+    """limit_train_batches / limit_val_batches after overfit_batches and fast_dev_run (which set both)."""
     t = spec.trainer
-    out = [f"accelerator={device}", f"precision={precision}"]
-    out.append(f"max_epochs={max_epochs}" + (f", max_steps={max_steps}" if max_steps != -1 else ""))
-    if schedule is not None:
-        out.append(f"accumulate_grad_batches={dict(schedule)}")
-    elif accumulate > 1:
-        out.append(f"accumulate_grad_batches={accumulate}")
-    if t.gradient_clip_val:
-        out.append(f"gradient_clip_val={t.gradient_clip_val} ({t.gradient_clip_algorithm})")
-    out.append("validation" if validation else "no validation")
-    return tuple(out)
+    limit_train, limit_val = t.limit_train_batches, t.limit_val_batches
+    if t.overfit_batches:
+        limit_train = limit_val = t.overfit_batches
+    if t.fast_dev_run:
+        limit_train = limit_val = t.fast_dev_run
+    return limit_train, limit_val
+
+
+def _limits_batches(limit: float) -> bool:
+    """An epoch uses fewer batches than the loader has (an int 1 is one batch; the float 1.0 all of them)."""
+    return not (isinstance(limit, float) and limit == 1.0)
+
+
+def _takes_two(params: tuple[str, ...]) -> bool:
+    return len([p for p in params if not p.startswith("*")]) >= 2 or "*args" in params
+
+
+def _reads_trainer(facts: ClassFacts, *names: str) -> bool:
+    return facts.trainer_reads is None or bool(facts.trainer_reads & set(names))
+
+
+def _follows_1_9_5(spec: Spec, model: ClassFacts) -> bool:
+    """The spec uses something only Lightning 1.9.5 has: where 1.9.5 and 2.x differ, the script follows 1.9.5."""
+    t = spec.trainer
+    return (
+        "optimizer_idx" in model.methods.get("training_step", ())
+        or bool(t.truncated_bptt_steps)
+        or t.amp_backend == "apex"
+        or t.track_grad_norm != -1
+        or t.terminate_on_nan
+        or any(model.defines(h) for h in ("training_epoch_end", "validation_epoch_end", "training_step_end"))
+    )
+
+
+def _only_epoch_end(hooks: Hooks) -> bool:
+    return not hooks.callbacks_with("on_train_batch_end") and not hooks.model_has("on_train_batch_end")
+
+
+def _returns(facts: OptimizersFacts) -> str:
+    count = len(facts.optimizers)
+    return f"configure_optimizers returns {count} optimizer{'s' if count != 1 else ''}"
+
+
+def _returns_schedulers(spec: Spec, model: ClassFacts) -> bool:
+    """configure_optimizers returns LR schedulers: `loop.lr_schedulers`, else read from its source."""
+    if spec.loop.lr_schedulers is not None:
+        return spec.loop.lr_schedulers
+    return model.mentions_scheduler
+
+
+def _spec_scheduler(ref: ClassRef, problems: list[Problem]) -> Scheduler:
+    """The spec's lr_scheduler, as LightningCLI configures it: every epoch; ReduceLROnPlateau reads `monitor`."""
+    args = dict(ref.init_args)
+    plateau = ref.name == "ReduceLROnPlateau"
+    monitor = args.pop("monitor", None) if plateau else None
+    if plateau and monitor is None:
+        problems.append(Problem("lr_scheduler.init_args.monitor", "ReduceLROnPlateau needs a `monitor` metric", ref.line))
+    return Scheduler(
+        var="scheduler",
+        cls=Construct(ref.module, ref.name, args),
+        in_dict=False,
+        interval="epoch",
+        frequency=1,
+        every_time=True,
+        plateau=plateau,
+        monitor=monitor,
+        strict=True,
+        optimizer_idx=0,
+    )
+
+
+def _source_scheduler(
+    facts: SchedulerFacts,
+    index: int,
+    total: int,
+    optimizers: OptimizersFacts,
+    count: int,
+    problems: list[Problem],
+    line: int | None,
+) -> Scheduler | None:
+    """A scheduler configure_optimizers builds, with Lightning's defaults for what its dict leaves out."""
+    config = dict(facts.config or {})
+    where = "model.class_path"
+    optimizer_idx = facts.optimizer if facts.optimizer is not None else (0 if count == 1 else None)
+    if optimizer_idx is None:
+        return None
+    interval = config.get("interval", "epoch")
+    if interval not in ("step", "epoch"):
+        problems.append(Problem(where, f'lr_scheduler "interval" must be "step" or "epoch", not {interval!r}', line))
+    frequency = config.get("frequency", 1)
+    if not isinstance(frequency, int) or isinstance(frequency, bool) or frequency < 1:
+        problems.append(Problem(where, f'lr_scheduler "frequency" must be a positive integer, not {frequency!r}', line))
+        frequency = 1
+    plateau = config.get("reduce_on_plateau", facts.cls == "ReduceLROnPlateau")
+    monitor = config.get("monitor") if facts.config is not None else optimizers.monitor
+    if plateau and monitor is None:
+        message = "configure_optimizers returns a ReduceLROnPlateau scheduler without a `monitor` metric"
+        problems.append(Problem(where, message, line))
+    return Scheduler(
+        var="scheduler" if total == 1 else f"scheduler_{index}",
+        cls=None,
+        in_dict=facts.config is not None,
+        interval=interval,
+        frequency=frequency,
+        every_time=frequency == 1,
+        plateau=bool(plateau),
+        monitor=monitor if plateau else None,
+        strict=bool(config.get("strict", True)),
+        optimizer_idx=optimizer_idx,
+    )
+
+
+def _frequencies(
+    spec: Spec, model: ClassFacts, optimizers: Optimizers, problems: list[Problem]
+) -> tuple[int, ...] | None:
+    """The optimizer frequencies (1.9.5): from configure_optimizers' source, or declared in `loop:`."""
+    declared = spec.loop.optimizer_frequencies
+    read = model.optimizers.frequencies if model.optimizers is not None and spec.optimizer is None else None
+    if (declared or read) and not optimizers.several:
+        problems.append(
+            Problem("loop.optimizer_frequencies", f"{spec.model.name}.training_step has no `optimizer_idx` parameter")
+        )
+        return None
+    if declared and read is not None and tuple(declared) != read:
+        message = f"{list(declared)}, but configure_optimizers returns the frequencies {list(read)}"
+        problems.append(Problem("loop.optimizer_frequencies", message))
+    if declared and not optimizers.general and read is None:
+        problems.append(
+            Problem("loop.optimizer_frequencies", "configure_optimizers returns no frequencies (no \"frequency\" keys)")
+        )
+    frequencies = read if read is not None else declared
+    return tuple(frequencies) if frequencies else None

@@ -2,6 +2,12 @@
 
 User values reach the code only through the `literal` filter (the repr of plain
 data, checked to read back as the same value) and names only through `ident`.
+
+Templates write every block of code at column 0. There is one way to indent: an
+expression `{{ ... }}` whose value spans several lines (a macro's block of code)
+is indented to the column where the expression stands, so a block is placed by
+calling its macro at the right place inside the enclosing code. An expression
+that renders nothing leaves no line behind.
 """
 
 from __future__ import annotations
@@ -71,6 +77,39 @@ def kwargs(args: dict[str, Any]) -> str:
     return ", ".join(f"{ident(k)}={literal(v)}" for k, v in args.items())
 
 
+# Around the value of an expression that spans several lines: see `_place_blocks`.
+_BLOCK_START, _BLOCK_END = "\x02", "\x03"
+
+
+def _mark_blocks(value: Any) -> str:
+    """Jinja's `finalize`: every expression's value; a block of several lines is marked for `_place_blocks`."""
+    text = str(value)
+    if "\n" not in text:
+        return text
+    text = text.strip("\n")
+    return f"{_BLOCK_START}{text}{_BLOCK_END}" if text.strip() else ""
+
+
+def _place_blocks(text: str) -> str:
+    """Indent the lines of each marked block to the column where its expression stands (blocks nest)."""
+    out: list[str] = []
+    line_length = 0
+    columns: list[int] = []  # the start column of each block being copied, innermost last
+    for char in text:
+        if char == _BLOCK_START:
+            columns.append(line_length)
+        elif char == _BLOCK_END:
+            columns.pop()
+        elif char == "\n":
+            indent = columns[-1] if columns else 0
+            out.append("\n" + " " * indent)
+            line_length = indent
+        else:
+            out.append(char)
+            line_length += 1
+    return "".join(out)
+
+
 @lru_cache(maxsize=1)
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(
@@ -81,6 +120,7 @@ def _environment() -> jinja2.Environment:
         keep_trailing_newline=True,
         line_statement_prefix="#%",
         autoescape=False,
+        finalize=_mark_blocks,
     )
     env.filters.update(literal=literal, ident=ident, kwargs=kwargs)
     return env
@@ -89,7 +129,7 @@ def _environment() -> jinja2.Environment:
 def render(plan: Plan, black_config: BlackConfig = DEFAULTS) -> str:
     """The script for `plan`, formatted as `black_config` says, and verified."""
     text = _environment().get_template("train.py.j2").render(plan=plan)
-    text = format_source(_section_spacing(text), black_config)
+    text = format_source(_section_spacing(_place_blocks(text)), black_config)
     verify(text, plan)
     return text
 
@@ -97,12 +137,12 @@ def render(plan: Plan, black_config: BlackConfig = DEFAULTS) -> str:
 def _section_spacing(text: str) -> str:
     """Blank lines inside functions come from one rule, not from the templates' branches:
     one before each full-line comment (a section header) that follows code. Module-level
-    spacing is left to black."""
+    spacing is left to black. A line of spaces only (an expression that rendered nothing) goes."""
     kept: list[str] = []
     for line in text.split("\n"):
         stripped = line.strip()
         if not stripped:
-            if not kept or not kept[-1].startswith(" "):
+            if line == "" and (not kept or not kept[-1].startswith(" ")):
                 kept.append(line)
             continue
         if line.startswith(" ") and stripped.startswith("#") and kept:
@@ -125,8 +165,8 @@ def verify(text: str, plan: Plan) -> None:
     """The script compiles and imports only the standard library, torch and the user's modules."""
     tree = ast.parse(text)
     compile(tree, "<generated>", "exec")
-    user = {imp.module.split(".")[0] for imp in plan.imports}
-    if plan.apex:
+    user = {imp.module.split(".")[0] for imp in plan.build.imports}
+    if plan.precision.apex:
         user.add("apex")  # asked for by the spec (amp_backend: apex)
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):

@@ -28,7 +28,6 @@ from loopgen.flags import (
     FlagError,
     alias_notice,
     callback_support,
-    cross_problems,
     lightning_callback,
     same,
 )
@@ -98,6 +97,14 @@ class Spec:
     loop: LoopFlags
     ckpt_path: str | None = None
     notices: tuple[str, ...] = ()  # one-line notices (seed-era spellings, defaults not implemented, ...)
+    trainer_given: frozenset[str] = frozenset()  # the trainer flags the spec sets (null counts only where nullable)
+    lines: Mapping[str, int] = field(default_factory=dict)  # the YAML line of each key, by its dotted path
+
+    def line(self, key: str) -> int | None:
+        """The YAML line of `key` ("trainer.amp_level"), or of the nearest enclosing key the spec has."""
+        while key and key not in self.lines:
+            key = key.rpartition(".")[0]
+        return self.lines.get(key)
 
 
 # ---------------------------------------------------------------------------
@@ -233,6 +240,7 @@ class _Reader:
         self.lines = lines
         self.problems = problems
         self.notices: list[Problem] = []  # notices are reported like problems: key path, line, message
+        self.trainer_given: set[str] = set()
 
     # --- reporting
 
@@ -287,6 +295,8 @@ class _Reader:
             loop=loop,
             ckpt_path=ckpt_path,
             notices=tuple(str(notice) for notice in sorted(self.notices, key=_by_line)),
+            trainer_given=frozenset(self.trainer_given),
+            lines={dotted(key): line for key, line in self.lines.items()},
         )
 
     def mapping(
@@ -442,10 +452,7 @@ class _Reader:
 
         if len(self.problems) > problems_before:
             return None
-        for name, message in cross_problems(values, given):
-            self.problem((*path, name), message)
-        if len(self.problems) > problems_before:
-            return None
+        self.trainer_given = given
         return TrainerFlags(**values)
 
     def flag_value(self, flag: Flag, key: KeyPath, candidates: list[tuple[KeyPath, Any]]) -> Any:

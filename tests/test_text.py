@@ -48,7 +48,7 @@ class Rich(torch.nn.Module):
         return {"optimizer": optimizer, "lr_scheduler": torch.optim.lr_scheduler.StepLR(optimizer, 1)}
 
 ''' + "".join(
-    f"    def {hook}(self, *args):\n        self.trainer.calls.append({hook!r})\n\n"
+    f"    def {hook}(self, *args):\n        self.calls.append({hook!r})\n\n"
     for hook in (
         "prepare_data", "setup", "on_fit_start", "on_train_start", "on_train_epoch_start", "on_train_batch_start",
         "training_step_end", "on_before_zero_grad", "on_before_backward", "on_after_backward",
@@ -92,6 +92,14 @@ class SeedRich(torch.nn.Module):
 
     def optimizer_step(self, epoch, batch_idx, optimizer, optimizer_idx, optimizer_closure, on_tpu, using_lbfgs):
         optimizer.step(closure=optimizer_closure)
+
+
+class SeedRichFrequencies(SeedRich):
+    """The two optimizers in turn: 2 batches, then 1 (1.9.5's frequencies)."""
+
+    def configure_optimizers(self):
+        lbfgs, sgd = torch.optim.LBFGS(self.rnn.parameters()), torch.optim.SGD(self.head.parameters(), lr=0.1)
+        return [{"optimizer": lbfgs, "frequency": 2}, {"optimizer": sgd, "frequency": 1}]
 
 
 class SeedApex(torch.nn.Module):
@@ -180,7 +188,8 @@ SEED_FLAG_SETS = {
 def spec_with(project: Path, name: str, flags: dict) -> Path:
     flags = dict(flags)
     loop = flags.pop("loop", None)
-    model = {"seed_apex": "proj.seed.SeedApex"}.get(name, "proj.seed.SeedRich" if name.startswith("seed") else BASE["model"])
+    special = {"seed_apex": "proj.seed.SeedApex", "seed_tbptt_frequencies": "proj.seed.SeedRichFrequencies"}
+    model = special.get(name, "proj.seed.SeedRich" if name.startswith("seed") else BASE["model"])
     spec = {**BASE, "model": model, "trainer": {**BASE["trainer"], **flags}}
     if loop:
         spec["loop"] = loop
@@ -223,7 +232,7 @@ TRACES = {
     "limits": ["LIMIT_TRAIN_BATCHES", "LIMIT_VAL_BATCHES", "def num_batches"],
     "overfit": ["with_sequential_sampler", "SequentialSampler"],
     "reload": ["RELOAD_DATALOADERS_EVERY_N_EPOCHS", "train_loaded_epoch"],
-    "max_steps": ["trainer.global_step >= MAX_STEPS"],
+    "max_steps": ["global_step >= MAX_STEPS"],
     "min_epochs_steps": [],
     "deterministic": ["use_deterministic_algorithms", "CUBLAS_WORKSPACE_CONFIG", "cudnn.benchmark"],
     "cuda": ["def map_tensors", "t.to(device, non_blocking=True)", "model.to(device)", 'torch.device("cuda")'],
@@ -266,7 +275,7 @@ def test_seed_branches_are_specialised(rendered):
     for code in (
         "for optimizer_idx, optimizer in enumerate(optimizers):",
         "requires_grad = train_only(optimizers, optimizer_idx)",
-        "model.optimizer_step(trainer.current_epoch, batch_idx, optimizer, optimizer_idx, closure,",
+        "model.optimizer_step(current_epoch, batch_idx, optimizer, optimizer_idx, closure,",
         "model.training_epoch_end(epoch_outputs_for(epoch_outputs, len(optimizers)))",
     ):
         assert "".join(code.split()) in text, code

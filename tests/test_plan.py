@@ -1,0 +1,269 @@
+"""The plan stage: Lightning's rules between flags (refused at render time, with the key and YAML line), and
+what the script is specialised to from the user's source (configure_optimizers' shape, what is read from the
+trainer, whether anything reads what self.log records)."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from loopgen.errors import LoopgenError
+from loopgen.inspect import inspect_class
+from loopgen.plan import Plan, make_plan
+from loopgen.spec import load_spec
+
+MODEL = """
+import torch
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layer = torch.nn.Linear(2, 1)
+
+    def train_dataloader(self):
+        return [torch.ones(4, 2)]
+
+    def val_dataloader(self):
+        return [torch.ones(4, 2)]
+
+    def training_step(self, batch, batch_idx):
+        self.log("loss", batch.sum())
+        return self.layer(batch).sum()
+
+    def validation_step(self, batch, batch_idx):
+        self.log("val_loss", self.layer(batch).sum())
+"""
+
+
+def plan_of(tmp_path: Path, configure_optimizers: str = "return torch.optim.SGD(self.parameters(), lr=0.1)",
+            spec: str = "", extra: str = "") -> Plan:  # fmt: skip
+    """The plan of a spec for `pkg.models.Net`, whose configure_optimizers has the body given."""
+    package = tmp_path / "pkg"
+    package.mkdir(exist_ok=True)
+    (package / "__init__.py").write_text("")
+    body = textwrap.indent(textwrap.dedent(configure_optimizers).strip(), " " * 8)
+    source = MODEL + f"\n    def configure_optimizers(self):\n{body}\n" + extra
+    (package / "models.py").write_text(source)
+    spec_path = tmp_path / "spec.yaml"
+    spec_path.write_text("model: pkg.models.Net\n" + textwrap.dedent(spec))
+    loaded = load_spec(spec_path)
+    roots = [tmp_path]
+    model = inspect_class(loaded.model.class_path, roots, where="model.class_path")
+    callbacks = tuple(
+        inspect_class(ref.class_path, roots, where="trainer.callbacks", callback=True) for ref in loaded.trainer.callbacks
+    )
+    return make_plan(loaded, model, None, callbacks)
+
+
+def plan_problems(tmp_path: Path, **kwargs: str) -> list[str]:
+    with pytest.raises(LoopgenError) as excinfo:
+        plan_of(tmp_path, **kwargs)
+    return [str(problem) for problem in excinfo.value.problems]
+
+
+# --- rules between flags, with the key and its line
+
+
+@pytest.mark.parametrize(
+    "trainer, expected",
+    [
+        ("amp_level: O1", "trainer.amp_level (line 3): is only used with `amp_backend: apex`"),
+        ("amp_backend: apex", "trainer.amp_backend (line 3): apex needs `precision: 16-mixed`, not 32"),
+        (
+            "accelerator: cuda\n  amp_backend: apex\n  precision: bf16-mixed",
+            "trainer.amp_backend (line 4): apex needs `precision: 16-mixed`, not bf16-mixed",
+        ),
+        (
+            "check_val_every_n_epoch: null\n  val_check_interval: 0.5",
+            "trainer.val_check_interval (line 4): must be an integer (a number of batches) when"
+            " check_val_every_n_epoch is null",
+        ),
+    ],
+)
+def test_flag_rules_name_the_key_and_line(tmp_path: Path, trainer: str, expected: str) -> None:
+    assert plan_problems(tmp_path, spec=f"trainer:\n  {trainer}\n") == [expected]
+
+
+def test_flag_rules_accept_what_lightning_accepts(tmp_path: Path) -> None:
+    plan = plan_of(tmp_path, spec="trainer:\n  check_val_every_n_epoch: null\n  val_check_interval: 3\n")
+    assert plan.validation.across_epochs and plan.validation.interval_batches == 3
+    plan = plan_of(tmp_path, spec="trainer:\n  check_val_every_n_epoch: null\n")  # the default interval is no fraction
+    assert plan.validation.across_epochs
+
+
+def test_every_problem_is_reported_together(tmp_path: Path) -> None:
+    found = plan_problems(
+        tmp_path,
+        configure_optimizers="return torch.optim.LBFGS(self.parameters())",
+        spec="trainer:\n  amp_level: O1\n  accelerator: cuda\n  precision: 16-mixed\n",
+    )
+    assert any("amp_level" in line for line in found)
+    assert any("LBFGS optimizer are not compatible" in line for line in found)
+
+
+# --- configure_optimizers, specialised to the shape its source returns
+
+
+@pytest.mark.parametrize(
+    "body, form, schedulers",
+    [
+        ("return torch.optim.SGD(self.parameters(), lr=0.1)", "optimizer", []),
+        ("optimizer = torch.optim.Adam(self.parameters())\nreturn [optimizer]", "optimizers", []),
+        (
+            "opt = torch.optim.SGD(self.parameters(), lr=0.1)\n"
+            "return [opt], [torch.optim.lr_scheduler.StepLR(opt, step_size=1)]",
+            "lists",
+            [("scheduler", "epoch", 1, False, None)],
+        ),
+        (
+            "opt = torch.optim.SGD(self.parameters(), lr=0.1)\n"
+            "per_step = {'scheduler': torch.optim.lr_scheduler.ExponentialLR(opt, 0.9), 'interval': 'step',"
+            " 'frequency': 2}\n"
+            "return [opt], [per_step, torch.optim.lr_scheduler.StepLR(opt, 1)]",
+            "lists",
+            [("scheduler_0", "step", 2, False, None), ("scheduler_1", "epoch", 1, False, None)],
+        ),
+        (
+            "opt = torch.optim.SGD(self.parameters(), lr=0.1)\n"
+            "plateau = torch.optim.lr_scheduler.ReduceLROnPlateau(opt)\n"
+            "return {'optimizer': opt, 'lr_scheduler': plateau, 'monitor': 'val_loss'}",
+            "dict",
+            [("scheduler", "epoch", 1, True, "val_loss")],
+        ),
+        (
+            "opt = torch.optim.SGD(self.parameters(), lr=0.1)\n"
+            "return {'optimizer': opt, 'lr_scheduler': {'scheduler': torch.optim.lr_scheduler.ReduceLROnPlateau(opt),"
+            " 'monitor': 'val_loss', 'interval': 'step', 'strict': False, 'name': 'lr'}}",
+            "dict",
+            [("scheduler", "step", 1, True, "val_loss")],
+        ),
+    ],
+    ids=["optimizer", "list", "lists", "lists-of-dicts", "dict-plateau", "dict-with-scheduler-dict"],
+)
+def test_configure_optimizers_shape(tmp_path: Path, body: str, form: str, schedulers: list) -> None:
+    plan = plan_of(tmp_path, configure_optimizers=body)
+    assert not plan.optimizers.general and plan.optimizers.form == form
+    assert [(s.var, s.interval, s.frequency, s.plateau, s.monitor) for s in plan.optimizers.schedulers] == schedulers
+    assert not plan.header.notes
+
+
+@pytest.mark.parametrize(
+    "body, reason",
+    [
+        ("return self.make()", "returns `self.make()`, not an optimizer built in it"),
+        (
+            "if self.training:\n    return torch.optim.SGD(self.parameters(), lr=0.1)\n"
+            "return torch.optim.Adam(self.parameters())",
+            "returns from more than one place",
+        ),
+        (
+            "opt = torch.optim.SGD(self.parameters(), lr=0.1)\n"
+            "return {'optimizer': opt, 'lr_scheduler': {'scheduler': torch.optim.lr_scheduler.StepLR(opt, 1),"
+            " 'frequency': self.every}}",
+            'sets "frequency" to `self.every`, known only at run time',
+        ),
+    ],
+    ids=["from-a-helper", "two-returns", "run-time-frequency"],
+)
+def test_source_that_does_not_show_the_shape_gets_the_general_helper(tmp_path: Path, body: str, reason: str) -> None:
+    plan = plan_of(tmp_path, configure_optimizers=body)
+    assert plan.optimizers.general
+    (note,) = plan.header.notes
+    assert reason in note and "unpacks any of the forms Lightning accepts" in note
+
+
+@pytest.mark.parametrize(
+    "body, spec, expected",
+    [
+        (
+            "return [torch.optim.SGD(self.parameters(), lr=0.1), torch.optim.Adam(self.parameters())]",
+            "",
+            "configure_optimizers returns 2 optimizers; for several, give training_step an `optimizer_idx` parameter",
+        ),
+        (
+            "opt = torch.optim.SGD(self.parameters(), lr=0.1)\n"
+            "return {'optimizer': opt, 'lr_scheduler': torch.optim.lr_scheduler.ReduceLROnPlateau(opt)}",
+            "",
+            "configure_optimizers returns a ReduceLROnPlateau scheduler without a `monitor` metric",
+        ),
+        (
+            "opt = torch.optim.SGD(self.parameters(), lr=0.1)\n"
+            "return {'optimizer': opt, 'lr_scheduler': {'scheduler': torch.optim.lr_scheduler.StepLR(opt, 1),"
+            " 'interval': 'batch'}}",
+            "",
+            "lr_scheduler \"interval\" must be \"step\" or \"epoch\", not 'batch'",
+        ),
+        (
+            "return torch.optim.SGD(self.parameters(), lr=0.1)",
+            "loop:\n  optimizer_frequencies: [1, 1]\n",
+            "loop.optimizer_frequencies: Net.training_step has no `optimizer_idx` parameter",
+        ),
+    ],
+    ids=["two-optimizers-one-step", "plateau-without-monitor", "bad-interval", "frequencies-without-optimizer_idx"],
+)
+def test_what_the_source_contradicts_is_refused_at_render_time(tmp_path: Path, body: str, spec: str,
+                                                              expected: str) -> None:  # fmt: skip
+    found = plan_problems(tmp_path, configure_optimizers=body, spec=spec)
+    assert any(expected in line for line in found), found
+
+
+GAN_STEP = """
+    def training_step(self, batch, batch_idx, optimizer_idx):
+        return self.layer(batch).sum()
+"""
+
+
+def test_frequencies_read_from_the_source(tmp_path: Path) -> None:
+    body = (
+        "g = torch.optim.SGD(self.parameters(), lr=0.1)\n"
+        "d = torch.optim.SGD(self.parameters(), lr=0.1)\n"
+        "return [{'optimizer': g, 'frequency': 2}, {'optimizer': d, 'frequency': 1}]"
+    )
+    plan = plan_of(tmp_path, configure_optimizers=body, extra=GAN_STEP)
+    assert plan.optimization.frequencies == (2, 1) and plan.optimizers.form == "dicts"
+    found = plan_problems(tmp_path, configure_optimizers=body, extra=GAN_STEP,
+                          spec="loop:\n  optimizer_frequencies: [1, 1]\n")  # fmt: skip
+    assert found == [
+        "loop.optimizer_frequencies: [1, 1], but configure_optimizers returns the frequencies [2, 1]"
+    ]
+
+
+# --- only what something reads
+
+
+CALLBACK = """
+
+class Reader:
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        self.seen = (trainer.global_step, trainer.callback_metrics.get("loss"))
+        if trainer.global_step > 3:
+            trainer.should_stop = True
+
+
+class Passer:
+    def on_train_end(self, trainer, pl_module):
+        record(trainer)
+
+
+class Unknown:
+    def on_train_end(self, trainer, pl_module):
+        print(trainer.estimated_stepping_batches)
+"""
+
+
+def test_trainer_holds_what_is_read(tmp_path: Path) -> None:
+    plain = plan_of(tmp_path)
+    assert not plain.state.exists and not plain.metrics.collect and plain.metrics.discards
+    reader = plan_of(tmp_path, extra=CALLBACK, spec="trainer:\n  callbacks: [pkg.models.Reader]\n")
+    assert reader.state.attributes == {"global_step", "callback_metrics", "should_stop"}
+    assert reader.state.counters and reader.metrics.collect and reader.bounds.stop_requests
+    passer = plan_of(tmp_path, extra=CALLBACK, spec="trainer:\n  callbacks: [pkg.models.Passer]\n")
+    assert passer.state.attributes >= {"current_epoch", "global_step", "num_training_batches", "is_global_zero"}
+
+
+def test_an_attribute_the_trainer_lacks_is_refused(tmp_path: Path) -> None:
+    (found,) = plan_problems(tmp_path, extra=CALLBACK, spec="trainer:\n  callbacks: [pkg.models.Unknown]\n")
+    assert "reads trainer.estimated_stepping_batches, which the script's trainer does not provide" in found
