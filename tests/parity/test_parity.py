@@ -17,27 +17,21 @@ import json
 import os
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from tests.harness import ROOT, Case, case_ids, env_with_root
+
 torch = pytest.importorskip("torch")
 pytest.importorskip("pytorch_lightning")
 
 pytestmark = pytest.mark.slow
 
-REPO = Path(__file__).resolve().parents[2]
 MODELS = "tests.parity.models"
 TIMEOUT = 300  # seconds, per side (PARITY_FRESH_PROCESSES=1; the server has its own)
-
-
-@dataclass(frozen=True)
-class Case:
-    id: str
-    spec: dict[str, Any]
 
 
 def case(id: str, model: str = "MLP", init: dict | None = None, *, data: str | None = None,
@@ -138,12 +132,6 @@ CASES = [
 ]
 
 
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
-    return env
-
-
 class Runner:
     """Runs jobs ([side, SPEC, OUT, LOG]) of tests/parity/runner.py, each in a fresh process, all at once.
 
@@ -156,7 +144,7 @@ class Runner:
         if os.environ.get("PARITY_FRESH_PROCESSES") != "1":
             command = [sys.executable, "-m", "tests.parity.runner", "serve"]
             self.server = subprocess.Popen(
-                command, cwd=REPO, env=_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+                command, cwd=ROOT, env=env_with_root(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
             )
 
     def run(self, jobs: list[list[str]]) -> list[int]:
@@ -175,7 +163,9 @@ class Runner:
         for side, spec, out, log in jobs:
             with open(log, "wb") as output:
                 command = [sys.executable, "-m", "tests.parity.runner", side, spec, out]
-                procs.append(subprocess.Popen(command, cwd=REPO, env=_env(), stdout=output, stderr=subprocess.STDOUT))
+                procs.append(
+                    subprocess.Popen(command, cwd=ROOT, env=env_with_root(), stdout=output, stderr=subprocess.STDOUT)
+                )
         statuses = []
         for proc in procs:
             try:
@@ -257,7 +247,7 @@ def differences(lightning: dict, script: dict) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+@pytest.mark.parametrize("case", CASES, ids=case_ids(CASES))
 def test_same_training_as_lightning(case: Case, runner: Runner, tmp_path: Path) -> None:
     lightning, script = train_both(runner, case.spec, tmp_path)
     found = differences(lightning, script)
@@ -291,7 +281,7 @@ def test_records_catch_a_difference() -> None:
 
 EXAMPLES = sorted(
     path
-    for path in (REPO / "examples").glob("*.yaml")
+    for path in (ROOT / "examples").glob("*.yaml")
     if "examples.lightning_models" in path.read_text()
 )
 
