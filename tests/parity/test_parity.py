@@ -74,6 +74,14 @@ CASES = [
     case("limit_val_batches_0", max_epochs=2, limit_val_batches=0),
     case("overfit_batches_int", max_epochs=3, overfit_batches=3),
     case("overfit_batches_float", max_epochs=3, overfit_batches=0.25),
+    case("overfit_batches_shuffled_val", "ShuffledValidationModel", max_epochs=3, overfit_batches=3),
+    case(
+        "overfit_batches_shuffled_val_no_sanity",
+        "ShuffledValidationModel",
+        max_epochs=3,
+        overfit_batches=3,
+        num_sanity_val_steps=0,
+    ),
     case("fast_dev_run_true", fast_dev_run=True),
     case("fast_dev_run_4", fast_dev_run=4),
     # --- sanity check ---------------------------------------------------------------------------
