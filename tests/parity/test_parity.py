@@ -4,7 +4,7 @@ Each case trains twice, each side in a fresh process (tests/parity/runner.py): o
 once with the script loopgen renders from the same spec. Then it compares every weight (torch.equal), and
 the records the models keep (tests/parity/models.py): validation points and their batch counts, learning
 rates (one per training batch), optimizer steps, final global_step / current_epoch, dataloader loads, and
-hook events.
+hook events (with what a callback reads from the trainer).
 
     pytest tests/parity -n 2
 
@@ -51,6 +51,9 @@ def case(id: str, model: str = "MLP", init: dict | None = None, *, data: str | N
 
 def stop_request(**init_args: int) -> list[dict]:
     return [{"class_path": "tests.parity.callbacks.StopRequest", "init_args": init_args}]
+
+
+TRAINER_STATE = [{"class_path": "tests.parity.callbacks.TrainerStateRecorder"}]
 
 
 # Training sets are 150 samples in batches of 16: 10 batches per epoch (the last of 6); validation 5 batches.
@@ -134,6 +137,22 @@ CASES = [
         min_steps=4,
         callbacks=stop_request(at_epoch=0, at_batch=1),
     ),
+    # --- the trainer's state as a callback reads it ----------------------------------------------
+    case("trainer_state_accumulate_2", max_epochs=2, accumulate_grad_batches=2, callbacks=TRAINER_STATE),
+    case(
+        "trainer_state_limit_batches",
+        max_epochs=2,
+        limit_train_batches=4,
+        limit_val_batches=2,
+        callbacks=TRAINER_STATE,
+    ),
+    case(
+        "trainer_state_accumulate_schedule",
+        max_epochs=3,
+        accumulate_grad_batches={1: 2, 2: 3},
+        callbacks=TRAINER_STATE,
+    ),
+    case("trainer_state_max_steps", max_steps=13, callbacks=TRAINER_STATE),
     # --- other ----------------------------------------------------------------------------------
     case("batchnorm_val_twice_per_epoch", "BatchNormNet", max_epochs=2, val_check_interval=0.5),
     case("deterministic", max_epochs=2, deterministic=True),
