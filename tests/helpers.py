@@ -1,8 +1,10 @@
-"""Shared test helpers: render specs, run generated scripts in a fresh interpreter."""
+"""Shared test helpers: render specs, run generated scripts in a fresh interpreter.
+
+ROOT and env_with_root come from tests/harness.py (which the Lightning runners share) and are re-exported here.
+"""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import textwrap
@@ -10,7 +12,9 @@ from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.harness import ROOT, env_with_root
+
+__all__ = ["ROOT", "env_with_root", "render", "train_script", "write_spec"]
 
 
 def write_spec(directory: Path, spec: dict, name: str = "spec.yaml") -> Path:
@@ -27,13 +31,6 @@ def render(spec: Path | dict, tmp_path: Path | None = None, script_name: str = "
         spec = write_spec(tmp_path, spec)
     text, _ = render_spec(spec, script_name)
     return text
-
-
-def env_with_root(*extra: Path) -> dict[str, str]:
-    env = dict(os.environ)
-    paths = [str(p) for p in (ROOT, *extra)]
-    env["PYTHONPATH"] = os.pathsep.join(paths + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
-    return env
 
 
 def train_script(script: Path, out: Path, timeout: int = 300) -> dict:

@@ -17,7 +17,8 @@ import pytest
 import torch
 import yaml
 
-from tests.helpers import ROOT, env_with_root, render, train_script
+from tests.harness import ROOT, Case, case_ids, env_with_root
+from tests.helpers import render, train_script
 
 pytestmark = pytest.mark.slow
 
@@ -38,42 +39,53 @@ def spec_file(name: str) -> dict:
     return yaml.safe_load((SPECS / f"{name}.yaml").read_text())
 
 
-def variant(name: str, trainer: dict | None = None, init_args: dict | None = None, loop: dict | None = None) -> dict:
+def variant(
+    id: str, name: str, trainer: dict | None = None, init_args: dict | None = None, loop: dict | None = None
+) -> Case:
+    """Case `id`: the spec specs/NAME.yaml with `trainer` flags and model `init_args` added (and a `loop:`)."""
     spec = spec_file(name)
     spec["trainer"] = {**spec["trainer"], **(trainer or {})}
     spec["model"]["init_args"] = {**spec["model"].get("init_args", {}), **(init_args or {})}
     if loop:
         spec["loop"] = loop
-    return spec
+    return Case(id, spec)
 
 
-CASES = {
-    "gan": spec_file("gan"),
-    "gan_frequencies": spec_file("gan_frequencies"),
-    "tbptt": spec_file("tbptt"),
-    "lbfgs": spec_file("lbfgs"),
-    "gan_accumulate_clip_gradnorm_step_schedulers": variant(
+CASES = [
+    variant("gan", "gan"),
+    variant("gan_frequencies", "gan_frequencies"),
+    variant("tbptt", "tbptt"),
+    variant("lbfgs", "lbfgs"),
+    variant(
+        "gan_accumulate_clip_gradnorm_step_schedulers",
         "gan",
         trainer={"accumulate_grad_batches": 2, "gradient_clip_val": 0.1, "track_grad_norm": 2},
         init_args={"scheduler_interval": "step", "momentum": 0.9},
     ),
-    "gan_frequencies_step_schedulers": variant(
-        "gan_frequencies", init_args={"scheduler_interval": "step", "frequencies": [1, 2]}, loop={"optimizer_frequencies": [1, 2]}
+    variant(
+        "gan_frequencies_step_schedulers",
+        "gan_frequencies",
+        init_args={"scheduler_interval": "step", "frequencies": [1, 2]},
+        loop={"optimizer_frequencies": [1, 2]},
     ),
-    "gan_accumulation_schedule_max_steps": variant(
-        "gan", trainer={"accumulate_grad_batches": {1: 2}, "max_epochs": 4, "max_steps": 15}
+    variant(
+        "gan_accumulation_schedule_max_steps",
+        "gan",
+        trainer={"accumulate_grad_batches": {1: 2}, "max_epochs": 4, "max_steps": 15},
     ),
-    "gan_bf16": variant("gan", trainer={"precision": "bf16-mixed"}),
-    "gan_skipped_steps_frozen_bias": variant(
-        "gan", init_args={"skip_discriminator_every": 2, "freeze_generator_bias": True, "momentum": 0.9}
+    variant("gan_bf16", "gan", trainer={"precision": "bf16-mixed"}),
+    variant(
+        "gan_skipped_steps_frozen_bias",
+        "gan",
+        init_args={"skip_discriminator_every": 2, "freeze_generator_bias": True, "momentum": 0.9},
     ),
-    "tbptt_accumulate_gru": variant("tbptt", trainer={"accumulate_grad_batches": 2}, init_args={"cell": "gru"}),
-    "lbfgs_accumulate": variant("lbfgs", trainer={"accumulate_grad_batches": 2}),
-}
-
-
-EXAMPLES = {name: yaml.safe_load((ROOT / "examples" / f"{name}.yaml").read_text()) for name in ("gan", "rnn_tbptt", "lbfgs", "bf16")}
-CASES.update({f"example_{name}": spec for name, spec in EXAMPLES.items()})
+    variant("tbptt_accumulate_gru", "tbptt", trainer={"accumulate_grad_batches": 2}, init_args={"cell": "gru"}),
+    variant("lbfgs_accumulate", "lbfgs", trainer={"accumulate_grad_batches": 2}),
+    *(
+        Case(f"example_{name}", yaml.safe_load((ROOT / "examples" / f"{name}.yaml").read_text()))
+        for name in ("gan", "rnn_tbptt", "lbfgs", "bf16")
+    ),
+]
 
 
 def without_numpy_types(records: list[dict]) -> list[dict]:
@@ -81,12 +93,11 @@ def without_numpy_types(records: list[dict]) -> list[dict]:
     return [{k: v for k, v in r.items() if k != "optimizer_idx_type"} for r in records]
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
-def test_matches_lightning_1_9_5(name, tmp_path, monkeypatch):
+@pytest.mark.parametrize("case", CASES, ids=case_ids(CASES))
+def test_matches_lightning_1_9_5(case, tmp_path, monkeypatch):
     python = venv195()
-    spec = CASES[name]
     spec_path = tmp_path / "spec.yaml"
-    spec_path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    spec_path.write_text(yaml.safe_dump(case.spec, sort_keys=False))
 
     reference = subprocess.run(
         [str(python), str(ROOT / "tests" / "lightning195" / "runner195.py"), str(spec_path), str(tmp_path / "ref.pt")],

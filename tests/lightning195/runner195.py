@@ -8,7 +8,8 @@ Reads the spec's `seed_everything`, `model`, `data`, `trainer` (and, as Lightnin
 
 1. `pl.seed_everything(seed, workers=True)` as LightningCLI 1.9.5 does (`seed_everything: true` draws a seed,
    false/null seeds nothing);
-2. instantiates the model, then the data (`class_path` + `init_args`);
+2. instantiates the model, then the data (`class_path` + `init_args`), and with `optimizer:` replaces the
+   model's configure_optimizers as LightningCLI does (tests/harness.py, shared with the Lightning 2.x runner);
 3. builds `pl.Trainer(**flags, logger=False, enable_checkpointing=False, enable_progress_bar=False,
    enable_model_summary=False)` and runs `fit(model)` or `fit(model, datamodule=data)`;
 4. `torch.save({"state_dict": model.state_dict(), "records": model.records}, OUT)` (records: None when the
@@ -25,7 +26,6 @@ Runs under 1.9.5 only: it imports pytorch_lightning and refuses any other versio
 from __future__ import annotations
 
 import argparse
-import importlib
 import inspect
 import sys
 import warnings
@@ -35,6 +35,8 @@ from typing import Any
 
 import torch
 import yaml
+
+from tests.harness import SpecError, cli_configure_optimizers, instantiate
 
 # 2.x precision spellings -> 1.9.5's
 PRECISION_195 = {
@@ -60,27 +62,6 @@ TWO_X_ONLY_DEFAULTS = {
 
 # forced, as every reference run: no side effects on disk, nothing printed per batch
 FORCED = {"logger": False, "enable_checkpointing": False, "enable_progress_bar": False, "enable_model_summary": False}
-
-
-class SpecError(ValueError):
-    pass
-
-
-def import_object(class_path: str) -> Any:
-    module_name, _, name = class_path.rpartition(".")
-    if not module_name:
-        raise SpecError(f"class_path {class_path!r} must be dotted: module.Class")
-    return getattr(importlib.import_module(module_name), name)
-
-
-def instantiate(ref: Any, *args: Any) -> Any:
-    """A `{class_path, init_args}` mapping (or a bare dotted string) -> an instance."""
-    if isinstance(ref, str):
-        ref = {"class_path": ref}
-    if not isinstance(ref, Mapping) or "class_path" not in ref:
-        raise SpecError(f"expected a mapping with class_path (and init_args), got {ref!r}")
-    init_args = dict(ref.get("init_args") or {})
-    return import_object(ref["class_path"])(*args, **init_args)
 
 
 def trainer_kwargs(flags: Mapping[str, Any], model: Any) -> dict[str, Any]:
@@ -125,27 +106,6 @@ def trainer_kwargs(flags: Mapping[str, Any], model: Any) -> dict[str, Any]:
     return kwargs
 
 
-def _add_optimizer_from_spec(model: Any, spec: Mapping[str, Any]) -> None:
-    """`optimizer:` / `lr_scheduler:` as LightningCLI 1.9.5 adds them (replacing `configure_optimizers`)."""
-    optimizer_ref, scheduler_ref = spec.get("optimizer"), spec.get("lr_scheduler")
-    if optimizer_ref is None:
-        if scheduler_ref is not None:
-            raise SpecError("lr_scheduler without optimizer")
-        return
-
-    def configure_optimizers() -> Any:
-        optimizer = instantiate(optimizer_ref, model.parameters())
-        if scheduler_ref is None:
-            return optimizer
-        scheduler = instantiate(scheduler_ref, optimizer)
-        if isinstance(scheduler, torch.optim.lr_scheduler.ReduceLROnPlateau):
-            monitor = (scheduler_ref.get("init_args") or {}).get("monitor")
-            return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "monitor": monitor}}
-        return [optimizer], [scheduler]
-
-    model.configure_optimizers = configure_optimizers
-
-
 def run(spec_path: str | Path, out_path: str | Path) -> dict[str, Any]:
     import pytorch_lightning as pl
 
@@ -170,7 +130,7 @@ def run(spec_path: str | Path, out_path: str | Path) -> dict[str, Any]:
         raise SpecError("the spec needs a model")
     model = instantiate(spec["model"])
     data = instantiate(spec["data"]) if spec.get("data") is not None else None
-    _add_optimizer_from_spec(model, spec)
+    cli_configure_optimizers(model, spec)
 
     trainer = pl.Trainer(**trainer_kwargs(spec.get("trainer") or {}, model))
     if data is None:

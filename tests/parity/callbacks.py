@@ -1,4 +1,5 @@
-"""A user Callback for the parity cases: records the hooks it sees and requests a stop."""
+"""User Callbacks for the parity cases: StopRequest records the hooks it sees and requests a stop,
+TrainerStateRecorder records what the trainer reports to a callback."""
 
 import pytorch_lightning as pl
 
@@ -37,3 +38,49 @@ class StopRequest(pl.Callback):
 
     def on_train_end(self, trainer, pl_module):
         pl_module.events.append(("train_end", trainer.current_epoch, trainer.global_step))
+
+
+class TrainerStateRecorder(pl.Callback):
+    """Appends what it reads from the trainer at setup, on_train_start, on_train_epoch_start, on_train_batch_end,
+    on_validation_end and on_train_end to the model's `events` record, as (hook, {attribute: value})."""
+
+    def setup(self, trainer, pl_module, stage):
+        self._record("setup", trainer, pl_module)
+
+    def on_train_start(self, trainer, pl_module):
+        self._record("train_start", trainer, pl_module)
+
+    def on_train_epoch_start(self, trainer, pl_module):
+        self._record("train_epoch_start", trainer, pl_module)
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        self._record(f"train_batch_end {batch_idx}", trainer, pl_module)
+
+    def on_validation_end(self, trainer, pl_module):
+        self._record("validation_end", trainer, pl_module)
+
+    def on_train_end(self, trainer, pl_module):
+        self._record("train_end", trainer, pl_module)
+
+    @staticmethod
+    def _record(hook, trainer, pl_module):
+        state = {
+            "current_epoch": trainer.current_epoch,
+            "global_step": trainer.global_step,
+            "max_epochs": trainer.max_epochs,
+            "max_steps": trainer.max_steps,
+            "num_training_batches": trainer.num_training_batches,
+            "num_val_batches": trainer.num_val_batches,
+            "accumulate_grad_batches": trainer.accumulate_grad_batches,
+            "sanity_checking": trainer.sanity_checking,
+            "is_global_zero": trainer.is_global_zero,
+            "should_stop": trainer.should_stop,
+        }
+        pl_module.events.append((hook, {name: _plain(value) for name, value in state.items()}))
+
+
+def _plain(value):
+    """A plain Python copy: lists item by item, tensors and numpy numbers as Python numbers."""
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    return value.item() if hasattr(value, "item") else value

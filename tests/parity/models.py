@@ -323,3 +323,18 @@ class GrowingDataModel(MLP):
         self.loads["train"] += 1
         data = make_classification(self.n_train + 16 * self.loads["train"], seed=0)
         return DataLoader(data, batch_size=self.batch_size, shuffle=self.shuffle)
+
+
+class ShuffledValidationModel(PlateauModel):
+    """Its val_dataloader shuffles. Under overfit_batches Lightning reads the validation loader in order too (it
+    replaces the RandomSampler of both loaders with a SequentialSampler). Records the labels of each validation
+    run's first batch; the validation loss drives the ReduceLROnPlateau."""
+
+    def val_dataloader(self):
+        self.loads["val"] += 1
+        return DataLoader(make_classification(self.n_val, seed=1), batch_size=self.batch_size, shuffle=True)
+
+    def validation_step(self, batch, batch_idx):
+        if batch_idx == 0:
+            self.events.append(("first_val_batch", self.current_epoch, batch[1].tolist()))
+        return super().validation_step(batch, batch_idx)

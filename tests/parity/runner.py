@@ -3,10 +3,11 @@
     python -m tests.parity.runner lightning|loopgen SPEC.yaml OUT.pt
     python -m tests.parity.runner serve
 
-SPEC.yaml holds the spec as loopgen reads it (seed_everything, model {class_path, init_args}, data, trainer).
-`lightning` trains with pytorch_lightning.Trainer; `loopgen` renders the spec with loopgen (into OUT's directory,
-as train.py) and runs the script's main(). Either way OUT.pt gets {"state_dict", "records"}. Run each side in
-a fresh process, from the repository root or with it on PYTHONPATH.
+SPEC.yaml holds the spec as loopgen reads it (seed_everything, model {class_path, init_args}, data, trainer,
+optionally optimizer and lr_scheduler). `lightning` trains with pytorch_lightning.Trainer, reading the spec as
+LightningCLI does (tests/harness.py, shared with the Lightning 1.9.5 runner); `loopgen` renders the spec with
+loopgen (into OUT's directory, as train.py) and runs the script's main(). Either way OUT.pt gets
+{"state_dict", "records"}. Run each side in a fresh process, from the repository root or with it on PYTHONPATH.
 
 `serve` is the same, faster: it imports torch, Lightning, loopgen and the test models once, then for each
 request line on stdin (JSON: a list of [side, SPEC, OUT, LOG] jobs) forks one fresh child per job, runs the
@@ -30,7 +31,8 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.harness import cli_configure_optimizers, instantiate
+
 EXIT_RENDER_FAILED = 3
 EXIT_TIMEOUT = 124
 JOB_TIMEOUT = 300  # seconds
@@ -39,15 +41,6 @@ PRELOAD = ("tests.parity.data", "tests.parity.models", "tests.parity.callbacks")
 # Flags both sides always get: no logging, checkpointing or progress bar (loopgen implements none of them yet),
 # on the CPU.
 COMMON_FLAGS = {"accelerator": "cpu", "logger": False, "enable_checkpointing": False, "enable_progress_bar": False}
-
-
-def instantiate(entry: Any) -> Any:
-    """`{class_path, init_args}` (or a bare class path) -> an instance."""
-    if isinstance(entry, str):
-        entry = {"class_path": entry}
-    module, _, name = entry["class_path"].rpartition(".")
-    cls = getattr(importlib.import_module(module), name)
-    return cls(**entry.get("init_args", {}))
 
 
 def lightning_trainer_kwargs(flags: dict[str, Any]) -> dict[str, Any]:
@@ -63,35 +56,12 @@ def lightning_trainer_kwargs(flags: dict[str, Any]) -> dict[str, Any]:
     return {**kwargs, "callbacks": callbacks, "devices": 1, "enable_model_summary": False}
 
 
-def cli_configure_optimizers(model: Any, optimizer: dict[str, Any], lr_scheduler: dict[str, Any] | None) -> None:
-    """What LightningCLI does with `optimizer:` / `lr_scheduler:`: replace the model's configure_optimizers."""
-    import types
-
-    import torch
-
-    def configure_optimizers(self: Any) -> Any:
-        module, _, name = optimizer["class_path"].rpartition(".")
-        opt = getattr(importlib.import_module(module), name)(self.parameters(), **optimizer.get("init_args", {}))
-        if lr_scheduler is None:
-            return opt
-        module, _, name = lr_scheduler["class_path"].rpartition(".")
-        args = dict(lr_scheduler.get("init_args", {}))
-        monitor = args.pop("monitor", None)
-        scheduler = getattr(importlib.import_module(module), name)(opt, **args)
-        if isinstance(scheduler, torch.optim.lr_scheduler.ReduceLROnPlateau):
-            return {"optimizer": opt, "lr_scheduler": {"scheduler": scheduler, "monitor": monitor}}
-        return [opt], [scheduler]
-
-    model.configure_optimizers = types.MethodType(configure_optimizers, model)
-
-
 def run_lightning(spec: dict[str, Any]) -> Any:
     import pytorch_lightning as pl
 
     pl.seed_everything(spec["seed_everything"])
     model = instantiate(spec["model"])
-    if spec.get("optimizer"):
-        cli_configure_optimizers(model, spec["optimizer"], spec.get("lr_scheduler"))
+    cli_configure_optimizers(model, spec)
     data = instantiate(spec["data"]) if spec.get("data") else None
     trainer = pl.Trainer(**lightning_trainer_kwargs(spec.get("trainer", {})))
     trainer.fit(model, datamodule=data)
@@ -201,8 +171,6 @@ def serve() -> int:
 
 
 def main(argv: list[str]) -> int:
-    if str(REPO) not in sys.path:
-        sys.path.insert(0, str(REPO))
     if argv == ["serve"]:
         return serve()
     return run_job(*argv)

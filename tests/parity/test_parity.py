@@ -4,7 +4,7 @@ Each case trains twice, each side in a fresh process (tests/parity/runner.py): o
 once with the script loopgen renders from the same spec. Then it compares every weight (torch.equal), and
 the records the models keep (tests/parity/models.py): validation points and their batch counts, learning
 rates (one per training batch), optimizer steps, final global_step / current_epoch, dataloader loads, and
-hook events.
+hook events (with what a callback reads from the trainer).
 
     pytest tests/parity -n 2
 
@@ -17,27 +17,21 @@ import json
 import os
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from tests.harness import ROOT, Case, case_ids, env_with_root
+
 torch = pytest.importorskip("torch")
 pytest.importorskip("pytorch_lightning")
 
 pytestmark = pytest.mark.slow
 
-REPO = Path(__file__).resolve().parents[2]
 MODELS = "tests.parity.models"
 TIMEOUT = 300  # seconds, per side (PARITY_FRESH_PROCESSES=1; the server has its own)
-
-
-@dataclass(frozen=True)
-class Case:
-    id: str
-    spec: dict[str, Any]
 
 
 def case(id: str, model: str = "MLP", init: dict | None = None, *, data: str | None = None,
@@ -57,6 +51,9 @@ def case(id: str, model: str = "MLP", init: dict | None = None, *, data: str | N
 
 def stop_request(**init_args: int) -> list[dict]:
     return [{"class_path": "tests.parity.callbacks.StopRequest", "init_args": init_args}]
+
+
+TRAINER_STATE = [{"class_path": "tests.parity.callbacks.TrainerStateRecorder"}]
 
 
 # Training sets are 150 samples in batches of 16: 10 batches per epoch (the last of 6); validation 5 batches.
@@ -80,6 +77,14 @@ CASES = [
     case("limit_val_batches_0", max_epochs=2, limit_val_batches=0),
     case("overfit_batches_int", max_epochs=3, overfit_batches=3),
     case("overfit_batches_float", max_epochs=3, overfit_batches=0.25),
+    case("overfit_batches_shuffled_val", "ShuffledValidationModel", max_epochs=3, overfit_batches=3),
+    case(
+        "overfit_batches_shuffled_val_no_sanity",
+        "ShuffledValidationModel",
+        max_epochs=3,
+        overfit_batches=3,
+        num_sanity_val_steps=0,
+    ),
     case("fast_dev_run_true", fast_dev_run=True),
     case("fast_dev_run_4", fast_dev_run=4),
     # --- sanity check ---------------------------------------------------------------------------
@@ -132,16 +137,26 @@ CASES = [
         min_steps=4,
         callbacks=stop_request(at_epoch=0, at_batch=1),
     ),
+    # --- the trainer's state as a callback reads it ----------------------------------------------
+    case("trainer_state_accumulate_2", max_epochs=2, accumulate_grad_batches=2, callbacks=TRAINER_STATE),
+    case(
+        "trainer_state_limit_batches",
+        max_epochs=2,
+        limit_train_batches=4,
+        limit_val_batches=2,
+        callbacks=TRAINER_STATE,
+    ),
+    case(
+        "trainer_state_accumulate_schedule",
+        max_epochs=3,
+        accumulate_grad_batches={1: 2, 2: 3},
+        callbacks=TRAINER_STATE,
+    ),
+    case("trainer_state_max_steps", max_steps=13, callbacks=TRAINER_STATE),
     # --- other ----------------------------------------------------------------------------------
     case("batchnorm_val_twice_per_epoch", "BatchNormNet", max_epochs=2, val_check_interval=0.5),
     case("deterministic", max_epochs=2, deterministic=True),
 ]
-
-
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
-    return env
 
 
 class Runner:
@@ -156,7 +171,7 @@ class Runner:
         if os.environ.get("PARITY_FRESH_PROCESSES") != "1":
             command = [sys.executable, "-m", "tests.parity.runner", "serve"]
             self.server = subprocess.Popen(
-                command, cwd=REPO, env=_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+                command, cwd=ROOT, env=env_with_root(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
             )
 
     def run(self, jobs: list[list[str]]) -> list[int]:
@@ -175,7 +190,9 @@ class Runner:
         for side, spec, out, log in jobs:
             with open(log, "wb") as output:
                 command = [sys.executable, "-m", "tests.parity.runner", side, spec, out]
-                procs.append(subprocess.Popen(command, cwd=REPO, env=_env(), stdout=output, stderr=subprocess.STDOUT))
+                procs.append(
+                    subprocess.Popen(command, cwd=ROOT, env=env_with_root(), stdout=output, stderr=subprocess.STDOUT)
+                )
         statuses = []
         for proc in procs:
             try:
@@ -257,7 +274,7 @@ def differences(lightning: dict, script: dict) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+@pytest.mark.parametrize("case", CASES, ids=case_ids(CASES))
 def test_same_training_as_lightning(case: Case, runner: Runner, tmp_path: Path) -> None:
     lightning, script = train_both(runner, case.spec, tmp_path)
     found = differences(lightning, script)
@@ -291,7 +308,7 @@ def test_records_catch_a_difference() -> None:
 
 EXAMPLES = sorted(
     path
-    for path in (REPO / "examples").glob("*.yaml")
+    for path in (ROOT / "examples").glob("*.yaml")
     if "examples.lightning_models" in path.read_text()
 )
 
