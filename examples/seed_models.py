@@ -53,7 +53,7 @@ class SequenceRNN(pl.LightningModule):
     def __init__(self, hidden: int = 16, lr: float = 0.01, batch_size: int = 8):
         super().__init__()
         self.save_hyperparameters()
-        self.rnn = nn.GRU(1, hidden, batch_first=True)
+        self.rnn = nn.LSTM(1, hidden, batch_first=True)  # hiddens: the pair (h, c)
         self.head = nn.Linear(hidden, 1)
 
     def training_step(self, batch, batch_idx, hiddens):

@@ -3,9 +3,10 @@
 spec sha256: 509a7459af45ffc46668d03893cccf2a6a8889b7b3ead006c92215608ef81d14
 specialised for: accelerator=cpu, precision=32, max_epochs=10, validation
 
-Run: `python callback_stop_min_steps.py`. `examples.lightning_models` must be importable: keep this file beside
-the `examples` package, or put the directory that holds it on PYTHONPATH.
-Edit the spec, not this file, and render again: `loopgen render callback_stop_min_steps.yaml -o callback_stop_min_steps.py`.
+Run: `python callback_stop_min_steps.py`. `examples.lightning_models` must be
+importable: keep this file beside the `examples` package, or put the directory
+that holds it on PYTHONPATH. Edit the spec, not this file, and render again:
+`loopgen render callback_stop_min_steps.yaml -o callback_stop_min_steps.py`.
 """
 
 import random
@@ -29,7 +30,7 @@ VAL_CHECK_INTERVAL = 0.25  # of the epoch's batches
 
 
 def main():
-    # numpy is seeded (and restored after the sanity check) only when the user's code loaded it
+    # numpy is seeded (and isolated in the sanity check) when the user's code loaded it
     numpy = sys.modules.get("numpy")
     random.seed(SEED)
     torch.manual_seed(SEED)
@@ -103,7 +104,8 @@ def main():
                     break
                 warnings.warn(
                     "Trainer was signaled to stop but the required `min_epochs=1` or"
-                    " `min_steps=40` has not been met. Training will continue..."
+                    " `min_steps=40` has not been met. Training will continue...",
+                    stacklevel=1,
                 )
             batch = next(train_iter)
             is_last_batch = batch_idx + 1 == num_training_batches
@@ -111,7 +113,7 @@ def main():
 
             # training step
             output = model.training_step(batch, batch_idx)
-            loss = training_loss(output)
+            loss = output["loss"] if isinstance(output, dict) else output
             optimizer.zero_grad()
             if loss is not None:
                 loss.backward()
@@ -120,7 +122,7 @@ def main():
             optimizer.step()
             trainer.global_step += 1
 
-            # learning-rate schedulers (ReduceLROnPlateau waits for validation)
+            # learning-rate schedulers
             if is_last_batch:
                 scheduler.step()
             metrics.publish("train", on_step=True)
@@ -141,26 +143,14 @@ def main():
         trainer.current_epoch += 1
     callback.on_train_end(trainer, model)
     print(
-        f"Training stopped after {trainer.current_epoch} epochs and {trainer.global_step} optimizer steps."
+        f"Training stopped after {trainer.current_epoch} epochs",
+        f"and {trainer.global_step} optimizer steps.",
     )
     return model
 
 
-def training_loss(output):
-    """The loss in what training_step returned: a tensor, a dict with "loss", or None (skip the backward)."""
-    if output is None or isinstance(output, torch.Tensor):
-        return output
-    if isinstance(output, dict):
-        if output.get("loss") is None:
-            raise ValueError("training_step returned a dict without a 'loss' key")
-        return output["loss"]
-    raise TypeError(
-        f"training_step must return a tensor, a dict with 'loss', or None; got {type(output).__name__}"
-    )
-
-
 def validate(model, val_loader, num_batches, metrics, trainer, callback):
-    """One validation pass over `num_batches` batches, without gradients, in eval mode."""
+    """Validate on `num_batches` batches, in eval mode, without gradients."""
     val_iter = iter(val_loader)
     with torch.no_grad():
         metrics.phase = "val_batch"
@@ -207,9 +197,9 @@ class Logged:
 
 
 class MetricLog:
-    """What `self.log(...)` records: the last value per step and the epoch's reduction (by default a mean
-    weighted by batch size), published to callback_metrics and logged_metrics at Lightning's points.
-    """
+    """What `self.log(...)` records: the last value per step and the epoch's reduction.
+    The reduction is by default a mean weighted by batch size; callback_metrics and
+    logged_metrics get the values at Lightning's points."""
 
     def __init__(self):
         self.phase = "train_batch"  # train_batch | train_epoch | val_batch | val_epoch
@@ -222,7 +212,6 @@ class MetricLog:
         self,
         name,
         value,
-        prog_bar=False,
         logger=None,
         on_step=None,
         on_epoch=None,
@@ -269,7 +258,7 @@ class MetricLog:
             self.log(name, value, **kwargs)
 
     def publish(self, stage, on_step):
-        """Copy the `stage` ("train" or "val") values into callback_metrics and logged_metrics."""
+        """Publish the `stage` ("train" or "val") values to the metric dicts."""
         for (phase, _), entry in self.entries.items():
             if not phase.startswith(stage):
                 continue
@@ -300,7 +289,7 @@ class MetricLog:
 
 
 def batch_size_of(batch):
-    """The batch size Lightning infers: the length of the first tensor found in the batch."""
+    """The batch size Lightning infers: the length of the batch's first tensor."""
     if isinstance(batch, torch.Tensor):
         return 1 if batch.ndim == 0 else batch.size(0)
     if isinstance(batch, dict):

@@ -3,9 +3,10 @@
 spec sha256: 4e9fa94ca401b4a981bcab34e418a0934d2e5d1df6cac2b039f735930d527a06
 specialised for: accelerator=cpu, precision=32, max_epochs=3, no validation
 
-Run: `python gan.py`. `examples.seed_models` must be importable: keep this file beside
-the `examples` package, or put the directory that holds it on PYTHONPATH.
-Edit the spec, not this file, and render again: `loopgen render gan.yaml -o gan.py`.
+Run: `python gan.py`. `examples.seed_models` must be importable: keep this file
+beside the `examples` package, or put the directory that holds it on
+PYTHONPATH. Edit the spec, not this file, and render again: `loopgen render
+gan.yaml -o gan.py`.
 """
 
 import random
@@ -23,7 +24,7 @@ OPTIMIZER_FREQUENCIES = [2, 1]  # batches each optimizer trains in turn
 
 
 def main():
-    # numpy is seeded (and restored after the sanity check) only when the user's code loaded it
+    # numpy is seeded (and isolated in the sanity check) when the user's code loaded it
     numpy = sys.modules.get("numpy")
     random.seed(SEED)
     torch.manual_seed(SEED)
@@ -59,7 +60,7 @@ def main():
 
             # training step
             output = model.training_step(batch, batch_idx, optimizer_idx)
-            loss = training_loss(output)
+            loss = output["loss"] if isinstance(output, dict) else output
             optimizer.zero_grad()
             if loss is not None:
                 loss.backward()
@@ -72,26 +73,14 @@ def main():
         # end of epoch
         current_epoch += 1
     print(
-        f"Training stopped after {current_epoch} epochs and {global_step} optimizer steps."
+        f"Training stopped after {current_epoch} epochs",
+        f"and {global_step} optimizer steps.",
     )
     return model
 
 
-def training_loss(output):
-    """The loss in what training_step returned: a tensor, a dict with "loss", or None (skip the backward)."""
-    if output is None or isinstance(output, torch.Tensor):
-        return output
-    if isinstance(output, dict):
-        if output.get("loss") is None:
-            raise ValueError("training_step returned a dict without a 'loss' key")
-        return output["loss"]
-    raise TypeError(
-        f"training_step must return a tensor, a dict with 'loss', or None; got {type(output).__name__}"
-    )
-
-
 def train_only(optimizers, optimizer_idx):
-    """Let only this optimizer's parameters require gradients (Lightning's toggle_optimizer).
+    """Let only this optimizer's parameters require grad (Lightning's toggle_optimizer).
     Returns the flags to restore afterwards."""
     saved = {}
     for optimizer in optimizers:
@@ -112,7 +101,7 @@ def restore_requires_grad(saved):
 
 
 def active_optimizer(batch_idx):
-    """The optimizer that trains on this batch: each in turn for its frequency, counted within the epoch."""
+    """The optimizer of this batch: each in turn for its frequency, within the epoch."""
     place = batch_idx % sum(OPTIMIZER_FREQUENCIES)
     for optimizer_idx, end in enumerate(accumulate(OPTIMIZER_FREQUENCIES)):
         if place < end:

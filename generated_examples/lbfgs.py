@@ -3,9 +3,10 @@
 spec sha256: f0333811ab5849717dc010d0ff9c23ff0cdfc8c076b751095706232b11fc2168
 specialised for: accelerator=cpu, precision=32, max_epochs=2, validation
 
-Run: `python lbfgs.py`. `examples.seed_models` must be importable: keep this file beside
-the `examples` package, or put the directory that holds it on PYTHONPATH.
-Edit the spec, not this file, and render again: `loopgen render lbfgs.yaml -o lbfgs.py`.
+Run: `python lbfgs.py`. `examples.seed_models` must be importable: keep this
+file beside the `examples` package, or put the directory that holds it on
+PYTHONPATH. Edit the spec, not this file, and render again: `loopgen render
+lbfgs.yaml -o lbfgs.py`.
 """
 
 import random
@@ -22,7 +23,7 @@ NUM_SANITY_VAL_STEPS = 2
 
 
 def main():
-    # numpy is seeded (and restored after the sanity check) only when the user's code loaded it
+    # numpy is seeded (and isolated in the sanity check) when the user's code loaded it
     numpy = sys.modules.get("numpy")
     random.seed(SEED)
     torch.manual_seed(SEED)
@@ -63,13 +64,13 @@ def main():
             batch = next(train_iter)
             is_last_batch = batch_idx + 1 == num_training_batches
 
-            # the optimizer calls this closure (LBFGS re-evaluates it): training step, zero_grad, backward
+            # the optimizer calls this closure (LBFGS several times)
             output = loss = None
 
             def closure(batch=batch, batch_idx=batch_idx, optimizer=optimizer):
                 nonlocal output, loss
                 output = model.training_step(batch, batch_idx)
-                loss = training_loss(output)
+                loss = output["loss"] if isinstance(output, dict) else output
                 optimizer.zero_grad()
                 if loss is not None:
                     loss.backward()
@@ -85,26 +86,14 @@ def main():
         # end of epoch
         current_epoch += 1
     print(
-        f"Training stopped after {current_epoch} epochs and {global_step} optimizer steps."
+        f"Training stopped after {current_epoch} epochs",
+        f"and {global_step} optimizer steps.",
     )
     return model
 
 
-def training_loss(output):
-    """The loss in what training_step returned: a tensor, a dict with "loss", or None (skip the backward)."""
-    if output is None or isinstance(output, torch.Tensor):
-        return output
-    if isinstance(output, dict):
-        if output.get("loss") is None:
-            raise ValueError("training_step returned a dict without a 'loss' key")
-        return output["loss"]
-    raise TypeError(
-        f"training_step must return a tensor, a dict with 'loss', or None; got {type(output).__name__}"
-    )
-
-
 def validate(model, val_loader, num_batches):
-    """One validation pass over `num_batches` batches, without gradients, in eval mode."""
+    """Validate on `num_batches` batches, in eval mode, without gradients."""
     val_iter = iter(val_loader)
     with torch.no_grad():
         training_modes = {module: module.training for module in model.modules()}

@@ -3,9 +3,10 @@
 spec sha256: c6ed57dc678a404a235d6c4b6d4d8f522b6d4fc97019444182cefe9136af6008
 specialised for: accelerator=cpu, precision=32, max_epochs=5, validation
 
-Run: `python overfit.py`. `examples.lightning_models` must be importable: keep this file beside
-the `examples` package, or put the directory that holds it on PYTHONPATH.
-Edit the spec, not this file, and render again: `loopgen render overfit.yaml -o overfit.py`.
+Run: `python overfit.py`. `examples.lightning_models` must be importable: keep
+this file beside the `examples` package, or put the directory that holds it on
+PYTHONPATH. Edit the spec, not this file, and render again: `loopgen render
+overfit.yaml -o overfit.py`.
 """
 
 import random
@@ -25,7 +26,7 @@ NUM_SANITY_VAL_STEPS = 2
 
 
 def main():
-    # numpy is seeded (and restored after the sanity check) only when the user's code loaded it
+    # numpy is seeded (and isolated in the sanity check) when the user's code loaded it
     numpy = sys.modules.get("numpy")
     random.seed(SEED)
     torch.manual_seed(SEED)
@@ -70,7 +71,7 @@ def main():
 
             # training step
             output = model.training_step(batch, batch_idx)
-            loss = training_loss(output)
+            loss = output["loss"] if isinstance(output, dict) else output
             optimizer.zero_grad()
             if loss is not None:
                 loss.backward()
@@ -79,7 +80,7 @@ def main():
             optimizer.step()
             global_step += 1
 
-            # learning-rate schedulers (ReduceLROnPlateau waits for validation)
+            # learning-rate schedulers
             if is_last_batch:
                 scheduler.step()
 
@@ -90,26 +91,14 @@ def main():
         # end of epoch
         current_epoch += 1
     print(
-        f"Training stopped after {current_epoch} epochs and {global_step} optimizer steps."
+        f"Training stopped after {current_epoch} epochs",
+        f"and {global_step} optimizer steps.",
     )
     return model
 
 
-def training_loss(output):
-    """The loss in what training_step returned: a tensor, a dict with "loss", or None (skip the backward)."""
-    if output is None or isinstance(output, torch.Tensor):
-        return output
-    if isinstance(output, dict):
-        if output.get("loss") is None:
-            raise ValueError("training_step returned a dict without a 'loss' key")
-        return output["loss"]
-    raise TypeError(
-        f"training_step must return a tensor, a dict with 'loss', or None; got {type(output).__name__}"
-    )
-
-
 def validate(model, val_loader, num_batches):
-    """One validation pass over `num_batches` batches, without gradients, in eval mode."""
+    """Validate on `num_batches` batches, in eval mode, without gradients."""
     val_iter = iter(val_loader)
     with torch.no_grad():
         training_modes = {module: module.training for module in model.modules()}
@@ -122,7 +111,7 @@ def validate(model, val_loader, num_batches):
 
 
 def with_sequential_sampler(loader):
-    """overfit_batches: the same loader, reading its dataset in order (the first N batches every epoch)."""
+    """overfit_batches: the loader, reading its dataset in order (same batches)."""
     if not isinstance(loader.sampler, RandomSampler):
         return loader
     return DataLoader(
@@ -141,12 +130,12 @@ def with_sequential_sampler(loader):
 
 
 def num_batches(length, limit, name):
-    """How many batches of a loader of `length` batches an epoch uses, under limit_{name}_batches."""
+    """The batches an epoch takes of `length`, under limit_{name}_batches."""
     count = min(length, limit) if isinstance(limit, int) else int(length * limit)
     if count == 0 and limit > 0:
         raise ValueError(
-            f"limit_{name}_batches={limit} of the {name} dataloader's {length} batches is less than one batch;"
-            f" use at least limit_{name}_batches={1.0 / length}"
+            f"limit_{name}_batches={limit} of the {name} dataloader's {length} batches"
+            f" is less than one batch; use at least limit_{name}_batches={1.0 / length}"
         )
     return count
 

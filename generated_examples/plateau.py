@@ -3,9 +3,10 @@
 spec sha256: 963e63a1fca31c3a67c5e7523351f86858d06b7ed4c343996eaa356430bd3bae
 specialised for: accelerator=cpu, precision=32, max_epochs=4, validation
 
-Run: `python plateau.py`. `examples.lightning_models` must be importable: keep this file beside
-the `examples` package, or put the directory that holds it on PYTHONPATH.
-Edit the spec, not this file, and render again: `loopgen render plateau.yaml -o plateau.py`.
+Run: `python plateau.py`. `examples.lightning_models` must be importable: keep
+this file beside the `examples` package, or put the directory that holds it on
+PYTHONPATH. Edit the spec, not this file, and render again: `loopgen render
+plateau.yaml -o plateau.py`.
 """
 
 import random
@@ -23,7 +24,7 @@ NUM_SANITY_VAL_STEPS = 2
 
 
 def main():
-    # numpy is seeded (and restored after the sanity check) only when the user's code loaded it
+    # numpy is seeded (and isolated in the sanity check) when the user's code loaded it
     numpy = sys.modules.get("numpy")
     random.seed(SEED)
     torch.manual_seed(SEED)
@@ -66,7 +67,6 @@ def main():
     while current_epoch < MAX_EPOCHS:
         if current_epoch > 0:
             train_iter = iter(train_loader)
-        epoch_complete = False
         for batch_idx in range(num_training_batches):
             batch = next(train_iter)
             is_last_batch = batch_idx + 1 == num_training_batches
@@ -74,7 +74,7 @@ def main():
 
             # training step
             output = model.training_step(batch, batch_idx)
-            loss = training_loss(output)
+            loss = output["loss"] if isinstance(output, dict) else output
             optimizer.zero_grad()
             if loss is not None:
                 loss.backward()
@@ -82,10 +82,6 @@ def main():
             # optimizer step
             optimizer.step()
             global_step += 1
-
-            # learning-rate schedulers (ReduceLROnPlateau waits for validation)
-            if is_last_batch:
-                epoch_complete = True
             metrics.publish("train", on_step=True)
 
             # validation
@@ -96,18 +92,20 @@ def main():
         # end of epoch
         metrics.phase = "train_epoch"
         metrics.publish("train", on_step=False)
-        if epoch_complete:
-            scheduler.step(monitored(metrics, "val_loss"))
+
+        # ReduceLROnPlateau, once the epoch's validation logged its metric
+        scheduler.step(monitored(metrics, "val_loss"))
         metrics.reset("train")
         current_epoch += 1
     print(
-        f"Training stopped after {current_epoch} epochs and {global_step} optimizer steps."
+        f"Training stopped after {current_epoch} epochs",
+        f"and {global_step} optimizer steps.",
     )
     return model
 
 
 def monitored(metrics, name):
-    """The metric a ReduceLROnPlateau scheduler monitors, as validation (or training) logged it."""
+    """The metric a ReduceLROnPlateau scheduler monitors, as it was logged."""
     if name not in metrics.callback_metrics:
         raise KeyError(
             f"ReduceLROnPlateau conditioned on metric {name} which is not available."
@@ -116,21 +114,8 @@ def monitored(metrics, name):
     return metrics.callback_metrics[name]
 
 
-def training_loss(output):
-    """The loss in what training_step returned: a tensor, a dict with "loss", or None (skip the backward)."""
-    if output is None or isinstance(output, torch.Tensor):
-        return output
-    if isinstance(output, dict):
-        if output.get("loss") is None:
-            raise ValueError("training_step returned a dict without a 'loss' key")
-        return output["loss"]
-    raise TypeError(
-        f"training_step must return a tensor, a dict with 'loss', or None; got {type(output).__name__}"
-    )
-
-
 def validate(model, val_loader, num_batches, metrics):
-    """One validation pass over `num_batches` batches, without gradients, in eval mode."""
+    """Validate on `num_batches` batches, in eval mode, without gradients."""
     val_iter = iter(val_loader)
     with torch.no_grad():
         metrics.phase = "val_batch"
@@ -176,9 +161,9 @@ class Logged:
 
 
 class MetricLog:
-    """What `self.log(...)` records: the last value per step and the epoch's reduction (by default a mean
-    weighted by batch size), published to callback_metrics and logged_metrics at Lightning's points.
-    """
+    """What `self.log(...)` records: the last value per step and the epoch's reduction.
+    The reduction is by default a mean weighted by batch size; callback_metrics and
+    logged_metrics get the values at Lightning's points."""
 
     def __init__(self):
         self.phase = "train_batch"  # train_batch | train_epoch | val_batch | val_epoch
@@ -191,7 +176,6 @@ class MetricLog:
         self,
         name,
         value,
-        prog_bar=False,
         logger=None,
         on_step=None,
         on_epoch=None,
@@ -238,7 +222,7 @@ class MetricLog:
             self.log(name, value, **kwargs)
 
     def publish(self, stage, on_step):
-        """Copy the `stage` ("train" or "val") values into callback_metrics and logged_metrics."""
+        """Publish the `stage` ("train" or "val") values to the metric dicts."""
         for (phase, _), entry in self.entries.items():
             if not phase.startswith(stage):
                 continue
@@ -269,7 +253,7 @@ class MetricLog:
 
 
 def batch_size_of(batch):
-    """The batch size Lightning infers: the length of the first tensor found in the batch."""
+    """The batch size Lightning infers: the length of the batch's first tensor."""
     if isinstance(batch, torch.Tensor):
         return 1 if batch.ndim == 0 else batch.size(0)
     if isinstance(batch, dict):

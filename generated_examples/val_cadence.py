@@ -3,9 +3,10 @@
 spec sha256: b9db1dd278654ec40cf34bfd958ecb1b8975cf52bb727cc3c92d0ff7a06c7ef7
 specialised for: accelerator=cpu, precision=32, max_epochs=4, validation
 
-Run: `python val_cadence.py`. `examples.lightning_models` must be importable: keep this file beside
-the `examples` package, or put the directory that holds it on PYTHONPATH.
-Edit the spec, not this file, and render again: `loopgen render val_cadence.yaml -o val_cadence.py`.
+Run: `python val_cadence.py`. `examples.lightning_models` must be importable:
+keep this file beside the `examples` package, or put the directory that holds
+it on PYTHONPATH. Edit the spec, not this file, and render again: `loopgen
+render val_cadence.yaml -o val_cadence.py`.
 """
 
 import random
@@ -25,7 +26,7 @@ RELOAD_DATALOADERS_EVERY_N_EPOCHS = 1
 
 
 def main():
-    # numpy is seeded (and restored after the sanity check) only when the user's code loaded it
+    # numpy is seeded (and isolated in the sanity check) when the user's code loaded it
     numpy = sys.modules.get("numpy")
     random.seed(SEED)
     torch.manual_seed(SEED)
@@ -79,7 +80,7 @@ def main():
 
             # training step
             output = model.training_step(batch, batch_idx)
-            loss = training_loss(output)
+            loss = output["loss"] if isinstance(output, dict) else output
             optimizer.zero_grad()
             if loss is not None:
                 loss.backward()
@@ -88,7 +89,7 @@ def main():
             optimizer.step()
             global_step += 1
 
-            # learning-rate schedulers (ReduceLROnPlateau waits for validation)
+            # learning-rate schedulers
             if is_last_batch:
                 scheduler.step()
 
@@ -108,26 +109,14 @@ def main():
         # end of epoch
         current_epoch += 1
     print(
-        f"Training stopped after {current_epoch} epochs and {global_step} optimizer steps."
+        f"Training stopped after {current_epoch} epochs",
+        f"and {global_step} optimizer steps.",
     )
     return model
 
 
-def training_loss(output):
-    """The loss in what training_step returned: a tensor, a dict with "loss", or None (skip the backward)."""
-    if output is None or isinstance(output, torch.Tensor):
-        return output
-    if isinstance(output, dict):
-        if output.get("loss") is None:
-            raise ValueError("training_step returned a dict without a 'loss' key")
-        return output["loss"]
-    raise TypeError(
-        f"training_step must return a tensor, a dict with 'loss', or None; got {type(output).__name__}"
-    )
-
-
 def validate(model, val_loader, num_batches):
-    """One validation pass over `num_batches` batches, without gradients, in eval mode."""
+    """Validate on `num_batches` batches, in eval mode, without gradients."""
     val_iter = iter(val_loader)
     with torch.no_grad():
         training_modes = {module: module.training for module in model.modules()}

@@ -256,8 +256,7 @@ class Optimizers:
     plateau: bool  # some scheduler reads a monitored metric
     strict_plateau: bool  # a known plateau scheduler whose metric must exist (Lightning's `strict`)
     lenient_plateau: bool  # a known plateau scheduler that skips its step, with a warning, when the metric is missing
-    ends_epoch: bool  # something is stepped at the epoch's last batch
-    completes_epoch: bool  # the loop notes whether the epoch ran to its end (plateau schedulers step then)
+    completes_epoch: bool  # some scheduler steps only after an epoch that ran to its end (plateau, "epoch")
     scheduler_hook: bool  # the model overrides lr_scheduler_step
     scheduler_hook_seed: bool  # ... with the seed's signature (optimizer_idx)
     check_frequencies: tuple[int, ...] | None  # general helper: the frequencies it must find
@@ -298,6 +297,9 @@ class Optimization:
     skip_hiddens_key: bool  # the outputs leave out "hiddens"
     total_batch_idx: bool  # the loop counts batches across epochs
     schedulers_follow_active: bool  # with frequencies, only the active optimizer's schedulers step (1.9.5)
+    notes_epoch_end: bool  # an epoch can end before its last batch, and a scheduler must know (epoch_complete)
+    last_batch_block: bool  # something happens at the epoch's last batch (known schedulers, epoch_complete)
+    schedulers_after_batch: bool  # a scheduler may step (or epoch_complete be noted) after a batch
 
 
 @dataclass(frozen=True)
@@ -404,7 +406,7 @@ def make_plan(
     data_plan = resolve_data(spec, model, data, problems)
     bounds = resolve_bounds(spec, model, callbacks)
     validation = resolve_validation(spec, model, hooks, data_plan, bounds, problems)
-    optimization = resolve_optimization(spec, model, hooks, optimizers, validation, problems)
+    optimization = resolve_optimization(spec, model, hooks, optimizers, bounds, validation, problems)
     if problems:
         raise LoopgenError(problems)
     metrics = resolve_metrics(model, callbacks, optimizers, optimization)
@@ -429,7 +431,9 @@ def make_plan(
             or optimization.tbptt
             or (device.moves and not hooks.model_has("transfer_batch_to_device"))
         ),
-        imports=resolve_imports(build, state, data_plan, bounds, validation, precision, optimizers, optimization, metrics),
+        imports=resolve_imports(
+            build, state, data_plan, bounds, validation, precision, optimizers, optimization, metrics
+        ),
         notices=tuple(notices),
     )
 
@@ -573,7 +577,6 @@ def resolve_optimizers(spec: Spec, model: ClassFacts, precision: Precision, prob
         plateau=general_schedulers or any(s.plateau for s in schedulers),
         strict_plateau=any(s.plateau and s.strict for s in schedulers),
         lenient_plateau=any(s.plateau and not s.strict for s in schedulers),
-        ends_epoch=any(s.interval == "epoch" for s in schedulers),
         completes_epoch=general_schedulers or any(s.interval == "epoch" and s.plateau for s in schedulers),
         scheduler_hook=model.defines("lr_scheduler_step"),
         scheduler_hook_seed="optimizer_idx" in model.methods.get("lr_scheduler_step", ()),
@@ -707,6 +710,7 @@ def resolve_optimization(
     model: ClassFacts,
     hooks: Hooks,
     optimizers: Optimizers,
+    bounds: Bounds,
     validation: Validation,
     problems: list[Problem],
 ) -> Optimization:
@@ -725,6 +729,8 @@ def resolve_optimization(
     outputs_used = bool(hooks.callbacks_with("on_train_batch_end")) or hooks.model_has("on_train_batch_end")
     outputs_used = outputs_used or hooks.model_has("training_epoch_end")
     nested = (optimizers.several or bool(tbptt)) and outputs_used
+    ends_early = bounds.stop_requests or bounds.step_limit or hooks.model_has("on_train_batch_start")
+    notes_epoch_end = optimizers.completes_epoch and ends_early
     track = t.track_grad_norm if t.track_grad_norm != -1 else None
     return Optimization(
         accumulate=accumulate,
@@ -758,6 +764,12 @@ def resolve_optimization(
         skip_hiddens_key=bool(tbptt),
         total_batch_idx=validation.across_epochs or (frequencies is not None and optimizers.any_schedulers),
         schedulers_follow_active=frequencies is not None and optimizers.any_schedulers,
+        notes_epoch_end=notes_epoch_end,
+        last_batch_block=bool(optimizers.at_epoch_end) or notes_epoch_end,
+        schedulers_after_batch=optimizers.general_schedulers
+        or bool(optimizers.after_step)
+        or bool(optimizers.at_epoch_end)
+        or notes_epoch_end,
     )
 
 
@@ -1002,7 +1014,9 @@ def _spec_scheduler(ref: ClassRef, problems: list[Problem]) -> Scheduler:
     plateau = ref.name == "ReduceLROnPlateau"
     monitor = args.pop("monitor", None) if plateau else None
     if plateau and monitor is None:
-        problems.append(Problem("lr_scheduler.init_args.monitor", "ReduceLROnPlateau needs a `monitor` metric", ref.line))
+        problems.append(
+            Problem("lr_scheduler.init_args.monitor", "ReduceLROnPlateau needs a `monitor` metric", ref.line)
+        )
     return Scheduler(
         var="scheduler",
         cls=Construct(ref.module, ref.name, args),
@@ -1074,7 +1088,7 @@ def _frequencies(
         problems.append(Problem("loop.optimizer_frequencies", message))
     if declared and not optimizers.general and read is None:
         problems.append(
-            Problem("loop.optimizer_frequencies", "configure_optimizers returns no frequencies (no \"frequency\" keys)")
+            Problem("loop.optimizer_frequencies", 'configure_optimizers returns no frequencies (no "frequency" keys)')
         )
     frequencies = read if read is not None else declared
     return tuple(frequencies) if frequencies else None

@@ -63,13 +63,8 @@ def test_scripts_are_formatted_with_blacks_defaults(tmp_path):
         assert result.returncode == 0, result.stderr
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the templates give lines over 88 characters (E501: docstrings, messages, the header), "
-    "warnings.warn without stacklevel (B028: templates/epoch.j2, templates/schedulers.j2), MetricLog.log's "
-    "unused prog_bar (ARG002: templates/metrics.j2) and validate's unused trainer (ARG001: templates/validate.j2)",
-)
 def test_scripts_are_clean_under_stricter_ruff():
+    """pycodestyle, pyflakes, bugbear and unused arguments, at black's default line length."""
     result = subprocess.run(
         [sys.executable, "-m", "ruff", "check", "--no-cache", "--isolated", "--select", "E,F,W,B,ARG", str(GENERATED)],
         cwd=ROOT,
@@ -77,3 +72,10 @@ def test_scripts_are_clean_under_stricter_ruff():
         text=True,
     )
     assert result.returncode == 0, result.stdout
+
+
+@pytest.mark.parametrize("spec", example_specs(), ids=lambda p: p.stem)
+def test_script_defines_nothing_it_does_not_use(spec):
+    from tests.test_text import unused_definitions
+
+    assert not unused_definitions(golden_path(spec).read_text(encoding="utf-8"))

@@ -53,7 +53,8 @@ def plan_of(tmp_path: Path, configure_optimizers: str = "return torch.optim.SGD(
     roots = [tmp_path]
     model = inspect_class(loaded.model.class_path, roots, where="model.class_path")
     callbacks = tuple(
-        inspect_class(ref.class_path, roots, where="trainer.callbacks", callback=True) for ref in loaded.trainer.callbacks
+        inspect_class(ref.class_path, roots, where="trainer.callbacks", callback=True)
+        for ref in loaded.trainer.callbacks
     )
     return make_plan(loaded, model, None, callbacks)
 
@@ -78,8 +79,10 @@ def plan_problems(tmp_path: Path, **kwargs: str) -> list[str]:
         ),
         (
             "check_val_every_n_epoch: null\n  val_check_interval: 0.5",
-            "trainer.val_check_interval (line 4): must be an integer (a number of batches) when"
-            " check_val_every_n_epoch is null",
+            (
+                "trainer.val_check_interval (line 4): must be an integer (a number of batches) when"
+                " check_val_every_n_epoch is null"
+            ),
         ),
     ],
 )
@@ -113,30 +116,38 @@ def test_every_problem_is_reported_together(tmp_path: Path) -> None:
         ("return torch.optim.SGD(self.parameters(), lr=0.1)", "optimizer", []),
         ("optimizer = torch.optim.Adam(self.parameters())\nreturn [optimizer]", "optimizers", []),
         (
-            "opt = torch.optim.SGD(self.parameters(), lr=0.1)\n"
-            "return [opt], [torch.optim.lr_scheduler.StepLR(opt, step_size=1)]",
+            (
+                "opt = torch.optim.SGD(self.parameters(), lr=0.1)\n"
+                "return [opt], [torch.optim.lr_scheduler.StepLR(opt, step_size=1)]"
+            ),
             "lists",
             [("scheduler", "epoch", 1, False, None)],
         ),
         (
-            "opt = torch.optim.SGD(self.parameters(), lr=0.1)\n"
-            "per_step = {'scheduler': torch.optim.lr_scheduler.ExponentialLR(opt, 0.9), 'interval': 'step',"
-            " 'frequency': 2}\n"
-            "return [opt], [per_step, torch.optim.lr_scheduler.StepLR(opt, 1)]",
+            (
+                "opt = torch.optim.SGD(self.parameters(), lr=0.1)\n"
+                "per_step = {'scheduler': torch.optim.lr_scheduler.ExponentialLR(opt, 0.9), 'interval': 'step',"
+                " 'frequency': 2}\n"
+                "return [opt], [per_step, torch.optim.lr_scheduler.StepLR(opt, 1)]"
+            ),
             "lists",
             [("scheduler_0", "step", 2, False, None), ("scheduler_1", "epoch", 1, False, None)],
         ),
         (
-            "opt = torch.optim.SGD(self.parameters(), lr=0.1)\n"
-            "plateau = torch.optim.lr_scheduler.ReduceLROnPlateau(opt)\n"
-            "return {'optimizer': opt, 'lr_scheduler': plateau, 'monitor': 'val_loss'}",
+            (
+                "opt = torch.optim.SGD(self.parameters(), lr=0.1)\n"
+                "plateau = torch.optim.lr_scheduler.ReduceLROnPlateau(opt)\n"
+                "return {'optimizer': opt, 'lr_scheduler': plateau, 'monitor': 'val_loss'}"
+            ),
             "dict",
             [("scheduler", "epoch", 1, True, "val_loss")],
         ),
         (
-            "opt = torch.optim.SGD(self.parameters(), lr=0.1)\n"
-            "return {'optimizer': opt, 'lr_scheduler': {'scheduler': torch.optim.lr_scheduler.ReduceLROnPlateau(opt),"
-            " 'monitor': 'val_loss', 'interval': 'step', 'strict': False, 'name': 'lr'}}",
+            (
+                "opt = torch.optim.SGD(self.parameters(), lr=0.1)\n"
+                "return {'optimizer': opt, 'lr_scheduler': {'scheduler': torch.optim.lr_scheduler.ReduceLROnPlateau(opt),"
+                " 'monitor': 'val_loss', 'interval': 'step', 'strict': False, 'name': 'lr'}}"
+            ),
             "dict",
             [("scheduler", "step", 1, True, "val_loss")],
         ),
@@ -155,14 +166,18 @@ def test_configure_optimizers_shape(tmp_path: Path, body: str, form: str, schedu
     [
         ("return self.make()", "returns `self.make()`, not an optimizer built in it"),
         (
-            "if self.training:\n    return torch.optim.SGD(self.parameters(), lr=0.1)\n"
-            "return torch.optim.Adam(self.parameters())",
+            (
+                "if self.training:\n    return torch.optim.SGD(self.parameters(), lr=0.1)\n"
+                "return torch.optim.Adam(self.parameters())"
+            ),
             "returns from more than one place",
         ),
         (
-            "opt = torch.optim.SGD(self.parameters(), lr=0.1)\n"
-            "return {'optimizer': opt, 'lr_scheduler': {'scheduler': torch.optim.lr_scheduler.StepLR(opt, 1),"
-            " 'frequency': self.every}}",
+            (
+                "opt = torch.optim.SGD(self.parameters(), lr=0.1)\n"
+                "return {'optimizer': opt, 'lr_scheduler': {'scheduler': torch.optim.lr_scheduler.StepLR(opt, 1),"
+                " 'frequency': self.every}}"
+            ),
             'sets "frequency" to `self.every`, known only at run time',
         ),
     ],
@@ -184,17 +199,21 @@ def test_source_that_does_not_show_the_shape_gets_the_general_helper(tmp_path: P
             "configure_optimizers returns 2 optimizers; for several, give training_step an `optimizer_idx` parameter",
         ),
         (
-            "opt = torch.optim.SGD(self.parameters(), lr=0.1)\n"
-            "return {'optimizer': opt, 'lr_scheduler': torch.optim.lr_scheduler.ReduceLROnPlateau(opt)}",
+            (
+                "opt = torch.optim.SGD(self.parameters(), lr=0.1)\n"
+                "return {'optimizer': opt, 'lr_scheduler': torch.optim.lr_scheduler.ReduceLROnPlateau(opt)}"
+            ),
             "",
             "configure_optimizers returns a ReduceLROnPlateau scheduler without a `monitor` metric",
         ),
         (
-            "opt = torch.optim.SGD(self.parameters(), lr=0.1)\n"
-            "return {'optimizer': opt, 'lr_scheduler': {'scheduler': torch.optim.lr_scheduler.StepLR(opt, 1),"
-            " 'interval': 'batch'}}",
+            (
+                "opt = torch.optim.SGD(self.parameters(), lr=0.1)\n"
+                "return {'optimizer': opt, 'lr_scheduler': {'scheduler': torch.optim.lr_scheduler.StepLR(opt, 1),"
+                " 'interval': 'batch'}}"
+            ),
             "",
-            "lr_scheduler \"interval\" must be \"step\" or \"epoch\", not 'batch'",
+            'lr_scheduler "interval" must be "step" or "epoch", not \'batch\'',
         ),
         (
             "return torch.optim.SGD(self.parameters(), lr=0.1)",
@@ -226,9 +245,7 @@ def test_frequencies_read_from_the_source(tmp_path: Path) -> None:
     assert plan.optimization.frequencies == (2, 1) and plan.optimizers.form == "dicts"
     found = plan_problems(tmp_path, configure_optimizers=body, extra=GAN_STEP,
                           spec="loop:\n  optimizer_frequencies: [1, 1]\n")  # fmt: skip
-    assert found == [
-        "loop.optimizer_frequencies: [1, 1], but configure_optimizers returns the frequencies [2, 1]"
-    ]
+    assert found == ["loop.optimizer_frequencies: [1, 1], but configure_optimizers returns the frequencies [2, 1]"]
 
 
 # --- only what something reads

@@ -216,7 +216,8 @@ def rendered(project) -> dict[str, Path]:
 def test_every_variant_is_clean_under_ruff(rendered, project):
     """Run from the project, as a user would: the user's package is first-party there."""
     result = subprocess.run(
-        [sys.executable, "-m", "ruff", "check", "--no-cache", "--isolated", *map(str, rendered.values())],
+        [sys.executable, "-m", "ruff", "check", "--no-cache", "--isolated", "--select", "E,F,W,B,ARG",
+         *map(str, rendered.values())],
         cwd=project,
         capture_output=True,
         text=True,
@@ -299,3 +300,27 @@ def test_hooks_absent_from_the_model_are_not_called(project):
     for hook in (".on_train_start(", ".on_train_epoch_start(", ".on_before_zero_grad(", "validate(", "val_dataloader",
                  "MetricLog", "step_schedulers", "callback.", "callback_0", "map_tensors"):
         assert hook not in text, hook
+
+
+def unused_definitions(text: str) -> set[str]:
+    """Module-level functions, classes and constants that nothing in the script uses."""
+    import ast
+
+    tree = ast.parse(text)
+    defined = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            defined.add(node.name)
+        elif isinstance(node, ast.Assign):
+            defined |= {target.id for target in node.targets if isinstance(target, ast.Name)}
+    used = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)}
+    return defined - used - {"main"}
+
+
+def test_no_unused_helper_or_constant(rendered):
+    unused = {name: unused_definitions(path.read_text()) for name, path in rendered.items()}
+    assert not {name: found for name, found in unused.items() if found}
+
+
+def test_unused_definitions_are_found():
+    assert unused_definitions("X = 1\ndef f():\n    pass\ndef main():\n    return X\n") == {"f"}
