@@ -98,7 +98,9 @@ class Classifier(Recorder):
         return F.cross_entropy(self(x), y)
 
     def configure_optimizers(self):
-        return self.remember(torch.optim.SGD(self.parameters(), lr=self.lr, momentum=0.9))
+        optimizer = torch.optim.SGD(self.parameters(), lr=self.lr, momentum=0.9)
+        self.remember(optimizer)
+        return optimizer
 
 
 class MLP(Classifier):
@@ -130,14 +132,17 @@ class BatchNormNet(MLP):
 
 class AdamModel(MLP):
     def configure_optimizers(self):
-        return self.remember(torch.optim.Adam(self.parameters(), lr=self.lr))
+        optimizer = torch.optim.Adam(self.parameters(), lr=self.lr)
+        self.remember(optimizer)
+        return optimizer
 
 
 class EpochScheduleModel(MLP):
     """([optimizer], [StepLR]): stepped at the end of every epoch."""
 
     def configure_optimizers(self):
-        optimizer = self.remember(torch.optim.SGD(self.parameters(), lr=self.lr, momentum=0.9))
+        optimizer = torch.optim.SGD(self.parameters(), lr=self.lr, momentum=0.9)
+        self.remember(optimizer)
         return [optimizer], [torch.optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=0.5)]
 
 
@@ -149,7 +154,8 @@ class StepScheduleModel(MLP):
         self.frequency = frequency
 
     def configure_optimizers(self):
-        optimizer = self.remember(torch.optim.SGD(self.parameters(), lr=self.lr, momentum=0.9))
+        optimizer = torch.optim.SGD(self.parameters(), lr=self.lr, momentum=0.9)
+        self.remember(optimizer)
         scheduler = torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=0.9)
         return {
             "optimizer": optimizer,
@@ -167,9 +173,39 @@ class PlateauModel(MLP):
         return loss
 
     def configure_optimizers(self):
-        optimizer = self.remember(torch.optim.SGD(self.parameters(), lr=self.lr, momentum=0.9))
+        optimizer = torch.optim.SGD(self.parameters(), lr=self.lr, momentum=0.9)
+        self.remember(optimizer)
         scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer, factor=0.5, patience=0, threshold=0.05)
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "monitor": "val_loss"}}
+
+
+class StepEvery3Model(MLP):
+    """A step-interval scheduler whose frequency is written in configure_optimizers (the script steps it in place)."""
+
+    def configure_optimizers(self):
+        optimizer = torch.optim.SGD(self.parameters(), lr=self.lr, momentum=0.9)
+        self.remember(optimizer)
+        warmup = torch.optim.lr_scheduler.LinearLR(optimizer, start_factor=0.2, total_iters=5)
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": warmup, "interval": "step", "frequency": 3}}
+
+
+class HelperOptimizerModel(MLP):
+    """configure_optimizers returns what a helper returns: its source does not show the shape."""
+
+    def configure_optimizers(self):
+        return self.remember(torch.optim.SGD(self.parameters(), lr=self.lr, momentum=0.9))
+
+
+class LenientPlateauModel(PlateauModel):
+    """A step-interval ReduceLROnPlateau with strict=False: until the first validation logs val_loss, Lightning
+    warns and skips it."""
+
+    def configure_optimizers(self):
+        optimizer = torch.optim.SGD(self.parameters(), lr=self.lr, momentum=0.9)
+        self.remember(optimizer)
+        plateau = torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer, factor=0.5, patience=0, threshold=0.05)
+        config = {"scheduler": plateau, "monitor": "val_loss", "interval": "step", "strict": False}
+        return {"optimizer": optimizer, "lr_scheduler": config}
 
 
 class LoggingModel(MLP):
@@ -195,7 +231,8 @@ class LoggingModel(MLP):
         self.log("val_batch_loss", F.cross_entropy(logits, y), on_step=True, on_epoch=False)
 
     def configure_optimizers(self):
-        optimizer = self.remember(torch.optim.SGD(self.parameters(), lr=self.lr, momentum=0.9))
+        optimizer = torch.optim.SGD(self.parameters(), lr=self.lr, momentum=0.9)
+        self.remember(optimizer)
         scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer, factor=0.5, patience=0, threshold=0.05)
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "monitor": self.monitor}}
 
@@ -255,7 +292,8 @@ class SkipRestOfEpochModel(MLP):
         return None
 
     def configure_optimizers(self):
-        optimizer = self.remember(torch.optim.SGD(self.parameters(), lr=self.lr, momentum=0.9))
+        optimizer = torch.optim.SGD(self.parameters(), lr=self.lr, momentum=0.9)
+        self.remember(optimizer)
         per_step = {"scheduler": torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=0.97), "interval": "step"}
         per_epoch = torch.optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=0.5)
         return [optimizer], [per_step, per_epoch]
