@@ -56,7 +56,7 @@ def main():
     train_loader = model.train_dataloader()
     num_training_batches = len(train_loader)
 
-    # epoch 0's iterator is made before on_train_start, as Lightning does
+    # epoch 0's iterator, made before the loop (later epochs make theirs in it)
     train_iter = iter(train_loader)
 
     # training

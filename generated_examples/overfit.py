@@ -58,7 +58,7 @@ def main():
     train_loader = with_sequential_sampler(train_loader)
     num_training_batches = num_batches(len(train_loader), LIMIT_TRAIN_BATCHES, "train")
 
-    # epoch 0's iterator is made before on_train_start, as Lightning does
+    # epoch 0's iterator, made before the loop (later epochs make theirs in it)
     train_iter = iter(train_loader)
 
     # training

@@ -60,7 +60,7 @@ def main():
     num_training_batches = len(train_loader)
     val_check_batch = max(1, int(num_training_batches * VAL_CHECK_INTERVAL))
 
-    # epoch 0's iterator is made before on_train_start, as Lightning does
+    # epoch 0's iterator, made before the loop (later epochs make theirs in it)
     train_iter = iter(train_loader)
 
     # training

@@ -294,6 +294,7 @@ class Optimization:
     nested_outputs: bool  # ... nested per time split and optimizer (1.9.5)
     batch_outputs_for_hook: bool  # on_train_batch_end gets the nested outputs
     epoch_outputs: bool  # training_epoch_end
+    nested_epoch_outputs: bool  # ... with 1.9.5's nesting
     skip_hiddens_key: bool  # the outputs leave out "hiddens"
     total_batch_idx: bool  # the loop counts batches across epochs
     schedulers_follow_active: bool  # with frequencies, only the active optimizer's schedulers step (1.9.5)
@@ -761,6 +762,7 @@ def resolve_optimization(
         nested_outputs=nested,
         batch_outputs_for_hook=nested and outputs_used and not _only_epoch_end(hooks),
         epoch_outputs=model.defines("training_epoch_end"),
+        nested_epoch_outputs=nested and model.defines("training_epoch_end"),
         skip_hiddens_key=bool(tbptt),
         total_batch_idx=validation.across_epochs or (frequencies is not None and optimizers.any_schedulers),
         schedulers_follow_active=frequencies is not None and optimizers.any_schedulers,
