@@ -110,6 +110,20 @@ def _place_blocks(text: str) -> str:
     return "".join(out)
 
 
+def _bytecode_cache() -> jinja2.BytecodeCache | None:
+    """The templates, compiled once into the render cache's directory (each keyed by its source's checksum)."""
+    from loopgen.cache import cache_dir
+
+    directory = cache_dir()
+    if directory is None:
+        return None
+    try:
+        (directory / "templates").mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None  # the cache never makes a render fail
+    return jinja2.FileSystemBytecodeCache(str(directory / "templates"))
+
+
 @lru_cache(maxsize=1)
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(
@@ -121,6 +135,7 @@ def _environment() -> jinja2.Environment:
         line_statement_prefix="#%",
         autoescape=False,
         finalize=_mark_blocks,
+        bytecode_cache=_bytecode_cache(),
     )
     env.filters.update(literal=literal, ident=ident, kwargs=kwargs)
     return env
