@@ -105,6 +105,11 @@ CASES = [
         reload_dataloaders_every_n_epochs=1,
     ),
     case("reload_every_2_epochs_model_loaders", max_epochs=4, reload_dataloaders_every_n_epochs=2),
+    case("reload_no_sanity", "GrowingDataModel", max_epochs=3, reload_dataloaders_every_n_epochs=1,
+         num_sanity_val_steps=0),  # fmt: skip
+    case("reload_no_sanity_validate_every_2_epochs", "GrowingDataModel", max_epochs=4,
+         reload_dataloaders_every_n_epochs=1, num_sanity_val_steps=0, check_val_every_n_epoch=2),  # fmt: skip
+    case("validate_every_2_epochs_no_sanity", max_epochs=4, check_val_every_n_epoch=2, num_sanity_val_steps=0),
     # --- validation schedule --------------------------------------------------------------------
     case("val_check_quarter_every_2_epochs", max_epochs=4, val_check_interval=0.25, check_val_every_n_epoch=2),
     case("val_check_int", max_epochs=2, val_check_interval=4),
