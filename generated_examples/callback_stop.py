@@ -57,8 +57,8 @@ def main():
     # optimizer
     [optimizer], [scheduler] = model.configure_optimizers()
 
-    # sanity check: a short validation pass that leaves the random state as it found it
-    rng_states = random.getstate(), torch.get_rng_state()
+    # sanity check: a short validation that leaves the random state as it was
+    saved_states = random.getstate(), torch.get_rng_state()
     numpy_state = numpy.random.get_state() if numpy is not None else None
     trainer.sanity_checking = True
     val_loader = model.val_dataloader()
@@ -74,8 +74,8 @@ def main():
     trainer.sanity_checking = False
     metrics.callback_metrics.clear()
     metrics.logged_metrics.clear()
-    random.setstate(rng_states[0])
-    torch.set_rng_state(rng_states[1])
+    random.setstate(saved_states[0])
+    torch.set_rng_state(saved_states[1])
     if numpy_state is not None:
         numpy.random.set_state(numpy_state)
 

@@ -55,6 +55,8 @@ def main():
         if current_epoch > 0:
             train_iter = iter(train_loader)
         for batch_idx in range(num_training_batches):
+            if global_step >= MAX_STEPS:
+                break
             batch = next(train_iter)
             is_last_batch = batch_idx + 1 == num_training_batches
 
@@ -76,8 +78,6 @@ def main():
             # validation
             if is_last_batch:
                 validate(model, val_loader, num_val_batches)
-            if global_step >= MAX_STEPS:
-                break
 
         # end of epoch
         current_epoch += 1

@@ -40,14 +40,14 @@ def main():
     # optimizer
     [optimizer], [scheduler] = model.configure_optimizers()
 
-    # sanity check: a short validation pass that leaves the random state as it found it
-    rng_states = random.getstate(), torch.get_rng_state()
+    # sanity check: a short validation that leaves the random state as it was
+    saved_states = random.getstate(), torch.get_rng_state()
     numpy_state = numpy.random.get_state() if numpy is not None else None
     val_loader = model.val_dataloader()
     num_val_batches = len(val_loader)
     validate(model, val_loader, min(NUM_SANITY_VAL_STEPS, num_val_batches))
-    random.setstate(rng_states[0])
-    torch.set_rng_state(rng_states[1])
+    random.setstate(saved_states[0])
+    torch.set_rng_state(saved_states[1])
     if numpy_state is not None:
         numpy.random.set_state(numpy_state)
 
@@ -57,13 +57,15 @@ def main():
 
     # epoch 0's iterator, made before the loop (later epochs make theirs in it)
     train_iter = iter(train_loader)
+    total_batch_idx = -1  # batches across epochs
 
     # training
-    total_batch_idx = -1  # batches across epochs
     while global_step < MAX_STEPS:
         if current_epoch > 0:
             train_iter = iter(train_loader)
         for batch_idx in range(num_training_batches):
+            if global_step >= MAX_STEPS:
+                break
             batch = next(train_iter)
             is_last_batch = batch_idx + 1 == num_training_batches
             total_batch_idx += 1
@@ -86,8 +88,6 @@ def main():
             # validation
             if (total_batch_idx + 1) % VAL_CHECK_INTERVAL == 0:
                 validate(model, val_loader, num_val_batches)
-            if global_step >= MAX_STEPS:
-                break
 
         # end of epoch
         current_epoch += 1

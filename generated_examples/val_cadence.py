@@ -41,8 +41,8 @@ def main():
     # optimizer
     [optimizer], [scheduler] = model.configure_optimizers()
 
-    # sanity check: a short validation pass that leaves the random state as it found it
-    rng_states = random.getstate(), torch.get_rng_state()
+    # sanity check: a short validation that leaves the random state as it was
+    saved_states = random.getstate(), torch.get_rng_state()
     numpy_state = numpy.random.get_state() if numpy is not None else None
     val_loader = model.val_dataloader()
     num_val_batches = len(val_loader)
@@ -50,8 +50,8 @@ def main():
     # epoch 0 does not validate: reloaded at the first validation
     val_loaded_epoch = float("-inf")
     validate(model, val_loader, min(NUM_SANITY_VAL_STEPS, num_val_batches))
-    random.setstate(rng_states[0])
-    torch.set_rng_state(rng_states[1])
+    random.setstate(saved_states[0])
+    torch.set_rng_state(saved_states[1])
     if numpy_state is not None:
         numpy.random.set_state(numpy_state)
 
@@ -62,9 +62,9 @@ def main():
 
     # epoch 0's iterator, made before the loop (later epochs make theirs in it)
     train_iter = iter(train_loader)
+    train_loaded_epoch = current_epoch
 
     # training
-    train_loaded_epoch = 0
     while current_epoch < MAX_EPOCHS:
         if current_epoch - train_loaded_epoch >= RELOAD_DATALOADERS_EVERY_N_EPOCHS:
             train_loader = model.train_dataloader()

@@ -385,10 +385,65 @@ def lightning_callback(class_path: str) -> str | None:
 def callback_support(class_path: str) -> str | None:
     """Whether loopgen implements a `callbacks` entry (its class path canonicalised by `lightning_callback`)."""
     if lightning_callback(class_path) is not None:
-        return NOT_YET
+        return None
     if class_path.startswith(LIGHTNING_PACKAGES):
         return "not supported by loopgen: of Lightning's callbacks, only ModelCheckpoint and EarlyStopping"
     return None  # the user's own callback
+
+
+def _number() -> Kind:
+    def parse(raw: Any) -> float:
+        if not _is_number(raw) or math.isnan(raw):
+            raise FlagError(f"expected a number, {got(raw)}")
+        return float(raw)
+
+    return Kind(parse, {"type": "number"})
+
+
+def _save_last() -> Kind:
+    """ModelCheckpoint's save_last: true, false, or "link" (last.ckpt a symbolic link to the newest checkpoint)."""
+
+    def parse(raw: Any) -> bool | str:
+        if isinstance(raw, bool) or raw == "link":
+            return raw
+        raise FlagError(f'expected true, false or "link", {got(raw)}')
+
+    return Kind(parse, {"anyOf": [{"type": "boolean"}, {"const": "link"}]})
+
+
+_TIMEDELTA_KEYS = ("weeks", "days", "hours", "minutes", "seconds", "milliseconds", "microseconds")
+
+
+def _timedelta() -> Kind:
+    """A duration, normalised to seconds: a number of seconds, "[D:]HH:MM:SS", or datetime.timedelta's
+    keyword arguments ({hours: 1, minutes: 30})."""
+    expected = 'expected a number of seconds, "HH:MM:SS" or "DD:HH:MM:SS", or a mapping of timedelta arguments'
+    scale = {"weeks": 604800.0, "days": 86400.0, "hours": 3600.0, "minutes": 60.0, "seconds": 1.0,
+             "milliseconds": 1e-3, "microseconds": 1e-6}  # fmt: skip
+
+    def parse(raw: Any) -> float:
+        if _is_number(raw) and raw >= 0:
+            return float(raw)
+        if isinstance(raw, str):
+            parts = raw.split(":")
+            try:
+                numbers = [float(part) for part in parts]
+            except ValueError:
+                raise FlagError(f"{expected}, {got(raw)}") from None
+            if len(numbers) in (3, 4) and all(n >= 0 for n in numbers):
+                return sum(n * unit for n, unit in zip(reversed(numbers), (1.0, 60.0, 3600.0, 86400.0)))
+        if isinstance(raw, dict) and raw:
+            for key, value in raw.items():
+                if key not in scale:
+                    raise FlagError(
+                        f"unknown timedelta argument{did_you_mean(str(key), _TIMEDELTA_KEYS)}", (show(key),)
+                    )
+                if not _is_number(value) or value < 0:
+                    raise FlagError(f"expected a number >= 0, {got(value)}", (show(key),))
+            return sum(scale[key] * value for key, value in raw.items())
+        raise FlagError(f"{expected}, {got(raw)}")
+
+    return Kind(parse, {"anyOf": [{"type": "number", "minimum": 0}, {"type": "string"}, {"type": "object"}]})
 
 
 # ---------------------------------------------------------------------------
@@ -499,10 +554,8 @@ FLAGS: tuple[Flag, ...] = (
          support=implemented),
     Flag("log_every_n_steps", integer(0), 50, "log every n optimizer steps",
          support=implemented),
-    Flag("enable_checkpointing", boolean(), None, "save checkpoints (null: Lightning's default, true)",
-         support=only(False),
-         default_notice=_default_not_implemented(
-             "checkpointing", "the script saves no checkpoint", "enable_checkpointing")),
+    Flag("enable_checkpointing", boolean(), True, "save checkpoints (a ModelCheckpoint with Lightning's defaults"
+         " when the callbacks have none)", support=implemented),
     Flag("enable_progress_bar", boolean(), None, "show a progress bar (null: Lightning's default, true)",
          support=only(False),
          default_notice=_default_not_implemented("progress bar", "the script shows none", "enable_progress_bar")),
@@ -547,6 +600,52 @@ FLAGS: tuple[Flag, ...] = (
 # fmt: on
 
 FLAGS_BY_NAME: Mapping[str, Flag] = {flag.name: flag for flag in FLAGS}
+
+
+def _arg(name: str, kind: Kind, default: Any, doc: str, nullable: bool = False, support: Support | None = None) -> Flag:
+    return Flag(name, kind, default, doc, support=support or implemented, nullable=nullable)
+
+
+# The init_args of Lightning's callbacks (Lightning 2.x's names and defaults), checked like trainer flags.
+# fmt: off
+CALLBACK_ARGS: Mapping[str, tuple[Flag, ...]] = {
+    "ModelCheckpoint": (
+        _arg("dirpath", string(), None, "where the checkpoints go (null: the logger's or default_root_dir's)"),
+        _arg("filename", string(), None, 'the file name template (null: "{epoch}-{step}")'),
+        _arg("monitor", string(), None, "the metric that ranks checkpoints (null: the newest is kept)"),
+        _arg("verbose", boolean(), False, "say what is saved"),
+        _arg("save_last", _save_last(), None, 'also keep last.ckpt (true), or a link to the newest ("link")',
+             nullable=True),
+        _arg("save_top_k", integer(-1, "-1: all, 0: none"), 1, "how many of the best checkpoints to keep"),
+        _arg("save_on_exception", boolean(), False, "save when training raises",
+             support=lightning_default(False)),
+        _arg("save_weights_only", boolean(), False, "save the weights only"),
+        _arg("mode", choice("min", "max"), "min", "whether a lower (min) or higher (max) metric is better"),
+        _arg("auto_insert_metric_name", boolean(), True, 'write "name=" before each placeholder of filename'),
+        _arg("every_n_train_steps", integer(0), None, "save every n optimizer steps", nullable=True),
+        _arg("train_time_interval", _timedelta(), None, "save after this much training time", nullable=True),
+        _arg("every_n_epochs", integer(0), None, "save every n epochs", nullable=True),
+        _arg("save_on_train_epoch_end", boolean(), None, "save at the training epoch's end (null: decided by"
+             " the validation cadence)", nullable=True),
+        _arg("enable_version_counter", boolean(), True, 'add "-v1", "-v2", ... to a name already taken'),
+    ),
+    "EarlyStopping": (
+        _arg("monitor", string(), None, "the metric to watch (required)"),
+        _arg("min_delta", _number(), 0.0, "the least change that counts as an improvement"),
+        _arg("patience", integer(0), 3, "checks without improvement before stopping"),
+        _arg("verbose", boolean(), False, "say what is decided"),
+        _arg("mode", choice("min", "max"), "min", "whether a lower (min) or higher (max) metric is better"),
+        _arg("strict", boolean(), True, "stop with an error when the metric is missing"),
+        _arg("check_finite", boolean(), True, "stop when the metric becomes nan or inf"),
+        _arg("stopping_threshold", _number(), None, "stop once the metric reaches this value", nullable=True),
+        _arg("divergence_threshold", _number(), None, "stop once the metric is worse than this value",
+             nullable=True),
+        _arg("check_on_train_epoch_end", boolean(), None, "check at the training epoch's end (null: after"
+             " validation, or at the epoch's end without validation)", nullable=True),
+        _arg("log_rank_zero_only", boolean(), False, "log only on rank 0", support=lightning_default(False)),
+    ),
+}
+# fmt: on
 
 
 # ---------------------------------------------------------------------------

@@ -27,6 +27,7 @@ class ClassFacts:
     # each with its parameter names after `self` (keyword-only included; *args/**kwargs as "*args"/"**kwargs")
     methods: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     uses_log: bool = False  # the class body calls self.log(...) or self.log_dict(...)
+    saves_hyperparameters: bool = False  # ... calls self.save_hyperparameters(...)
     sources: tuple[Path, ...] = ()  # every user file read to learn these facts
     attributes_read: frozenset[str] = frozenset()  # every `self.X` the methods mention
     mentions_scheduler: bool = False  # configure_optimizers mentions an LR scheduler (name or "lr_scheduler" key)
@@ -80,7 +81,7 @@ def inspect_class(class_path: str, roots: Sequence[Path], *, where: str, callbac
     outside = [name for name in found if isinstance(name, str)]
     is_callback = any(_is_lightning(name, "Callback") for name in outside)
     methods: dict[str, tuple[str, ...]] = {}
-    uses_log = False
+    uses_log = saves_hparams = False
     attributes: set[str] = set()
     trainer_reads: set[str] | None = set()
     module_reads: set[str] = set()
@@ -93,6 +94,7 @@ def inspect_class(class_path: str, roots: Sequence[Path], *, where: str, callbac
             first = fn.name.value not in methods
             methods.setdefault(fn.name.value, _params(fn, skip_first=me is not None))
             uses_log = uses_log or (me is not None and _calls(fn, {f"{me}.log", f"{me}.log_dict"}))
+            saves_hparams = saves_hparams or (me is not None and _calls(fn, {f"{me}.save_hyperparameters"}))
             words = _Words(me)
             fn.body.visit(words)
             attributes |= words.attributes
@@ -115,6 +117,7 @@ def inspect_class(class_path: str, roots: Sequence[Path], *, where: str, callbac
         is_lightning_callback=is_callback,
         methods=methods,
         uses_log=uses_log,
+        saves_hyperparameters=saves_hparams,
         attributes_read=frozenset(attributes),
         mentions_scheduler=scheduler,
         mentions_lbfgs=lbfgs,

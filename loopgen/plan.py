@@ -12,7 +12,7 @@ Python source, only values, names of script variables and of the user's classes.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from loopgen import __version__
@@ -30,10 +30,11 @@ MODEL_HOOKS = (
     "validation_step", "on_validation_batch_end", "validation_epoch_end", "on_validation_epoch_end",
     "on_validation_end", "lr_scheduler_step", "on_train_end", "on_fit_end", "teardown", "on_before_batch_transfer",
     "transfer_batch_to_device", "on_after_batch_transfer", "optimizer_step", "tbptt_split_batch",
+    "on_save_checkpoint", "on_load_checkpoint",
 )  # fmt: skip
 
 # Hooks of the model that the script cannot call yet: refused at render time.
-UNSUPPORTED_MODEL_HOOKS = ("configure_gradient_clipping", "on_save_checkpoint", "on_load_checkpoint")
+UNSUPPORTED_MODEL_HOOKS = ("configure_gradient_clipping",)
 
 # Callback hooks (Lightning's `Callback` API) the script calls when a user callback defines them.
 CALLBACK_HOOKS = (
@@ -44,6 +45,9 @@ CALLBACK_HOOKS = (
     "on_validation_end", "on_train_end", "on_fit_end", "teardown",
 )  # fmt: skip
 
+# What a callback may define for checkpoints (called by the script's checkpoint code, not in the loop).
+CALLBACK_CHECKPOINT_METHODS = ("state_dict", "load_state_dict", "on_save_checkpoint", "on_load_checkpoint")
+
 VALIDATION_CALLBACK_HOOKS = (
     "on_validation_start", "on_validation_epoch_start", "on_validation_batch_start", "on_validation_batch_end",
     "on_validation_epoch_end", "on_validation_end",
@@ -53,7 +57,7 @@ VALIDATION_CALLBACK_HOOKS = (
 TRAINER_ATTRIBUTES = (
     "current_epoch", "global_step", "max_epochs", "max_steps", "num_training_batches", "num_val_batches",
     "accumulate_grad_batches", "optimizers", "sanity_checking", "should_stop", "callback_metrics",
-    "logged_metrics", "is_global_zero",
+    "logged_metrics", "is_global_zero", "ckpt_path",
 )  # fmt: skip
 METRIC_ATTRIBUTES = frozenset({"callback_metrics", "logged_metrics"})
 
@@ -93,6 +97,12 @@ class Callback:
     construct: Construct
     var: str  # the script variable holding the instance
     hooks: frozenset[str]
+    kind: str = "user"  # "user" | "checkpoint" (ModelCheckpoint) | "early_stopping": the script's own classes
+    monitoring: bool = (
+        False  # Lightning runs its on_train_epoch_end after the module's (ModelCheckpoint, EarlyStopping)
+    )
+    dirpath: str | None = None  # a ModelCheckpoint's directory from the spec (None: the default directory)
+    state_key: str | None = None  # the key of its state in a checkpoint; None: its `state_key` attribute
 
 
 @dataclass(frozen=True)
@@ -196,6 +206,7 @@ class Validation:
     load_at_start: bool  # no sanity check, epoch 0 validates: loaded before on_train_start (Lightning)
     load_at_first_use: bool  # no sanity check, epoch 0 does not validate: loaded at the first validation
     first_use_check: bool  # ... and never reloaded: `if val_loader is None` at each validation
+    loads_before_training: bool  # something about the val loader happens right before on_train_start
     reloads: bool  # reload_dataloaders_every_n_epochs: reloaded at a validation when enough epochs passed
     reload_from_epoch_0: bool  # the first load counts as epoch 0's (else the first validation reloads)
     on_stop_request: bool  # a stop request that can be honoured triggers a validation
@@ -330,11 +341,25 @@ class Hooks:
     def callbacks_with(self, name: str) -> tuple[Callback, ...]:
         return tuple(c for c in self.callbacks if name in c.hooks)
 
+    def callbacks_before_model(self, name: str) -> tuple[Callback, ...]:
+        """on_train_epoch_end: Lightning calls the monitoring callbacks after the module, the others before."""
+        return tuple(c for c in self.callbacks_with(name) if not c.monitoring)
+
+    def callbacks_after_model(self, name: str) -> tuple[Callback, ...]:
+        return tuple(c for c in self.callbacks_with(name) if c.monitoring)
+
 
 @dataclass(frozen=True)
 class Imports:
     """The standard-library and torch imports the script needs."""
 
+    argparse: bool
+    glob: bool
+    re: bool
+    signal: bool
+    subprocess: bool
+    time: bool
+    timedelta: bool
     os: bool
     random: bool
     sys: bool
@@ -346,6 +371,38 @@ class Imports:
     accumulate: bool
     samplers: bool
     apex: bool
+
+
+@dataclass(frozen=True)
+class Checkpointing:
+    """Checkpoints (Lightning's ModelCheckpoint, EarlyStopping, the file format) and resuming."""
+
+    saves: bool  # the script writes checkpoints
+    resumes: bool  # --ckpt-path
+    resumes_validation: bool  # ... of a run with validation: the val loader is loaded before training
+    checkpoints: tuple[Callback, ...]  # the ModelCheckpoint callbacks (the default one when the spec has none)
+    early_stopping: tuple[Callback, ...]
+    default_dir: bool  # a ModelCheckpoint writes into the default directory
+    versioned: bool  # ... which is the default logger's lightning_logs/version_N/checkpoints
+    default_root_dir: str | None  # None: the working directory
+    default_ckpt_path: str | None  # the spec's ckpt_path
+    lightning_version: str  # the Lightning release whose checkpoint format the files follow
+    stateful_callbacks: tuple[Callback, ...]  # callbacks whose state a checkpoint holds
+    save_hook_callbacks: tuple[Callback, ...]  # user callbacks with on_save_checkpoint
+    load_hook_callbacks: tuple[Callback, ...]  # user callbacks with on_load_checkpoint
+    hyperparameters: bool  # the model calls save_hyperparameters
+    resume_variables: tuple[str, ...]  # main()'s loop variables a checkpoint records
+    monitors: bool  # some ModelCheckpoint ranks by a metric
+    step_triggered: bool  # ... saves every n steps or after a time interval
+    time_triggered: bool
+    defers: bool  # ... waits for the validation after an epoch's last batch to rank by a fresh metric
+    saves_last: bool
+    links: bool  # save_last="link"
+    reads_metrics: bool  # file names or rankings read the logged metrics
+    searches_versions: bool  # `--ckpt-path last` looks into every lightning_logs/version_N/checkpoints
+    epoch_start_block: bool  # an epoch's start has code a run resumed in the middle of it must skip
+    stops_on_signals: bool  # SIGTERM / SIGINT write a resumable checkpoint before the script exits
+    requeues: bool  # under SLURM, SIGUSR1 saves an hpc checkpoint and requeues the job
 
 
 @dataclass(frozen=True)
@@ -379,6 +436,7 @@ class Plan:
     optimization: Optimization
     metrics: Metrics
     hooks: Hooks
+    checkpointing: Checkpointing
     constants: Constants
     helpers: Helpers
     imports: Imports
@@ -393,25 +451,40 @@ def make_plan(
     spec: Spec,
     model: ClassFacts,
     data: ClassFacts | None,
-    callbacks: tuple[ClassFacts, ...],
+    callbacks: tuple[ClassFacts | None, ...],
     script_name: str = "train.py",
 ) -> Plan:
-    """Every decision, from the spec and what the user's source says; all problems are reported together."""
+    """Every decision, from the spec and what the user's source says; all problems are reported together.
+
+    `callbacks` holds the facts of each of the spec's callbacks, None for Lightning's own (ModelCheckpoint,
+    EarlyStopping), which the script implements itself."""
     problems: list[Problem] = []
     notices: list[str] = []
     check_model(spec, model, problems)
+    user_callbacks = tuple(facts for facts in callbacks if facts is not None)
     hooks = resolve_hooks(spec, model, data, callbacks)
     device = resolve_device(spec)
     precision = resolve_precision(spec, model, device, problems, notices)
     optimizers = resolve_optimizers(spec, model, precision, problems)
     data_plan = resolve_data(spec, model, data, problems)
-    bounds = resolve_bounds(spec, model, callbacks)
+    bounds = resolve_bounds(spec, model, user_callbacks)
     validation = resolve_validation(spec, model, hooks, data_plan, bounds, problems)
     optimization = resolve_optimization(spec, model, hooks, optimizers, bounds, validation, problems)
+    checkpointing = resolve_checkpointing(spec, model, hooks, validation, optimization, bounds, problems)
     if problems:
         raise LoopgenError(problems)
-    metrics = resolve_metrics(model, callbacks, optimizers, optimization)
-    state = resolve_state(spec, model, callbacks, metrics)
+    hooks = with_lightning_callbacks(spec, hooks, checkpointing)
+    metrics = resolve_metrics(model, user_callbacks, optimizers, optimization, checkpointing)
+    state = resolve_state(spec, model, user_callbacks, metrics, checkpointing)
+    epoch_start = (
+        state.mirror_epoch
+        or bool(hooks.callbacks_with("on_train_epoch_start"))
+        or hooks.model_has("on_train_epoch_start")
+        or optimization.scheduled
+        or optimization.epoch_outputs
+        or optimization.notes_epoch_end
+    )
+    checkpointing = replace(checkpointing, epoch_start_block=checkpointing.resumes and epoch_start)
     build = resolve_build(spec, hooks.callbacks)
     return Plan(
         header=resolve_header(spec, optimizers, script_name, device, precision, bounds, optimization, validation),
@@ -426,6 +499,7 @@ def make_plan(
         optimization=optimization,
         metrics=metrics,
         hooks=hooks,
+        checkpointing=checkpointing,
         constants=resolve_constants(build, state, bounds, validation),
         helpers=Helpers(
             map_tensors=precision.double
@@ -433,7 +507,7 @@ def make_plan(
             or (device.moves and not hooks.model_has("transfer_batch_to_device"))
         ),
         imports=resolve_imports(
-            build, state, data_plan, bounds, validation, precision, optimizers, optimization, metrics
+            build, state, data_plan, bounds, validation, precision, optimizers, optimization, metrics, checkpointing
         ),
         notices=tuple(notices),
     )
@@ -452,22 +526,49 @@ def check_model(spec: Spec, model: ClassFacts, problems: list[Problem]) -> None:
             problems.append(Problem(where, f"{spec.model.class_path} overrides {hook}: not supported yet", line))
 
 
-def resolve_hooks(spec: Spec, model: ClassFacts, data: ClassFacts | None, callbacks: tuple[ClassFacts, ...]) -> Hooks:
+def resolve_hooks(
+    spec: Spec, model: ClassFacts, data: ClassFacts | None, callbacks: tuple[ClassFacts | None, ...]
+) -> Hooks:
+    """The hooks of the model, the data class and the user's callbacks (Lightning's are added by
+    `with_lightning_callbacks`, once their plan is known)."""
     refs = spec.trainer.callbacks
     plans = tuple(
         Callback(
             construct=_construct(ref),
             var=f"callback_{i}" if len(refs) > 1 else "callback",
-            hooks=frozenset(h for h in CALLBACK_HOOKS if facts.defines(h)),
+            hooks=frozenset(h for h in (*CALLBACK_HOOKS, *CALLBACK_CHECKPOINT_METHODS) if facts.defines(h)),
+            state_key=None if facts.defines("state_key") or facts.is_lightning_callback else ref.name,
         )
         for i, (ref, facts) in enumerate(zip(refs, callbacks))
+        if facts is not None
     )
-    _check_unique_names([spec.model] + ([spec.data] if spec.data else []) + list(refs))
+    _check_unique_names([spec.model] + ([spec.data] if spec.data else []) + [r for r, f in zip(refs, callbacks) if f])
     return Hooks(
         model=frozenset(h for h in MODEL_HOOKS if model.defines(h)),
         data=frozenset(h for h in ("prepare_data", "setup", "teardown") if data is not None and data.defines(h)),
         callbacks=plans,
         validation_callbacks=tuple(c for c in plans if c.hooks & set(VALIDATION_CALLBACK_HOOKS)),
+    )
+
+
+def with_lightning_callbacks(spec: Spec, hooks: Hooks, checkpointing: Checkpointing) -> Hooks:
+    """All the callbacks in the order Lightning calls them: the spec's order, with every ModelCheckpoint (the
+    default one included) moved to the end."""
+    lightning = {cb.var: cb for cb in (*checkpointing.early_stopping, *checkpointing.checkpoints)}
+    user = iter(hooks.callbacks)
+    early = iter(checkpointing.early_stopping)
+    ordered: list[Callback] = []
+    for ref in spec.trainer.callbacks:
+        if ref.name == "EarlyStopping" and ref.module.startswith("pytorch_lightning"):
+            ordered.append(next(early))
+        elif ref.name != "ModelCheckpoint" or not ref.module.startswith("pytorch_lightning"):
+            ordered.append(next(user))
+    ordered += [cb for cb in checkpointing.checkpoints if cb.var in lightning]
+    return Hooks(
+        model=hooks.model,
+        data=hooks.data,
+        callbacks=tuple(ordered),
+        validation_callbacks=tuple(c for c in ordered if c.hooks & set(VALIDATION_CALLBACK_HOOKS)),
     )
 
 
@@ -632,6 +733,8 @@ def resolve_bounds(spec: Spec, model: ClassFacts, callbacks: tuple[ClassFacts, .
         min_epochs = 1 if t.min_steps is not None else 0
     min_steps = t.min_steps or 0
     stop_requests = any(_reads_trainer(facts, "should_stop") for facts in (model, *callbacks))
+    stops_early = any(_is_lightning(ref, "EarlyStopping") for ref in t.callbacks) and not t.fast_dev_run
+    stop_requests = stop_requests or stops_early
     if max_epochs != -1 and max_steps != -1:
         loop_until = "epochs_and_steps"
     elif max_epochs != -1:
@@ -697,6 +800,7 @@ def resolve_validation(
         load_at_start=enabled and not sanity and validates_epoch_0,
         load_at_first_use=load_at_first_use,
         first_use_check=load_at_first_use and not data.reloads,
+        loads_before_training=enabled and not sanity,
         reloads=enabled and data.reloads,
         reload_from_epoch_0=enabled and data.reloads and validates_epoch_0,
         on_stop_request=enabled and bounds.stop_requests,
@@ -775,14 +879,217 @@ def resolve_optimization(
     )
 
 
+LIGHTNING_VERSION = "2.6.6"  # the Lightning 2.x release the scripts' behaviour and checkpoint format follow
+CHECKPOINT_DEFAULTS = {  # the arguments of the script's ModelCheckpoint, and their defaults
+    "filename": None, "monitor": None, "mode": "min", "save_top_k": 1, "save_last": None,
+    "save_weights_only": False, "every_n_epochs": 1, "every_n_train_steps": 0, "train_time_interval": None,
+    "save_on_train_epoch_end": True, "auto_insert_metric_name": True, "enable_version_counter": True,
+    "verbose": False,
+}  # fmt: skip
+EARLY_STOPPING_DEFAULTS = {
+    "min_delta": 0.0, "patience": 3, "verbose": False, "mode": "min", "strict": True, "check_finite": True,
+    "stopping_threshold": None, "divergence_threshold": None, "check_on_train_epoch_end": False,
+}  # fmt: skip
+
+
+def resolve_checkpointing(
+    spec: Spec,
+    model: ClassFacts,
+    hooks: Hooks,
+    validation: Validation,
+    optimization: Optimization,
+    bounds: Bounds,
+    problems: list[Problem],
+) -> Checkpointing:
+    """ModelCheckpoint (the default one when the spec has none and checkpointing is on), EarlyStopping, and
+    what a checkpoint must hold to resume this script's loop exactly."""
+    t = spec.trainer
+    given = [ref for ref in t.callbacks if _is_lightning(ref, "ModelCheckpoint")]
+    if not t.enable_checkpointing and given:
+        message = "is false, but the callbacks have a ModelCheckpoint (Lightning refuses this too)"
+        problems.append(_flag_problem(spec, "enable_checkpointing", message))
+    saves = bool(t.enable_checkpointing) and not t.fast_dev_run  # fast_dev_run saves nothing (Lightning)
+    if saves and not given:
+        given = [ClassRef("pytorch_lightning.callbacks.ModelCheckpoint", _callback_defaults("ModelCheckpoint"))]
+    checkpoints = tuple(
+        _model_checkpoint(ref, _numbered("model_checkpoint", i, len(given)), spec, validation, problems)
+        for i, ref in enumerate(given if saves else [])
+    )
+    stoppers = [ref for ref in t.callbacks if _is_lightning(ref, "EarlyStopping")]
+    early_stopping = tuple(
+        _early_stopping(ref, _numbered("early_stopping", i, len(stoppers)), spec, validation, problems)
+        for i, ref in enumerate(stoppers)
+        if not t.fast_dev_run  # fast_dev_run never stops early (Lightning)
+    )
+
+    def every(key: str) -> list[Any]:
+        return [cb.construct.args.get(key, CHECKPOINT_DEFAULTS[key]) for cb in checkpoints]
+
+    step_triggered = any(n > 0 for n in every("every_n_train_steps"))
+    time_triggered = any(interval is not None for interval in every("train_time_interval"))
+    saves_last = any(every("save_last"))
+    hooks_of_checkpoints = {"setup", "on_train_epoch_end"}
+    for hook, used in (
+        ("on_validation_end", validation.enabled),
+        ("on_train_end", saves_last),
+        ("on_train_start", time_triggered),
+        ("on_train_batch_end", step_triggered or time_triggered),
+    ):
+        if used:
+            hooks_of_checkpoints.add(hook)
+    checkpoints = tuple(replace(cb, hooks=frozenset(hooks_of_checkpoints)) for cb in checkpoints)
+    resumes = saves or spec.ckpt_path is not None
+    resume_variables = [
+        name
+        for name, used in (
+            ("total_batch_idx", optimization.total_batch_idx),
+            ("train_loaded_epoch", spec.trainer.reload_dataloaders_every_n_epochs > 0),
+            ("val_loaded_epoch", validation.reloads),
+            ("accumulate", optimization.scheduled),
+            ("epoch_outputs", optimization.epoch_outputs),
+            ("epoch_complete", optimization.notes_epoch_end),
+        )
+        if used
+    ]
+    user = [cb for cb in hooks.callbacks if cb.kind == "user"]
+    versioned = t.logger is None or t.logger is True  # Lightning's default logger: lightning_logs/version_N
+    monitors = any(m is not None for m in every("monitor"))
+    placeholders = any(_placeholders(f) - {"epoch", "step"} for f in every("filename"))
+    return Checkpointing(
+        saves=saves,
+        resumes=resumes,
+        resumes_validation=resumes and validation.enabled,
+        checkpoints=checkpoints,
+        early_stopping=early_stopping,
+        default_dir=any(cb.dirpath is None for cb in checkpoints),
+        versioned=versioned,
+        default_root_dir=t.default_root_dir,
+        default_ckpt_path=spec.ckpt_path,
+        lightning_version=LIGHTNING_VERSION,
+        stateful_callbacks=(*early_stopping, *checkpoints, *(cb for cb in user if "state_dict" in cb.hooks)),
+        save_hook_callbacks=tuple(cb for cb in user if "on_save_checkpoint" in cb.hooks),
+        load_hook_callbacks=tuple(cb for cb in user if "on_load_checkpoint" in cb.hooks),
+        hyperparameters=model.is_lightning_module and model.saves_hyperparameters,
+        resume_variables=tuple(resume_variables),
+        monitors=monitors,
+        step_triggered=step_triggered or time_triggered,
+        time_triggered=time_triggered,
+        defers=monitors and step_triggered and validation.enabled and not all(every("save_on_train_epoch_end")),
+        saves_last=saves_last,
+        links="link" in every("save_last"),
+        reads_metrics=monitors or placeholders or bool(early_stopping),
+        searches_versions=saves and versioned and any(cb.dirpath is None for cb in checkpoints),
+        epoch_start_block=False,  # known once the state is (make_plan)
+        stops_on_signals=saves,
+        requeues=saves,
+    )
+
+
+def _model_checkpoint(ref: ClassRef, var: str, spec: Spec, validation: Validation, problems: list[Problem]) -> Callback:
+    """Lightning's ModelCheckpoint.__init__ rules, its triggers resolved, and where it saves (_should_save_on_
+    train_epoch_end, decided here from the flags)."""
+    args = dict(ref.init_args)
+    where, line = "trainer.callbacks (ModelCheckpoint)", ref.line
+    steps, epochs, interval = args["every_n_train_steps"], args["every_n_epochs"], args["train_time_interval"]
+    if steps is None and epochs is None and interval is None:
+        steps, epochs = 0, 1
+    else:
+        steps, epochs = steps or 0, epochs or 0
+    if (steps >= 1) + (epochs >= 1) + (interval is not None) > 1:
+        message = "every_n_train_steps, every_n_epochs and train_time_interval are mutually exclusive"
+        problems.append(Problem(where, message, line))
+    if args["monitor"] is None and args["save_top_k"] not in (-1, 0, 1):
+        message = f"save_top_k={args['save_top_k']} needs a monitor (no quantity to rank the checkpoints by)"
+        problems.append(Problem(where, message, line))
+    if args["filename"] is not None and not _valid_filename(args["filename"]):
+        problems.append(Problem(where, f"filename {args['filename']!r} is not a valid name template", line))
+    on_epoch_end = args["save_on_train_epoch_end"]
+    if on_epoch_end is None:
+        t = spec.trainer
+        if t.check_val_every_n_epoch != 1:
+            on_epoch_end = False
+        elif not validation.enabled:
+            on_epoch_end = True
+        else:
+            on_epoch_end = t.val_check_interval == 1.0
+    resolved = {**args, "every_n_train_steps": steps, "every_n_epochs": epochs, "save_on_train_epoch_end": on_epoch_end}
+    kwargs = {k: v for k, v in resolved.items() if k in CHECKPOINT_DEFAULTS and v != CHECKPOINT_DEFAULTS[k]}
+    return Callback(
+        construct=Construct("", "ModelCheckpoint", kwargs),
+        var=var,
+        hooks=frozenset(),  # set once every ModelCheckpoint is known: they share one class
+        kind="checkpoint",
+        monitoring=True,
+        dirpath=args["dirpath"],
+    )
+
+
+def _early_stopping(ref: ClassRef, var: str, spec: Spec, validation: Validation, problems: list[Problem]) -> Callback:
+    args = dict(ref.init_args)
+    if args["monitor"] is None:
+        problems.append(Problem("trainer.callbacks (EarlyStopping)", "EarlyStopping needs `monitor`", ref.line))
+    on_epoch_end = args.pop("check_on_train_epoch_end")
+    if on_epoch_end is None:  # Lightning's EarlyStopping.setup
+        t = spec.trainer
+        on_epoch_end = t.val_check_interval == 1.0 and t.check_val_every_n_epoch == 1
+    args = {**args, "check_on_train_epoch_end": on_epoch_end}
+    monitor = args.pop("monitor")
+    kwargs = {k: v for k, v in args.items() if k in EARLY_STOPPING_DEFAULTS and v != EARLY_STOPPING_DEFAULTS[k]}
+    return Callback(
+        construct=Construct("", "EarlyStopping", {"monitor": monitor, **kwargs}),
+        var=var,
+        hooks=frozenset({"on_train_epoch_end", "on_validation_end"} if validation.enabled else {"on_train_epoch_end"}),
+        kind="early_stopping",
+        monitoring=True,
+    )
+
+
+def _is_lightning(ref: ClassRef, name: str) -> bool:
+    return ref.name == name and ref.module.startswith("pytorch_lightning")
+
+
+def _numbered(name: str, index: int, count: int) -> str:
+    return f"{name}_{index}" if count > 1 else name
+
+
+def _callback_defaults(name: str) -> dict[str, Any]:
+    from loopgen.flags import CALLBACK_ARGS
+
+    return {arg.name: arg.default for arg in CALLBACK_ARGS[name]}
+
+
+def _placeholders(filename: str | None) -> set[str]:
+    """The names in a ModelCheckpoint filename template ("{epoch}-{val_loss:.2f}": epoch, val_loss)."""
+    import re
+
+    return {group[1:] for group in re.findall(r"(\{.*?)[:\}]", filename or "")}
+
+
+def _valid_filename(filename: str) -> bool:
+    """Whether ModelCheckpoint can format the template (Lightning's _format_checkpoint_name, with zeros)."""
+    name = filename
+    for group in sorted(_placeholders(filename), key=len, reverse=True):
+        name = name.replace("{" + group, "{0[" + group + "]")
+    try:
+        name.format(dict.fromkeys(_placeholders(filename), 0.0))
+    except (ValueError, KeyError, IndexError, TypeError):
+        return False
+    return True
+
+
 def resolve_metrics(
-    model: ClassFacts, callbacks: tuple[ClassFacts, ...], optimizers: Optimizers, optimization: Optimization
+    model: ClassFacts,
+    callbacks: tuple[ClassFacts, ...],
+    optimizers: Optimizers,
+    optimization: Optimization,
+    checkpointing: Checkpointing,
 ) -> Metrics:
-    """self.log needs a collector only when something reads what is logged (a plateau scheduler, the model or
-    a callback through trainer.callback_metrics / logged_metrics); the gradient norms of track_grad_norm and the
-    seed's dict returns are logged values too."""
+    """self.log needs a collector only when something reads what is logged (a plateau scheduler, EarlyStopping,
+    a ModelCheckpoint ranking or naming files by a metric, the model or a callback through
+    trainer.callback_metrics / logged_metrics); the gradient norms of track_grad_norm and the seed's dict returns
+    are logged values too."""
     readers = any(_reads_trainer(facts, *METRIC_ATTRIBUTES) for facts in (model, *callbacks))
-    collect = readers or optimizers.plateau or optimization.track_grad_norm is not None
+    collect = readers or optimizers.plateau or optimization.track_grad_norm is not None or checkpointing.reads_metrics
     model_logs = model.uses_log or any(facts.module_reads & {"log", "log_dict"} for facts in callbacks)
     log_dicts = collect and model.returns_log_dicts
     return Metrics(
@@ -794,9 +1101,21 @@ def resolve_metrics(
     )
 
 
-def resolve_state(spec: Spec, model: ClassFacts, callbacks: tuple[ClassFacts, ...], metrics: Metrics) -> State:
+def resolve_state(
+    spec: Spec,
+    model: ClassFacts,
+    callbacks: tuple[ClassFacts, ...],
+    metrics: Metrics,
+    checkpointing: Checkpointing,
+) -> State:
     """The `trainer` object: the attributes the model and the callbacks read, each one true."""
     reads: set[str] = set()
+    if checkpointing.checkpoints:  # what the script's ModelCheckpoint reads
+        reads |= {"current_epoch", "global_step", "sanity_checking", "ckpt_path"}
+        reads |= {"num_training_batches"} if checkpointing.defers else set()
+        reads |= {"callback_metrics"} if checkpointing.reads_metrics else set()
+    if checkpointing.early_stopping:  # ... and its EarlyStopping
+        reads |= {"current_epoch", "sanity_checking", "should_stop", "callback_metrics"}
     everything = False
     for facts in (model, *callbacks):
         if facts.trainer_reads is None:
@@ -821,7 +1140,7 @@ def resolve_state(spec: Spec, model: ClassFacts, callbacks: tuple[ClassFacts, ..
     attributes = frozenset(TRAINER_ATTRIBUTES) if everything else frozenset(reads)
     if not metrics.collect:
         attributes -= METRIC_ATTRIBUTES
-    exists = bool(attributes) or bool(spec.trainer.callbacks)
+    exists = bool(attributes) or bool(spec.trainer.callbacks) or bool(checkpointing.checkpoints)
     module_reads_trainer = (model.trainer_reads or set()) != set() or model.trainer_reads is None
     plain_counters = set() if model.is_lightning_module else module_counters & counters
     return State(
@@ -840,7 +1159,9 @@ def resolve_build(spec: Spec, callbacks: tuple[Callback, ...]) -> Build:
     data = _construct(spec.data) if spec.data else None
     by_module: dict[str, list[str]] = {}
     for c in (model, data, *(cb.construct for cb in callbacks)):
-        if c is not None and not c.from_torch and c.cls not in by_module.setdefault(c.module, []):
+        if c is None or c.from_torch or not c.module:  # torch's, or the script's own class
+            continue
+        if c.cls not in by_module.setdefault(c.module, []):
             by_module[c.module].append(c.cls)
     seed = spec.seed_everything if not isinstance(spec.seed_everything, bool) else None
     t = spec.trainer
@@ -917,12 +1238,25 @@ def resolve_imports(
     optimizers: Optimizers,
     optimization: Optimization,
     metrics: Metrics,
+    checkpointing: Checkpointing,
 ) -> Imports:
+    saves = checkpointing.saves
     return Imports(
-        os=build.deterministic,
-        random=build.seeds or validation.sanity,
-        sys=build.seeds or validation.sanity,
-        warnings=optimizers.general_schedulers or optimizers.lenient_plateau or bounds.holds_stop,
+        os=build.deterministic or checkpointing.resumes,
+        random=build.seeds or validation.sanity or saves,
+        sys=build.seeds or validation.sanity or saves,
+        warnings=optimizers.general_schedulers
+        or optimizers.lenient_plateau
+        or bounds.holds_stop
+        or bool(checkpointing.checkpoints)
+        or bool(checkpointing.early_stopping),
+        argparse=checkpointing.resumes,
+        glob=checkpointing.searches_versions,
+        re=bool(checkpointing.checkpoints) or checkpointing.resumes,
+        signal=checkpointing.stops_on_signals,
+        subprocess=checkpointing.requeues,
+        time=checkpointing.time_triggered,
+        timedelta=checkpointing.time_triggered,
         sequence=optimization.tbptt and not optimization.tbptt_split_hook,
         contextmanager=precision.double,
         dataclass=metrics.collect,

@@ -22,6 +22,7 @@ import yaml
 from loopgen.errors import LoopgenError, Problem, did_you_mean, got, show
 from loopgen.flags import (
     ALIASES,
+    CALLBACK_ARGS,
     FLAGS,
     TRAINER_KEYS,
     Flag,
@@ -508,9 +509,35 @@ class _Reader:
             reason = callback_support(ref.class_path)
             if reason:
                 self.problem(where, f"{ref.name}: {reason}")
+            elif lightning_callback(ref.class_path) is not None:
+                args = self.callback_args(where if isinstance(entry, str) else (*where, "init_args"), ref)
+                refs.append(ClassRef(ref.class_path, args, ref.line))
             else:
                 refs.append(ref)
         return tuple(refs)
+
+    def callback_args(self, path: KeyPath, ref: ClassRef) -> dict[str, Any]:
+        """The init_args of one of Lightning's callbacks, checked and normalised like trainer flags; every
+        argument it takes is present (absent ones at Lightning's default)."""
+        table = CALLBACK_ARGS[ref.name]
+        known = {arg.name: arg for arg in table}
+        for name in ref.init_args:
+            if name not in known:
+                self.problem((*path, name), f"unknown argument of {ref.name}{did_you_mean(name, known)}")
+        args = {}
+        for arg in table:
+            raw = ref.init_args.get(arg.name)
+            key = (*path, arg.name)
+            try:
+                value = arg.default if raw is None and not arg.nullable else arg.parse(raw)
+            except FlagError as error:
+                self.problem((*key, *error.at), error.message)
+                continue
+            reason = arg.support(value)
+            if reason:
+                self.problem(key, f"{ref.name}({arg.name}={show(value)}) is {reason}")
+            args[arg.name] = value
+        return args
 
     # --- loop
 

@@ -272,12 +272,16 @@ class Unknown:
 
 
 def test_trainer_holds_what_is_read(tmp_path: Path) -> None:
-    plain = plan_of(tmp_path)
+    plain = plan_of(tmp_path, spec="trainer:\n  enable_checkpointing: false\n")
     assert not plain.state.exists and not plain.metrics.collect and plain.metrics.discards
-    reader = plan_of(tmp_path, extra=CALLBACK, spec="trainer:\n  callbacks: [pkg.models.Reader]\n")
+    reader = plan_of(
+        tmp_path, extra=CALLBACK, spec="trainer:\n  enable_checkpointing: false\n  callbacks: [pkg.models.Reader]\n"
+    )
     assert reader.state.attributes == {"global_step", "callback_metrics", "should_stop"}
     assert reader.state.counters and reader.metrics.collect and reader.bounds.stop_requests
-    passer = plan_of(tmp_path, extra=CALLBACK, spec="trainer:\n  callbacks: [pkg.models.Passer]\n")
+    passer = plan_of(
+        tmp_path, extra=CALLBACK, spec="trainer:\n  enable_checkpointing: false\n  callbacks: [pkg.models.Passer]\n"
+    )
     assert passer.state.attributes >= {"current_epoch", "global_step", "num_training_batches", "is_global_zero"}
 
 

@@ -78,11 +78,8 @@ def test_minimal_spec_gets_lightning_defaults(tmp_path: Path) -> None:
     assert spec.loop == LoopFlags()
     assert spec.trainer == TrainerFlags()
     assert spec.trainer.precision == "32" and spec.trainer.devices == 1 and spec.trainer.max_epochs is None
-    assert notice_keys(spec) == [
-        "trainer.logger",
-        "trainer.enable_checkpointing",
-        "trainer.enable_progress_bar",
-    ]
+    assert notice_keys(spec) == ["trainer.logger", "trainer.enable_progress_bar"]
+    assert spec.trainer.enable_checkpointing is True  # Lightning's default
     assert spec.notices[0] == (
         "trainer.logger: Lightning's default logger is not implemented yet; the script does not log "
         "(set `logger: false` to silence this)"
@@ -148,10 +145,7 @@ def test_lightning_cli_print_config_loads_unchanged() -> None:
     assert (t.max_epochs, t.gradient_clip_val, t.logger) == (3, 0.5, False)
     # every other argument is null or Lightning's default, so the rest is as if absent
     assert t == TrainerFlags(max_epochs=3, gradient_clip_val=0.5, logger=False, callbacks=t.callbacks)
-    assert notice_keys(spec) == [
-        "trainer.enable_checkpointing",
-        "trainer.enable_progress_bar",
-    ]
+    assert notice_keys(spec) == ["trainer.enable_progress_bar"]
 
 
 def test_bare_class_paths_and_dict_kwargs(tmp_path: Path) -> None:
@@ -375,7 +369,6 @@ def test_check_val_every_n_epoch_null_is_kept(tmp_path: Path) -> None:
         "logger: csv",
         "logger: tensorboard",
         "logger: {class_path: lightning.pytorch.loggers.CSVLogger, init_args: {save_dir: logs}}",
-        "enable_checkpointing: true",
         "enable_progress_bar: true",
     ],
 )
@@ -476,10 +469,57 @@ def test_callbacks(tmp_path: Path) -> None:
         "lightning.pytorch.callbacks.early_stopping.EarlyStopping",
     ],
 )
-def test_lightning_callbacks_not_implemented_yet(tmp_path: Path, class_path: str) -> None:
+def test_lightning_callbacks_in_every_spelling(tmp_path: Path, class_path: str) -> None:
     name = class_path.rpartition(".")[2]
-    text = trainer_problem(tmp_path, f"callbacks:\n  - class_path: {class_path}\n    init_args: {{monitor: val_loss}}")
-    assert text == f"trainer.callbacks[0] (line 4): {name}: not supported yet"
+    flags = trainer(tmp_path, f"callbacks:\n  - class_path: {class_path}\n    init_args: {{monitor: val_loss}}")
+    (ref,) = flags.callbacks
+    assert ref.class_path == f"pytorch_lightning.callbacks.{name}"
+    assert ref.init_args["monitor"] == "val_loss" and ref.init_args["mode"] == "min"  # every argument, defaulted
+
+
+@pytest.mark.parametrize(
+    "entry, expected",
+    [
+        (
+            "{class_path: ModelCheckpoint, init_args: {monitr: val_loss}}",
+            "trainer.callbacks[0].init_args.monitr (line 4): unknown argument of ModelCheckpoint (did you mean 'monitor'?)",
+        ),
+        (
+            "{class_path: ModelCheckpoint, init_args: {save_top_k: -2}}",
+            "trainer.callbacks[0].init_args.save_top_k (line 4): expected an integer >= -1 (-1: all, 0: none), got -2",
+        ),
+        (
+            "{class_path: ModelCheckpoint, init_args: {save_last: always}}",
+            'trainer.callbacks[0].init_args.save_last (line 4): expected true, false or "link", got always (a string)',
+        ),
+        (
+            "{class_path: ModelCheckpoint, init_args: {train_time_interval: soon}}",
+            "trainer.callbacks[0].init_args.train_time_interval (line 4): expected a number of seconds",
+        ),
+        (
+            "{class_path: ModelCheckpoint, init_args: {save_on_exception: true}}",
+            "trainer.callbacks[0].init_args.save_on_exception (line 4): ModelCheckpoint(save_on_exception=true) is not",
+        ),
+        (
+            "{class_path: EarlyStopping, init_args: {monitor: val_loss, mode: maximum}}",
+            "trainer.callbacks[0].init_args.mode (line 4): expected one of min, max, got maximum (a string)",
+        ),
+    ],
+)
+def test_lightning_callback_arguments_are_checked(tmp_path: Path, entry: str, expected: str) -> None:
+    assert trainer_problem(tmp_path, f"callbacks:\n  - {entry}").startswith(expected)
+
+
+@pytest.mark.parametrize(
+    "interval, seconds",
+    [(90, 90.0), ("00:01:30", 90.0), ("1:00:00:00", 86400.0), ({"hours": 1, "minutes": 30}, 5400.0)],
+)
+def test_train_time_interval_forms(tmp_path: Path, interval, seconds: float) -> None:
+    text = (
+        f"callbacks:\n  - class_path: ModelCheckpoint\n    init_args: {{train_time_interval: {json.dumps(interval)}}}"
+    )
+    (ref,) = trainer(tmp_path, text).callbacks
+    assert ref.init_args["train_time_interval"] == seconds
 
 
 def test_other_lightning_callbacks_are_refused(tmp_path: Path) -> None:
@@ -531,9 +571,8 @@ def test_seed_era_spelling_that_maps_to_an_unimplemented_value(tmp_path: Path) -
     assert trainer_problem(tmp_path, "progress_bar_refresh_rate: 1") == (
         "trainer.progress_bar_refresh_rate (line 3): enable_progress_bar: true is not supported yet"
     )
-    assert trainer_problem(tmp_path, "early_stop_callback: true") == (
-        "trainer.early_stop_callback (line 3): EarlyStopping: not supported yet"
-    )
+    (early_stopping,) = trainer(tmp_path, "early_stop_callback: true").callbacks  # the seed's default monitor
+    assert early_stopping.name == "EarlyStopping" and early_stopping.init_args["monitor"] == "val_loss"
 
 
 def test_seed_era_precision_16(tmp_path: Path) -> None:

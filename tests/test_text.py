@@ -159,6 +159,15 @@ FLAG_SETS = {
     "double": {"precision": "64"},
     "auto": {"accelerator": "auto"},
     "callback": {"callbacks": [{"class_path": "proj.callbacks.Recorder"}]},
+    "checkpoint_default": {"enable_checkpointing": True},
+    "checkpoint_default_logger": {"enable_checkpointing": True, "logger": None},
+    "checkpoint_monitor": {"enable_checkpointing": True, "callbacks": [{"class_path": "ModelCheckpoint", "init_args": {
+        "monitor": "val_loss", "save_top_k": 2, "save_last": "link", "filename": "{epoch}-{val_loss:.3f}",
+        "every_n_train_steps": 3, "verbose": True}}], "val_check_interval": 0.5},
+    "checkpoint_time": {"enable_checkpointing": True, "callbacks": [{"class_path": "ModelCheckpoint", "init_args": {
+        "train_time_interval": "00:00:01", "save_weights_only": True}}]},
+    "early_stopping": {"callbacks": [{"class_path": "EarlyStopping", "init_args": {
+        "monitor": "val_loss", "patience": 2, "stopping_threshold": 0.01, "verbose": True}}], "min_epochs": 1},
 }
 
 
