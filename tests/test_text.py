@@ -254,6 +254,12 @@ TRACES = {
     "fp16_auto": ["GradScaler", 'enabled=device.type == "cuda"', "scaler.step(optimizer)"],
     "double": ["model.double()", "default_dtype(torch.float64)", "t.double()"],
     "val_fraction_every_2": ["CHECK_VAL_EVERY_N_EPOCH == 0"],
+    "checkpoint_default": ["class ModelCheckpoint", "files.write(checkpoint", "--ckpt-path", "def stop_on_signals",
+                           'os.path.join(default_root_dir, "checkpoints")'],
+    "checkpoint_default_logger": ["def next_version", '"lightning_logs"'],
+    "checkpoint_monitor": ["def update_best_and_save", "def link_atomically", "self.defer_until_validation = True"],
+    "checkpoint_time": ["time.monotonic()", "timedelta(seconds=train_time_interval)"],
+    "early_stopping": ["class EarlyStopping", "early_stopping.on_train_epoch_end(trainer)"],
 }
 
 
