@@ -1248,7 +1248,7 @@ def resolve_imports(
         warnings=optimizers.general_schedulers
         or optimizers.lenient_plateau
         or bounds.holds_stop
-        or bool(checkpointing.checkpoints)
+        or checkpointing.resumes
         or bool(checkpointing.early_stopping),
         argparse=checkpointing.resumes,
         glob=checkpointing.searches_versions,
