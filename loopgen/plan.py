@@ -367,6 +367,7 @@ class Imports:
     sequence: bool
     contextmanager: bool
     dataclass: bool
+    field: bool
     simple_namespace: bool
     accumulate: bool
     samplers: bool
@@ -393,6 +394,9 @@ class Checkpointing:
     hyperparameters: bool  # the model calls save_hyperparameters
     resume_variables: tuple[str, ...]  # main()'s loop variables a checkpoint records
     monitors: bool  # some ModelCheckpoint ranks by a metric
+    unmonitored: bool  # some ModelCheckpoint keeps the newest
+    verbose: bool  # some ModelCheckpoint says what it saves
+    stopping: Mapping[str, bool]  # EarlyStopping's features in use (thresholds, divergence, check_finite, ...)
     step_triggered: bool  # ... saves every n steps or after a time interval
     time_triggered: bool
     defers: bool  # ... waits for the validation after an epoch's last batch to rank by a fresh metric
@@ -972,6 +976,18 @@ def resolve_checkpointing(
         hyperparameters=model.is_lightning_module and model.saves_hyperparameters,
         resume_variables=tuple(resume_variables),
         monitors=monitors,
+        unmonitored=any(m is None for m in every("monitor")),
+        verbose=any(every("verbose")),
+        stopping={
+            feature: any(predicate(cb.construct.args) for cb in early_stopping)
+            for feature, predicate in (
+                ("thresholds", lambda a: a.get("stopping_threshold") is not None),
+                ("divergence", lambda a: a.get("divergence_threshold") is not None),
+                ("check_finite", lambda a: a.get("check_finite", True)),
+                ("lenient", lambda a: not a.get("strict", True)),
+                ("verbose", lambda a: a.get("verbose", False)),
+            )
+        },
         step_triggered=step_triggered or time_triggered,
         time_triggered=time_triggered,
         defers=monitors and step_triggered and validation.enabled and not all(every("save_on_train_epoch_end")),
@@ -1259,7 +1275,8 @@ def resolve_imports(
         timedelta=checkpointing.time_triggered,
         sequence=optimization.tbptt and not optimization.tbptt_split_hook,
         contextmanager=precision.double,
-        dataclass=metrics.collect,
+        dataclass=metrics.collect or bool(checkpointing.checkpoints) or bool(checkpointing.early_stopping),
+        field=bool(checkpointing.checkpoints),
         simple_namespace=state.exists,
         accumulate=optimization.frequencies is not None,
         samplers=data.sequential,
