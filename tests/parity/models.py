@@ -376,3 +376,38 @@ class ShuffledValidationModel(PlateauModel):
         if batch_idx == 0:
             self.events.append(("first_val_batch", self.current_epoch, batch[1].tolist()))
         return super().validation_step(batch, batch_idx)
+
+
+class CheckpointModel(MLP):
+    """Logs what ModelCheckpoint and EarlyStopping monitor: val_loss and val_acc (per validation run) and
+    train_loss (per training epoch). Saves its init arguments (save_hyperparameters): its checkpoints hold
+    hyper_parameters, and load_from_checkpoint rebuilds it with them.
+
+    With the default lr (0.02) and seed 42 the validation loss falls by less and less, then stalls: 0.683, 0.382,
+    0.180, 0.144, 0.139, 0.142, 0.119, 0.126 after epochs 0-7; the training loss 0.828, 0.368, 0.209, 0.106,
+    0.080, 0.072, 0.089.
+    """
+
+    def __init__(self, hidden: int = 32, lr: float = 0.02, dropout: float = 0.2) -> None:
+        super().__init__(hidden=hidden, lr=lr, dropout=dropout)
+        self.save_hyperparameters()
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        loss = F.cross_entropy(self(x), y)
+        self.log("train_loss", loss, on_step=False, on_epoch=True)
+        return loss
+
+    def validation_step(self, batch, batch_idx):
+        x, y = batch
+        logits = self(x)
+        self.log("val_loss", F.cross_entropy(logits, y))
+        self.log("val_acc", (logits.argmax(dim=1) == y).float().mean())
+
+
+class DivergingCheckpointModel(CheckpointModel):
+    """CheckpointModel with a learning rate that makes the validation loss blow up: 0.70, 3.80, 15.5 after
+    epochs 0-2 (seed 42)."""
+
+    def __init__(self, hidden: int = 32, lr: float = 0.5, dropout: float = 0.2) -> None:
+        super().__init__(hidden=hidden, lr=lr, dropout=dropout)
