@@ -100,7 +100,8 @@ def render(spec: dict[str, Any], workdir: Path) -> Path:
 
 
 def run_loopgen(spec: dict[str, Any], workdir: Path) -> Any:
-    script = render(spec, workdir)
+    script = render(spec, workdir)  # from the working directory, where loopgen finds the test modules
+    os.chdir(workdir)
     namespace = runpy.run_path(str(script), run_name="loopgen_parity_script")
     sys.argv = [str(script)]  # as `python train.py` would see it
     return namespace["main"]()
@@ -112,11 +113,11 @@ def run_job(side: str, spec_path: str, out: str) -> int:
 
     spec = yaml.safe_load(Path(spec_path).read_text(encoding="utf-8"))
     out_path = Path(out).resolve()
-    directory = out_path.parent
-    os.chdir(directory)  # whatever a side writes lands in its own directory
+    directory = out_path.parent  # each side trains in it: whatever it writes lands there
     if checkpointing(spec):
         spec = in_directory(spec, directory)
     if side == "lightning":
+        os.chdir(directory)
         model = run_lightning(spec)
     elif side == "loopgen":
         model = run_loopgen(spec, directory)
