@@ -241,7 +241,6 @@ def kill_points() -> list[Any]:
     for seed in (0, 1, 2):
         step = random.Random(seed).randrange(1, TOTAL_STEPS)
         points.append(pytest.param("training_step", step, id=f"seed{seed}-training_step-{step}"))
-    points.append(pytest.param("training_step", STEPS_PER_EPOCH, id="first_step_of_epoch_1"))
     points.append(pytest.param("on_train_epoch_end", STEPS_PER_EPOCH, id="epoch_0_end"))
     points.append(pytest.param("on_validation_start", 2 * STEPS_PER_EPOCH, id="epoch_1_end_before_validation"))
     return points
