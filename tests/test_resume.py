@@ -109,11 +109,17 @@ class Run:
         return "".join(self.lines)
 
     def wait_until_paused(self) -> None:
+        self._wait_for(self.paused, "pause")
+
+    def wait_until_stepped(self) -> None:
+        self._wait_for(self.stepped, "finish a step")
+
+    def _wait_for(self, event: threading.Event, what: str) -> None:
         deadline = time.monotonic() + TIMEOUT
-        while not self.paused.wait(0.1):
+        while not event.wait(0.1):
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 self.kill()
-                pytest.fail(f"the script did not pause (exit {self.proc.returncode}):\n{tail(self.output)}")
+                pytest.fail(f"the script did not {what} (exit {self.proc.returncode}):\n{tail(self.output)}")
 
     def release(self) -> None:
         (self.cwd / "release").touch()
@@ -136,11 +142,11 @@ class Run:
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait()
             pytest.fail(f"the script ran for more than {timeout} s:\n{tail(self.output)}")
-        self.reader.join(timeout=10)
-        try:  # loader workers left behind by a killed script
+        try:  # loader workers left behind (they hold the output open)
             os.killpg(self.proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
+        self.reader.join(timeout=10)
         return self.proc.returncode
 
 
@@ -199,8 +205,10 @@ def scripts(tmp_path_factory: pytest.TempPathFactory) -> Scripts:
     return Scripts(tmp_path_factory.mktemp("resume"))
 
 
-def assert_same_weights(weights: Path, reference: Path, what: str) -> None:
-    ours, theirs = torch.load(weights), torch.load(reference)
+def assert_same_weights(weights: Path | dict, reference: Path, what: str) -> None:
+    """`weights` (a state_dict or the file it was saved to) are torch.equal to those saved in `reference`."""
+    ours = weights if isinstance(weights, dict) else torch.load(weights)
+    theirs = torch.load(reference)
     assert ours.keys() == theirs.keys(), what
     different = [name for name in theirs if not torch.equal(ours[name], theirs[name])]
     assert not different, f"{what}: weights differ from the uninterrupted run's: {different}"
@@ -274,17 +282,21 @@ def test_resume_after_sigkill(scripts: Scripts, tmp_path: Path, hook: str, step:
 def test_kill_while_writing_leaves_only_loadable_checkpoints(scripts: Scripts, tmp_path: Path) -> None:
     """Killed again and again, each time as soon as a new file that is not a finished *.ckpt appears in the
     checkpoint directory (a checkpoint being written), or else at a random moment: every *.ckpt left loads, and
-    resuming from last.ckpt still ends with the uninterrupted run's weights."""
+    resuming from last.ckpt still ends with the uninterrupted run's weights (in the final last.ckpt too)."""
     reference = scripts.reference()
     rng = random.Random(1234)
     folder = tmp_path / CKPT_DIR
+
+    def finished() -> bool:
+        return (folder / "last.ckpt").exists() and load(folder / "last.ckpt")["global_step"] == TOTAL_STEPS
+
     for attempt in range(4):
+        if finished():  # an attempt ran to the end before it was killed
+            break
         args = ("--ckpt-path", "last") if (folder / "last.ckpt").exists() else ()
         left_over = set(os.listdir(folder)) if folder.is_dir() else set()
         run = Run(scripts.script(), tmp_path, *args)
-        if not run.stepped.wait(TIMEOUT):
-            run.kill()
-            pytest.fail(f"attempt {attempt}: the script never finished a step:\n{tail(run.output)}")
+        run.wait_until_stepped()
         deadline = time.monotonic() + rng.uniform(0.0, 0.5)
         while run.proc.poll() is None and time.monotonic() < deadline:
             names_now = os.listdir(folder) if folder.is_dir() else []
@@ -297,9 +309,13 @@ def test_kill_while_writing_leaves_only_loadable_checkpoints(scripts: Scripts, t
             except Exception as error:  # noqa: BLE001 - report which file, and why
                 pytest.fail(f"attempt {attempt}: {path.relative_to(tmp_path)} does not load: {error!r}")
 
-    args = ("--ckpt-path", "last") if (folder / "last.ckpt").exists() else ()
-    weights = run_to_end(scripts.script(), tmp_path, *args)
-    assert_same_weights(weights, reference / "final_weights.pt", "resumed after kills while writing")
+    if not finished():
+        args = ("--ckpt-path", "last") if (folder / "last.ckpt").exists() else ()
+        weights = run_to_end(scripts.script(), tmp_path, *args)
+        assert_same_weights(weights, reference / "final_weights.pt", "resumed after kills while writing")
+    last = load(folder / "last.ckpt")
+    assert last["global_step"] == TOTAL_STEPS
+    assert_same_weights(last["state_dict"], reference / "final_weights.pt", "last.ckpt after kills while writing")
 
 
 # ---------------------------------------------------------------------------------------------------------------
