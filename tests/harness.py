@@ -5,12 +5,16 @@ Lightning 1.9.5 (its own venv); tests/parity/test_parity.py and tests/test_light
 as `Case`s. Both runners read the spec as LightningCLI does: `{class_path, init_args}` entries (`instantiate`)
 and the optional `optimizer:` / `lr_scheduler:` (`cli_configure_optimizers`).
 
+Checkpointing cases run each side in its own directory (`in_directory`) and compare what the checkpoint files
+left there hold (`checkpoint_facts`); tests/test_resume.py reads the same facts.
+
 Both venvs' Pythons import this module, so it imports nothing at module level but the standard library: no
 loopgen, torch or pytorch_lightning (each runner brings its own).
 """
 
 from __future__ import annotations
 
+import copy
 import importlib
 import os
 import types
@@ -100,3 +104,139 @@ def cli_configure_optimizers(model: Any, spec: Mapping[str, Any]) -> None:
         return [optimizer], [scheduler]
 
     model.configure_optimizers = types.MethodType(configure_optimizers, model)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# checkpoints
+
+# Lightning's callbacks that loopgen implements, and the submodule each is defined in
+LIGHTNING_CALLBACKS = {"ModelCheckpoint": "model_checkpoint", "EarlyStopping": "early_stopping"}
+CALLBACK_PACKAGES = ("pytorch_lightning.callbacks", "lightning.pytorch.callbacks")
+# Keys of a checkpoint file that are not compared: Lightning's version, and the script's own state (its key's
+# name starts with "loopgen")
+VERSION_KEY = "pytorch-lightning_version"
+SCRIPT_KEY_PREFIX = "loopgen"
+# ModelCheckpoint's state entries that hold a file or directory path
+CALLBACK_PATHS = ("dirpath", "best_model_path", "kth_best_model_path", "last_model_path")
+
+
+def lightning_callback(class_path: str) -> str | None:
+    """The name of the Lightning callback (ModelCheckpoint or EarlyStopping) that `class_path` names as a spec may
+    spell it (the short name, pytorch_lightning.callbacks.NAME, lightning.pytorch.callbacks.NAME, or the class in
+    its own submodule), else None."""
+    module, _, name = class_path.rpartition(".")
+    if name not in LIGHTNING_CALLBACKS:
+        return None
+    spellings = {"", *CALLBACK_PACKAGES, *(f"{package}.{LIGHTNING_CALLBACKS[name]}" for package in CALLBACK_PACKAGES)}
+    return name if module in spellings else None
+
+
+def callback_entry(entry: Any) -> dict[str, Any]:
+    """A `callbacks` entry as a Lightning runner instantiates it: a {class_path, init_args} mapping, Lightning's own
+    callbacks as pytorch_lightning.callbacks.NAME (LightningCLI resolves the short name; the `lightning` package
+    need not be installed)."""
+    entry = {"class_path": entry} if isinstance(entry, str) else dict(entry)
+    name = lightning_callback(str(entry.get("class_path", "")))
+    if name is not None:
+        entry["class_path"] = f"pytorch_lightning.callbacks.{name}"
+    return entry
+
+
+def in_directory(spec: Mapping[str, Any], directory: Path | str) -> dict[str, Any]:
+    """The spec with its files under `directory`: trainer.default_root_dir set to it, and every ModelCheckpoint's
+    relative dirpath taken relative to it (each side of a checkpointing case writes into its own directory)."""
+    spec = copy.deepcopy(dict(spec))
+    trainer = spec["trainer"] = dict(spec.get("trainer") or {})
+    trainer["default_root_dir"] = str(directory)
+    callbacks = []
+    for entry in trainer.get("callbacks") or []:
+        entry = {"class_path": entry} if isinstance(entry, str) else dict(entry)
+        if lightning_callback(str(entry.get("class_path", ""))) == "ModelCheckpoint":
+            init_args = entry["init_args"] = dict(entry.get("init_args") or {})
+            dirpath = init_args.get("dirpath")
+            if dirpath is not None and not os.path.isabs(dirpath):
+                init_args["dirpath"] = os.path.join(str(directory), dirpath)
+        callbacks.append(entry)
+    if callbacks:
+        trainer["callbacks"] = callbacks
+    return spec
+
+
+def checkpoint_files(directory: Path | str) -> list[Path]:
+    """The *.ckpt files (symbolic links included) anywhere under `directory`, sorted."""
+    return sorted(Path(directory).rglob("*.ckpt"))
+
+
+def checkpoint_facts(directory: Path | str) -> list[dict[str, Any]]:
+    """What the checkpoint files under `directory` hold, in plain Python that compares with == across two
+    directories: one entry per file, sorted by path, with
+    - `path`: relative to `directory`; `link`: the target of a symbolic link (save_last="link"), else None;
+    - `keys`: the file's sorted top-level keys, without Lightning's version and the script's own key;
+    - the value of every one of those keys but `loops` (Lightning's loop bookkeeping: compared by name only),
+      tensors as ("tensor", dtype, shape, values) and the paths in ModelCheckpoint's state relative to
+      `directory`;
+    - or `unreadable`: why torch.load failed.
+    """
+    import torch
+
+    directory = Path(directory)
+    facts = []
+    for path in checkpoint_files(directory):
+        entry: dict[str, Any] = {
+            "path": path.relative_to(directory).as_posix(),
+            "link": os.readlink(path) if path.is_symlink() else None,
+        }
+        try:
+            checkpoint = torch.load(path, map_location="cpu", weights_only=False)
+        except Exception as error:  # noqa: BLE001 - a file that does not load is a fact to compare
+            entry["unreadable"] = f"{type(error).__name__}: {error}"
+        else:
+            entry.update(checkpoint_contents(checkpoint, directory))
+        facts.append(entry)
+    return facts
+
+
+def checkpoint_contents(checkpoint: Mapping[str, Any], directory: Path | str) -> dict[str, Any]:
+    """One loaded checkpoint as `checkpoint_facts` describes it (without `path` and `link`)."""
+    keys = sorted(key for key in checkpoint if key != VERSION_KEY and not str(key).startswith(SCRIPT_KEY_PREFIX))
+    contents: dict[str, Any] = {"keys": keys}
+    for key in keys:
+        if key == "loops":
+            continue
+        value = checkpoint[key]
+        if key == "callbacks" and isinstance(value, Mapping):
+            value = {name: relative_paths(state, directory) for name, state in value.items()}
+        contents[key] = plain(value)
+    return contents
+
+
+def relative_paths(state: Any, directory: Path | str) -> Any:
+    """A ModelCheckpoint state with its paths (CALLBACK_PATHS and the keys of best_k_models) relative to
+    `directory`; any other callback state as it is."""
+    if not isinstance(state, Mapping) or not any(key in state for key in CALLBACK_PATHS):
+        return state
+    state = dict(state)
+    for key in CALLBACK_PATHS:
+        if state.get(key):
+            state[key] = relative_path(state[key], directory)
+    if isinstance(state.get("best_k_models"), Mapping):
+        state["best_k_models"] = {relative_path(path, directory): v for path, v in state["best_k_models"].items()}
+    return state
+
+
+def relative_path(path: str | os.PathLike, directory: Path | str) -> str:
+    """`path` relative to `directory`, with the symbolic links of both directories resolved (Lightning keeps a
+    ModelCheckpoint's dirpath as a real path), but not the file's own (save_last="link")."""
+    folder, name = os.path.split(os.fspath(path))
+    return os.path.relpath(os.path.join(os.path.realpath(folder), name), os.path.realpath(directory))
+
+
+def plain(value: Any) -> Any:
+    """`value` as plain Python: mappings as dicts, tuples as lists, a tensor as ("tensor", dtype, shape, values)."""
+    if hasattr(value, "detach") and hasattr(value, "tolist"):  # a tensor (torch is not imported here)
+        return ("tensor", str(value.dtype), list(value.shape), value.detach().cpu().tolist())
+    if isinstance(value, Mapping):
+        return {key: plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(item) for item in value]
+    return value

@@ -15,7 +15,9 @@ The records are plain Python lists / ints / floats on the instance (not buffers)
 weights.
 """
 
+import os
 import random
+import time
 
 import numpy
 import pytorch_lightning as pl
@@ -376,3 +378,103 @@ class ShuffledValidationModel(PlateauModel):
         if batch_idx == 0:
             self.events.append(("first_val_batch", self.current_epoch, batch[1].tolist()))
         return super().validation_step(batch, batch_idx)
+
+
+class CheckpointModel(MLP):
+    """Logs what ModelCheckpoint and EarlyStopping monitor: val_loss and val_acc (per validation run) and
+    train_loss (per training epoch). Saves its init arguments (save_hyperparameters): its checkpoints hold
+    hyper_parameters, and load_from_checkpoint rebuilds it with them.
+
+    With the default lr (0.02) and seed 42 the validation loss falls by less and less, then stalls: 0.683, 0.382,
+    0.180, 0.144, 0.139, 0.142, 0.119, 0.126 after epochs 0-7; the training loss 0.828, 0.368, 0.209, 0.106,
+    0.080, 0.072, 0.089.
+    """
+
+    def __init__(self, hidden: int = 32, lr: float = 0.02, dropout: float = 0.2) -> None:
+        super().__init__(hidden=hidden, lr=lr, dropout=dropout)
+        self.save_hyperparameters()
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        loss = F.cross_entropy(self(x), y)
+        self.log("train_loss", loss, on_step=False, on_epoch=True)
+        return loss
+
+    def validation_step(self, batch, batch_idx):
+        x, y = batch
+        logits = self(x)
+        self.log("val_loss", F.cross_entropy(logits, y))
+        self.log("val_acc", (logits.argmax(dim=1) == y).float().mean())
+
+
+class DivergingCheckpointModel(CheckpointModel):
+    """CheckpointModel with a learning rate that makes the validation loss blow up: 0.70, 3.80, 15.5 after
+    epochs 0-2 (seed 42)."""
+
+    def __init__(self, hidden: int = 32, lr: float = 0.5, dropout: float = 0.2) -> None:
+        super().__init__(hidden=hidden, lr=lr, dropout=dropout)
+
+
+class ResumeModel(Classifier):
+    """For the fault and resume tests (tests/test_resume.py): dropout, a shuffled training set of 64 samples in
+    batches of 8 (8 steps an epoch) read by 2 worker processes that add noise (NoisyDataset: the workers' seeds
+    come from the global generator), and 32 validation samples (val_loss logged). Saves its init arguments.
+
+    It talks to the test through its output and its environment:
+    - prints `step N` after every training batch, and `teardown STAGE` at teardown;
+    - $RESUME_PAUSE = "HOOK N": the first time HOOK (training_step, on_validation_start or on_train_epoch_end) runs
+      at global_step N, prints `paused` and waits until a file named `release` appears in the working directory
+      (a test kills or signals it meanwhile);
+    - $RESUME_WEIGHTS: where on_train_end saves the final state_dict.
+    """
+
+    PAUSE_TIMEOUT = 120  # seconds
+
+    def __init__(self, hidden: int = 16, lr: float = 0.05, dropout: float = 0.3) -> None:
+        super().__init__(hidden=hidden, lr=lr, dropout=dropout)
+        self.save_hyperparameters()
+        self.paused = False
+
+    def train_dataloader(self):
+        data = NoisyDataset(make_classification(64, seed=0))
+        return DataLoader(data, batch_size=8, shuffle=True, num_workers=2)
+
+    def val_dataloader(self):
+        return DataLoader(make_classification(32, seed=1), batch_size=8)
+
+    def training_step(self, batch, batch_idx):
+        self._pause_at("training_step")
+        return super().training_step(batch, batch_idx)
+
+    def validation_step(self, batch, batch_idx):
+        x, y = batch
+        self.log("val_loss", F.cross_entropy(self(x), y))
+
+    def on_train_batch_end(self, outputs, batch, batch_idx):
+        print(f"step {self.global_step}", flush=True)
+
+    def on_validation_start(self):
+        super().on_validation_start()
+        self._pause_at("on_validation_start")
+
+    def on_train_epoch_end(self):
+        self._pause_at("on_train_epoch_end")
+
+    def on_train_end(self):
+        super().on_train_end()
+        if os.environ.get("RESUME_WEIGHTS"):
+            torch.save(self.state_dict(), os.environ["RESUME_WEIGHTS"])
+
+    def teardown(self, stage):
+        print(f"teardown {stage}", flush=True)
+
+    def _pause_at(self, hook: str) -> None:
+        if self.paused or os.environ.get("RESUME_PAUSE") != f"{hook} {self.global_step}":
+            return
+        self.paused = True
+        print("paused", flush=True)
+        deadline = time.monotonic() + self.PAUSE_TIMEOUT
+        while not os.path.exists("release"):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"paused in {hook} for {self.PAUSE_TIMEOUT} s and never released")
+            time.sleep(0.02)

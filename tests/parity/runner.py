@@ -4,10 +4,14 @@
     python -m tests.parity.runner serve
 
 SPEC.yaml holds the spec as loopgen reads it (seed_everything, model {class_path, init_args}, data, trainer,
-optionally optimizer and lr_scheduler). `lightning` trains with pytorch_lightning.Trainer, reading the spec as
-LightningCLI does (tests/harness.py, shared with the Lightning 1.9.5 runner); `loopgen` renders the spec with
-loopgen (into OUT's directory, as train.py) and runs the script's main(). Either way OUT.pt gets
-{"state_dict", "records"}. Run each side in a fresh process, from the repository root or with it on PYTHONPATH.
+optionally optimizer, lr_scheduler and ckpt_path). `lightning` trains with pytorch_lightning.Trainer, reading
+the spec as LightningCLI does (tests/harness.py, shared with the Lightning 1.9.5 runner); `loopgen` renders the
+spec with loopgen (into OUT's directory, as train.py) and runs the script's main(). Either way the job runs in
+OUT's directory, and OUT.pt gets {"state_dict", "records", "checkpoints"}: the last are the facts of the
+checkpoint files left in that directory (tests/harness.py, checkpoint_facts). A spec that turns checkpointing on
+(`enable_checkpointing: true`) has its files put there too: default_root_dir is OUT's directory, and a
+ModelCheckpoint's relative dirpath is relative to it. Run each side in a fresh process, from the repository root
+or with it on PYTHONPATH.
 
 `serve` is the same, faster: it imports torch, Lightning, loopgen and the test models once, then for each
 request line on stdin (JSON: a list of [side, SPEC, OUT, LOG] jobs) forks one fresh child per job, runs the
@@ -31,15 +35,15 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from tests.harness import cli_configure_optimizers, instantiate
+from tests.harness import callback_entry, checkpoint_facts, cli_configure_optimizers, in_directory, instantiate
 
 EXIT_RENDER_FAILED = 3
 EXIT_TIMEOUT = 124
 JOB_TIMEOUT = 300  # seconds
 PRELOAD = ("tests.parity.data", "tests.parity.models", "tests.parity.callbacks")
 
-# Flags both sides always get: no logging, checkpointing or progress bar (loopgen implements none of them yet),
-# on the CPU.
+# Flags both sides get: no logging or progress bar (loopgen implements neither), on the CPU; no checkpointing,
+# unless a case turns it on.
 COMMON_FLAGS = {"accelerator": "cpu", "logger": False, "enable_checkpointing": False, "enable_progress_bar": False}
 
 
@@ -48,7 +52,7 @@ def lightning_trainer_kwargs(flags: dict[str, Any]) -> dict[str, Any]:
     from pytorch_lightning.callbacks import GradientAccumulationScheduler
 
     kwargs = {**COMMON_FLAGS, **flags}
-    callbacks = [instantiate(entry) for entry in kwargs.pop("callbacks", None) or []]
+    callbacks = [instantiate(callback_entry(entry)) for entry in kwargs.pop("callbacks", None) or []]
     accumulate = kwargs.get("accumulate_grad_batches")
     if isinstance(accumulate, dict):  # the seed's {epoch: factor}: Lightning's GradientAccumulationScheduler
         del kwargs["accumulate_grad_batches"]
@@ -64,8 +68,14 @@ def run_lightning(spec: dict[str, Any]) -> Any:
     cli_configure_optimizers(model, spec)
     data = instantiate(spec["data"]) if spec.get("data") else None
     trainer = pl.Trainer(**lightning_trainer_kwargs(spec.get("trainer", {})))
-    trainer.fit(model, datamodule=data)
+    trainer.fit(model, datamodule=data, ckpt_path=spec.get("ckpt_path"))
     return model
+
+
+def checkpointing(spec: dict[str, Any]) -> bool:
+    """Whether the spec turns checkpointing on (null: Lightning's default, on)."""
+    value = {**COMMON_FLAGS, **(spec.get("trainer") or {})}["enable_checkpointing"]
+    return value is None or bool(value)
 
 
 def loopgen_spec(spec: dict[str, Any]) -> dict[str, Any]:
@@ -90,7 +100,8 @@ def render(spec: dict[str, Any], workdir: Path) -> Path:
 
 
 def run_loopgen(spec: dict[str, Any], workdir: Path) -> Any:
-    script = render(spec, workdir)
+    script = render(spec, workdir)  # from the working directory, where loopgen finds the test modules
+    os.chdir(workdir)
     namespace = runpy.run_path(str(script), run_name="loopgen_parity_script")
     sys.argv = [str(script)]  # as `python train.py` would see it
     return namespace["main"]()
@@ -101,16 +112,20 @@ def run_job(side: str, spec_path: str, out: str) -> int:
     import yaml
 
     spec = yaml.safe_load(Path(spec_path).read_text(encoding="utf-8"))
-    out_path = Path(out)
+    out_path = Path(out).resolve()
+    directory = out_path.parent  # each side trains in it: whatever it writes lands there
+    if checkpointing(spec):
+        spec = in_directory(spec, directory)
     if side == "lightning":
+        os.chdir(directory)
         model = run_lightning(spec)
     elif side == "loopgen":
-        model = run_loopgen(spec, out_path.parent)
+        model = run_loopgen(spec, directory)
     else:
         raise SystemExit(f"unknown side {side!r}: lightning or loopgen")
     state = {name: tensor.detach().clone() for name, tensor in model.state_dict().items()}
     records = model.parity_records() if hasattr(model, "parity_records") else None
-    torch.save({"state_dict": state, "records": records}, out_path)
+    torch.save({"state_dict": state, "records": records, "checkpoints": checkpoint_facts(directory)}, out_path)
     return 0
 
 

@@ -1,10 +1,11 @@
 """Parity: a generated script trains exactly as pytorch_lightning.Trainer does (same module, flags and seed).
 
-Each case trains twice, each side in a fresh process (tests/parity/runner.py): once with Lightning's Trainer,
-once with the script loopgen renders from the same spec. Then it compares every weight (torch.equal), and
-the records the models keep (tests/parity/models.py): validation points and their batch counts, learning
-rates (one per training batch), optimizer steps, final global_step / current_epoch, dataloader loads, and
-hook events (with what a callback reads from the trainer).
+Each case trains twice, each side in a fresh process and its own directory (tests/parity/runner.py): once with
+Lightning's Trainer, once with the script loopgen renders from the same spec. Then it compares every weight
+(torch.equal), the records the models keep (tests/parity/models.py): validation points and their batch counts,
+learning rates (one per training batch), optimizer steps, final global_step / current_epoch, dataloader loads,
+and hook events (with what a callback reads from the trainer), and the checkpoint files left in each side's
+directory: their names (and links), and what each holds (tests/harness.py, checkpoint_facts).
 
     pytest tests/parity -n 2
 
@@ -14,6 +15,7 @@ A failing case is a difference from Lightning (or a spec loopgen refuses): the t
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -23,7 +25,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.harness import ROOT, Case, case_ids, env_with_root
+from tests.harness import ROOT, Case, case_ids, env_with_root, relative_path
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("pytorch_lightning")
@@ -54,6 +56,24 @@ def stop_request(**init_args: int) -> list[dict]:
 
 
 TRAINER_STATE = [{"class_path": "tests.parity.callbacks.TrainerStateRecorder"}]
+
+
+def model_checkpoint(class_path: str = "ModelCheckpoint", **init_args: Any) -> dict:
+    """A ModelCheckpoint entry (a relative dirpath is relative to each side's directory)."""
+    return {"class_path": class_path, "init_args": init_args}
+
+
+def early_stopping(class_path: str = "pytorch_lightning.callbacks.EarlyStopping", **init_args: Any) -> dict:
+    return {"class_path": class_path, "init_args": init_args}
+
+
+def checkpointing_case(id: str, *callbacks: dict, model: str = "CheckpointModel", init: dict | None = None,
+                       **trainer: Any) -> Case:  # fmt: skip
+    """Checkpointing on, no logger: Lightning's files go to each side's directory (checkpoints/ by default)."""
+    return case(id, model, init, callbacks=list(callbacks), enable_checkpointing=True, **trainer)
+
+
+VAL_LOSS_TOP_2 = model_checkpoint(monitor="val_loss", mode="min", save_top_k=2, save_last=True)
 
 
 # Training sets are 150 samples in batches of 16: 10 batches per epoch (the last of 6); validation 5 batches.
@@ -165,6 +185,105 @@ CASES = [
     # --- other ----------------------------------------------------------------------------------
     case("batchnorm_val_twice_per_epoch", "BatchNormNet", max_epochs=2, val_check_interval=0.5),
     case("deterministic", max_epochs=2, deterministic=True),
+    # --- checkpointing (CheckpointModel's val_loss falls for 5 epochs, then stalls) -----------------
+    checkpointing_case("ckpt_default", max_epochs=2),
+    checkpointing_case("ckpt_val_loss_top_2_last", VAL_LOSS_TOP_2, max_epochs=5),
+    checkpointing_case(
+        "ckpt_all_every_5_steps",
+        model_checkpoint("pytorch_lightning.callbacks.ModelCheckpoint", save_top_k=-1, every_n_train_steps=5),
+        max_epochs=2,
+    ),
+    checkpointing_case(
+        "ckpt_filename_metrics",
+        model_checkpoint(
+            "lightning.pytorch.callbacks.ModelCheckpoint",
+            dirpath="by_accuracy",
+            filename="e{epoch:02d}-s{step}-loss{val_loss:.4f}-acc{val_acc:.3f}",
+            auto_insert_metric_name=False,
+            monitor="val_acc",
+            mode="max",
+            save_top_k=2,
+        ),
+        max_epochs=4,
+    ),
+    checkpointing_case(
+        "ckpt_filename_metrics_auto_names",
+        model_checkpoint(filename="{epoch}-{val_loss:.3f}-{train_loss:.3f}", monitor="val_loss", save_last=True),
+        max_epochs=3,
+    ),
+    checkpointing_case(
+        # with a monitor, last.ckpt is written only when a top-k file is: epoch 5 does not improve, so last.ckpt
+        # stays at epoch 4
+        "ckpt_last_only_with_a_top_k_save",
+        model_checkpoint(monitor="val_loss", save_top_k=1, save_last=True),
+        max_epochs=6,
+    ),
+    checkpointing_case(
+        "ckpt_save_last_link", model_checkpoint(monitor="val_loss", save_top_k=1, save_last="link"), max_epochs=6
+    ),
+    checkpointing_case(
+        "ckpt_weights_only",
+        model_checkpoint(monitor="val_loss", save_top_k=2, save_last=True, save_weights_only=True),
+        max_epochs=3,
+    ),
+    checkpointing_case(
+        "ckpt_every_2_epochs",
+        model_checkpoint(every_n_epochs=2, save_top_k=-1, save_last=True),
+        max_epochs=5,
+    ),
+    checkpointing_case(
+        "ckpt_two_callbacks",
+        model_checkpoint(dirpath="best", filename="best-{epoch}", monitor="val_loss", save_top_k=1),
+        model_checkpoint(dirpath="every_epoch", save_top_k=-1, save_last=True),
+        max_epochs=3,
+    ),
+    checkpointing_case(
+        "ckpt_two_callbacks_one_directory",
+        model_checkpoint(save_top_k=-1),
+        model_checkpoint(monitor="val_loss", save_top_k=-1, save_last=True),
+        max_epochs=2,
+    ),
+    checkpointing_case("ckpt_val_twice_per_epoch", VAL_LOSS_TOP_2, max_epochs=2, val_check_interval=0.5),
+    checkpointing_case(
+        "ckpt_train_metric_on_train_epoch_end",
+        model_checkpoint(monitor="train_loss", save_top_k=2, save_on_train_epoch_end=True),
+        max_epochs=4,
+    ),
+    # --- early stopping ---------------------------------------------------------------------------
+    checkpointing_case(
+        "early_stop_patience_1_min_delta",
+        early_stopping(monitor="val_loss", patience=1, min_delta=0.01),
+        VAL_LOSS_TOP_2,
+        max_epochs=10,
+    ),
+    checkpointing_case(
+        "early_stop_held_back_by_min_epochs",
+        early_stopping("EarlyStopping", monitor="val_loss", patience=1, min_delta=0.01),
+        max_epochs=10,
+        min_epochs=7,
+    ),
+    checkpointing_case(
+        "early_stop_stopping_threshold",
+        early_stopping(monitor="val_loss", patience=5, stopping_threshold=0.15),
+        max_epochs=10,
+    ),
+    checkpointing_case(
+        "early_stop_divergence_threshold",
+        early_stopping("lightning.pytorch.callbacks.EarlyStopping", monitor="val_loss", divergence_threshold=2.0),
+        model="DivergingCheckpointModel",
+        max_epochs=10,
+    ),
+    checkpointing_case(
+        "early_stop_train_metric_on_train_epoch_end",
+        early_stopping(monitor="train_loss", patience=1, min_delta=0.02, check_on_train_epoch_end=True),
+        max_epochs=10,
+    ),
+    checkpointing_case(
+        "early_stop_val_twice_per_epoch",
+        early_stopping(monitor="val_acc", mode="max", patience=2),
+        max_epochs=10,
+        val_check_interval=0.5,
+    ),
 ]
 
 
@@ -280,7 +399,56 @@ def differences(lightning: dict, script: dict) -> list[str]:
     if any(line.startswith(("val_points", "lrs", "optimizer_steps", "final")) for line in found):
         found.append(f"Lightning val_points {lightning['records']['val_points']}")
         found.append(f"script    val_points {script['records']['val_points']}")
+    return found + checkpoint_differences(lightning.get("checkpoints"), script.get("checkpoints"))
+
+
+def checkpoint_differences(lightning: list[dict] | None, script: list[dict] | None) -> list[str]:
+    """What differs between two sides' checkpoint facts (tests/harness.py, checkpoint_facts): the files left, and
+    for each file present on both sides, the first difference in each of its facts."""
+    if lightning is None or script is None:
+        return []
+    theirs, ours = {f["path"]: f for f in lightning}, {f["path"]: f for f in script}
+    found = []
+    if list(theirs) != list(ours):
+        found.append(f"checkpoint files: Lightning {list(theirs)}, script {list(ours)}")
+    for path in sorted(theirs.keys() & ours.keys()):
+        for fact in sorted(theirs[path].keys() | ours[path].keys()):
+            difference = nested_difference(theirs[path].get(fact, MISSING), ours[path].get(fact, MISSING))
+            if difference is not None:
+                found.append(f"checkpoint {path}: {fact}{difference}")
     return found
+
+
+MISSING = "<missing>"
+
+
+def nested_difference(a: Any, b: Any, where: str = "") -> str | None:
+    """The first place where plain values `a` (Lightning's) and `b` (the script's) differ, and how; None: equal.
+    Types count (1 is not 1.0); NaN equals NaN."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        if a.keys() != b.keys():
+            return f"{where}: keys differ: Lightning {sorted(map(str, a))}, script {sorted(map(str, b))}"
+        for key in a:
+            difference = nested_difference(a[key], b[key], f"{where}[{key!r}]")
+            if difference is not None:
+                return difference
+        return None
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)) and type(a) is type(b):
+        if len(a) != len(b):
+            return f"{where}: lengths differ: Lightning {len(a)}, script {len(b)}"
+        for i, (x, y) in enumerate(zip(a, b)):
+            difference = nested_difference(x, y, f"{where}[{i}]")
+            if difference is not None:
+                return difference
+        return None
+    if type(a) is type(b) and (a == b or (isinstance(a, float) and math.isnan(a) and math.isnan(b))):
+        return None
+    return f"{where}: Lightning {_short(a)}, script {_short(b)}"
+
+
+def _short(value: Any, limit: int = 200) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 @pytest.mark.parametrize("case", CASES, ids=case_ids(CASES))
@@ -288,6 +456,44 @@ def test_same_training_as_lightning(case: Case, runner: Runner, tmp_path: Path) 
     lightning, script = train_both(runner, case.spec, tmp_path)
     found = differences(lightning, script)
     assert not found, f"{case.id}: the script trains differently from Lightning ({tmp_path}):\n" + "\n".join(found)
+
+
+LOAD_CASE = checkpointing_case(
+    "ckpt_load_from_checkpoint",
+    model_checkpoint(dirpath="best", monitor="val_loss", save_top_k=1),
+    model_checkpoint(save_last=True),  # no monitor: last.ckpt is written at every epoch's end
+    init={"hidden": 16, "lr": 0.03},
+    max_epochs=6,
+)
+
+
+def test_load_from_checkpoint(runner: Runner, tmp_path: Path) -> None:
+    """Model.load_from_checkpoint on the best checkpoint (by val_loss) and on the last one a side wrote: the model
+    is built with the saved hyperparameters and holds exactly the saved weights; the last checkpoint holds the
+    final weights. (And the two sides train and checkpoint alike, as in every case.)"""
+    from tests.parity.models import CheckpointModel
+
+    outputs = train_both(runner, LOAD_CASE.spec, tmp_path)
+    found = differences(*outputs)
+    assert not found, f"{LOAD_CASE.id}: the script trains differently from Lightning ({tmp_path}):\n" + "\n".join(found)
+    for side, output in zip(("lightning", "loopgen"), outputs):
+        last = tmp_path / side / "checkpoints" / "last.ckpt"
+        assert last.is_file(), f"{side}: no {last}"
+        states = torch.load(last, weights_only=False)["callbacks"].values()
+        [best_path] = [s["best_model_path"] for s in states if s.get("monitor") == "val_loss"]
+        best = tmp_path / side / relative_path(best_path, tmp_path / side)
+        assert best.parent.name == "best" and best.is_file(), f"{side}: best checkpoint {best}"
+        for path in (best, last):
+            saved = torch.load(path, weights_only=False)["state_dict"]
+            model = CheckpointModel.load_from_checkpoint(path)
+            assert dict(model.hparams) == {"hidden": 16, "lr": 0.03, "dropout": 0.2}, f"{side}: {path.name}"
+            loaded = model.state_dict()
+            assert loaded.keys() == saved.keys(), f"{side}: {path.name}"
+            assert all(torch.equal(loaded[k], saved[k]) for k in saved), f"{side}: {path.name}: other weights"
+        final = torch.load(last, weights_only=False)["state_dict"]
+        assert final.keys() == output["state_dict"].keys()
+        different = [k for k in final if not torch.equal(final[k], output["state_dict"][k])]
+        assert not different, f"{side}: last.ckpt does not hold the final weights: {different}"
 
 
 def test_cases_have_unique_ids() -> None:
@@ -313,6 +519,22 @@ def test_records_catch_a_difference() -> None:
     assert any("weight w" in line for line in differences(same, other_weights))
     other_points = {"state_dict": weights, "records": {**records, "val_points": [(0, 0, True), (0, 3, False)]}}
     assert any(line.startswith("val_points") for line in differences(same, other_points))
+
+
+def test_checkpoint_facts_catch_a_difference() -> None:
+    """Checkpoint files compare by name and by every fact, down to one element of one tensor."""
+    score = ("tensor", "torch.float32", [], 0.5)
+    state = {"best_model_score": score, "best_k_models": {"checkpoints/a.ckpt": score}, "last_model_path": ""}
+    facts = [{"path": "checkpoints/a.ckpt", "link": None, "epoch": 1, "callbacks": {"ModelCheckpoint{}": state}}]
+    assert checkpoint_differences(facts, facts) == []
+    assert checkpoint_differences(facts, [{**facts[0], "path": "checkpoints/b.ckpt"}])[0].startswith("checkpoint files")
+    other_score = {**state, "best_model_score": ("tensor", "torch.float32", [], 0.25)}
+    [line] = checkpoint_differences(facts, [{**facts[0], "callbacks": {"ModelCheckpoint{}": other_score}}])
+    assert "['best_model_score'][3]" in line
+    assert checkpoint_differences(facts, [{**facts[0], "epoch": 1.0}]) != []
+    assert checkpoint_differences(facts, [{**facts[0], "link": "a.ckpt"}]) != []
+    nan = ("tensor", "torch.float32", [1], [float("nan")])
+    assert nested_difference(nan, nan) is None
 
 
 EXAMPLES = sorted(
