@@ -138,6 +138,9 @@ def main():
 
         # end of epoch
         metrics.phase = "train_epoch"
+
+        # the epoch's values, for the epoch-end hooks (as in Lightning)
+        metrics.publish("train", on_step=False)
         metrics.publish("train", on_step=False)
         metrics.reset("train")
         trainer.current_epoch += 1
@@ -162,6 +165,9 @@ def validate(model, val_loader, num_batches, metrics, trainer, callback):
             model.validation_step(batch, batch_idx)
             metrics.publish("val", on_step=True)
         metrics.phase = "val_epoch"
+
+        # the epoch's values, for the epoch-end hooks (as in Lightning)
+        metrics.publish("val", on_step=False)
         metrics.publish("val", on_step=False)
         callback.on_validation_end(trainer, model)
         metrics.reset("val")

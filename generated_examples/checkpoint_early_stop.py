@@ -10,6 +10,7 @@ that holds it on PYTHONPATH. Edit the spec, not this file, and render again:
 """
 
 import argparse
+import copy
 import os
 import random
 import re
@@ -75,9 +76,23 @@ def main():
     # optimizer
     [optimizer], [scheduler] = model.configure_optimizers()
 
-    def checkpoint(weights_only, epoch, next_batch):
-        """The run as it stands, in Lightning's format; it resumes at `epoch`,
-        batch `next_batch` ("loopgen")."""
+    def decided_state():
+        """The callbacks' and schedulers' state when a file is decided."""
+        return copy.deepcopy(
+            {"callbacks": callback_states(), "lr_schedulers": [scheduler.state_dict()]}
+        )
+
+    def callback_states():
+        return {
+            early_stopping.state_key: early_stopping.state_dict(),
+            model_checkpoint.state_key: model_checkpoint.state_dict(),
+        }
+
+    files.decided_state = decided_state
+
+    def checkpoint(weights_only, decided, epoch, next_batch):
+        """The run as it stands, in Lightning's format; "loopgen": where it resumes (at
+        `epoch`, batch `next_batch`) and the callbacks' and schedulers' state there."""
         checkpoint = {
             "epoch": trainer.current_epoch,
             "global_step": trainer.global_step,
@@ -86,18 +101,19 @@ def main():
             "loops": lightning_loops(epoch, trainer.global_step, next_batch),
         }
         if not weights_only:
-            checkpoint["callbacks"] = {
-                early_stopping.state_key: early_stopping.state_dict(),
-                model_checkpoint.state_key: model_checkpoint.state_dict(),
-            }
+            checkpoint["callbacks"] = decided["callbacks"]
             checkpoint["optimizer_states"] = [optimizer.state_dict()]
-            checkpoint["lr_schedulers"] = [scheduler.state_dict()]
+            checkpoint["lr_schedulers"] = decided["lr_schedulers"]
         if model.hparams:
             checkpoint["hparams_name"] = "kwargs"
             checkpoint["hyper_parameters"] = dict(model.hparams)
+        if weights_only:
+            return checkpoint
         checkpoint["loopgen"] = {
             "epoch": epoch,
             "next_batch": next_batch,
+            "callbacks": callback_states(),
+            "lr_schedulers": [scheduler.state_dict()],
             "epoch_start_rng": epoch_start_rng,
             "rng": rng_states(),
             "metrics": metrics.state_dict(),
@@ -135,19 +151,24 @@ def main():
             model.load_state_dict,
             resumed["state_dict"],
         )
-        if early_stopping.state_key in resumed.get("callbacks", {}):
+
+        # this script's files hold the states where the run resumes under "loopgen"
+        states_at_resume = resumed.get("loopgen", resumed)
+        if early_stopping.state_key in states_at_resume.get("callbacks", {}):
             early_stopping.load_state_dict(
-                resumed["callbacks"][early_stopping.state_key]
+                states_at_resume["callbacks"][early_stopping.state_key]
             )
-        if model_checkpoint.state_key in resumed.get("callbacks", {}):
+        if model_checkpoint.state_key in states_at_resume.get("callbacks", {}):
             model_checkpoint.load_state_dict(
-                resumed["callbacks"][model_checkpoint.state_key]
+                states_at_resume["callbacks"][model_checkpoint.state_key]
             )
         for target, state in states(
             ckpt_path, resumed, "optimizer_states", [optimizer]
         ):
             restore(ckpt_path, "the optimizer's state", target.load_state_dict, state)
-        for target, state in states(ckpt_path, resumed, "lr_schedulers", [scheduler]):
+        for target, state in states(
+            ckpt_path, states_at_resume, "lr_schedulers", [scheduler]
+        ):
             restore(
                 ckpt_path, "the lr_scheduler's state", target.load_state_dict, state
             )
@@ -273,6 +294,9 @@ def main():
 
         # end of epoch
         metrics.phase = "train_epoch"
+
+        # the epoch's values, for the epoch-end hooks (as in Lightning)
+        metrics.publish("train", on_step=False)
         early_stopping.on_train_epoch_end(trainer)
         model_checkpoint.on_train_epoch_end(trainer)
         metrics.publish("train", on_step=False)
@@ -306,6 +330,9 @@ def validate(
             model.validation_step(batch, batch_idx)
             metrics.publish("val", on_step=True)
         metrics.phase = "val_epoch"
+
+        # the epoch's values, for the epoch-end hooks (as in Lightning)
+        metrics.publish("val", on_step=False)
         metrics.publish("val", on_step=False)
         early_stopping.on_validation_end(trainer)
         model_checkpoint.on_validation_end(trainer)
@@ -540,11 +567,6 @@ class ModelCheckpoint:
         if self.save_on_train_epoch_end or self.skip(trainer):
             return
         candidates = self.monitor_candidates(trainer)
-        if self.defer_until_validation:
-            self.save_topk(trainer, candidates)
-            self.save_last_checkpoint(trainer, candidates)
-            self.defer_until_validation = False
-            return
         self.save_at_epoch(trainer, candidates)
 
     def on_train_end(self, trainer):
@@ -834,9 +856,12 @@ class CheckpointFiles:
 
     def __init__(self):
         self.pending = []
+        self.decided_state = (
+            None  # main()'s: what the callbacks and schedulers hold now
+        )
 
     def save(self, path, weights_only):
-        self.pending.append(("save", path, weights_only))
+        self.pending.append(("save", path, (weights_only, self.decided_state())))
 
     def remove(self, path):
         self.pending.append(("remove", path, None))
@@ -849,7 +874,7 @@ class CheckpointFiles:
     def write(self, checkpoint, epoch, next_batch):
         for action, path, detail in self.pending:
             if action == "save":
-                write_atomically(checkpoint(detail, epoch, next_batch), path)
+                write_atomically(checkpoint(*detail, epoch, next_batch), path)
             elif os.path.lexists(path):
                 os.remove(path)
         self.pending.clear()

@@ -91,6 +91,9 @@ def main():
 
         # end of epoch
         metrics.phase = "train_epoch"
+
+        # the epoch's values, for the epoch-end hooks (as in Lightning)
+        metrics.publish("train", on_step=False)
         metrics.publish("train", on_step=False)
 
         # ReduceLROnPlateau, once the epoch's validation logged its metric
@@ -127,6 +130,9 @@ def validate(model, val_loader, num_batches, metrics):
             model.validation_step(batch, batch_idx)
             metrics.publish("val", on_step=True)
         metrics.phase = "val_epoch"
+
+        # the epoch's values, for the epoch-end hooks (as in Lightning)
+        metrics.publish("val", on_step=False)
         metrics.publish("val", on_step=False)
         metrics.reset("val")
     for module, training in training_modes.items():

@@ -323,6 +323,7 @@ class Metrics:
     discards: bool  # ... but nothing reads the values: log is a no-op
     log_dicts: bool  # the seed's {"log": ..., "progress_bar": ...} returns are logged
     epoch_end_returns: bool  # with log_dicts: training_epoch_end's return is logged
+    publishes_before_monitoring: bool  # what the module's on_train_epoch_end logs, for ModelCheckpoint / EarlyStopping
 
 
 @dataclass(frozen=True)
@@ -354,6 +355,7 @@ class Imports:
     """The standard-library and torch imports the script needs."""
 
     argparse: bool
+    copy: bool
     glob: bool
     re: bool
     signal: bool
@@ -1082,12 +1084,13 @@ def _placeholders(filename: str | None) -> set[str]:
 
 
 def _valid_filename(filename: str) -> bool:
-    """Whether ModelCheckpoint can format the template (Lightning's _format_checkpoint_name, with zeros)."""
+    """Whether ModelCheckpoint can format the template (Lightning's _format_checkpoint_name, with zeros: the
+    epoch and step are integers there, the metrics floats)."""
     name = filename
     for group in sorted(_placeholders(filename), key=len, reverse=True):
         name = name.replace("{" + group, "{0[" + group + "]")
     try:
-        name.format(dict.fromkeys(_placeholders(filename), 0.0))
+        name.format({key: 0 if key in ("epoch", "step") else 0.0 for key in _placeholders(filename)})
     except (ValueError, KeyError, IndexError, TypeError):
         return False
     return True
@@ -1114,6 +1117,9 @@ def resolve_metrics(
         discards=model_logs and not collect,
         log_dicts=log_dicts,
         epoch_end_returns=log_dicts and optimization.epoch_outputs and not optimization.nested_outputs,
+        publishes_before_monitoring=collect
+        and model.defines("on_train_epoch_end")
+        and bool(checkpointing.checkpoints or checkpointing.early_stopping),
     )
 
 
@@ -1267,6 +1273,7 @@ def resolve_imports(
         or checkpointing.resumes
         or bool(checkpointing.early_stopping),
         argparse=checkpointing.resumes,
+        copy=checkpointing.saves,
         glob=checkpointing.searches_versions,
         re=bool(checkpointing.checkpoints) or checkpointing.resumes,
         signal=checkpointing.stops_on_signals,

@@ -256,14 +256,16 @@ def kill_points() -> list[Any]:
 
 @pytest.mark.parametrize("hook, step", kill_points())
 def test_resume_after_sigkill(scripts: Scripts, tmp_path: Path, hook: str, step: int) -> None:
-    """Killed (with its loader workers) at `hook` of `step`: last.ckpt holds that step, and `--ckpt-path last`
-    ends with the uninterrupted run's weights and checkpoint files."""
+    """Killed (with its loader workers) at `hook` of `step`: last.ckpt holds that step (or, killed during the
+    validation that ends the step's batch, the step before: the script writes a step's files once its batch is
+    done), and `--ckpt-path last` ends with the uninterrupted run's weights and checkpoint files."""
     reference = scripts.reference()
     run = Run(scripts.script(), tmp_path, RESUME_PAUSE=f"{hook} {step}")
     run.wait_until_paused()
     run.kill()
     last = load(tmp_path / CKPT_DIR / "last.ckpt")
-    assert last["global_step"] == step, f"killed at {hook} of step {step}: last.ckpt is at {last['global_step']}"
+    expected = step - 1 if hook == "on_validation_start" else step
+    assert last["global_step"] == expected, f"killed at {hook} of step {step}: last.ckpt is at {last['global_step']}"
 
     weights = run_to_end(scripts.script(), tmp_path, "--ckpt-path", "last")
     assert_same_weights(weights, reference / "final_weights.pt", f"resumed from step {step} ({hook})")

@@ -51,7 +51,7 @@ def lightning_trainer_kwargs(flags: dict[str, Any]) -> dict[str, Any]:
     """The spec's trainer flags as pl.Trainer arguments (translating loopgen-only spellings)."""
     from pytorch_lightning.callbacks import GradientAccumulationScheduler
 
-    kwargs = {**COMMON_FLAGS, **flags}
+    kwargs = {**common_flags(flags), **flags}
     callbacks = [instantiate(callback_entry(entry)) for entry in kwargs.pop("callbacks", None) or []]
     accumulate = kwargs.get("accumulate_grad_batches")
     if isinstance(accumulate, dict):  # the seed's {epoch: factor}: Lightning's GradientAccumulationScheduler
@@ -72,15 +72,23 @@ def run_lightning(spec: dict[str, Any]) -> Any:
     return model
 
 
+def common_flags(flags: dict[str, Any]) -> dict[str, Any]:
+    """COMMON_FLAGS for a spec's trainer flags: checkpointing stays on when the callbacks have a ModelCheckpoint."""
+    entries = flags.get("callbacks") or []
+    names = [(entry if isinstance(entry, str) else entry.get("class_path", "")).rpartition(".")[2] for entry in entries]
+    return {**COMMON_FLAGS, "enable_checkpointing": "ModelCheckpoint" in names}
+
+
 def checkpointing(spec: dict[str, Any]) -> bool:
     """Whether the spec turns checkpointing on (null: Lightning's default, on)."""
-    value = {**COMMON_FLAGS, **(spec.get("trainer") or {})}["enable_checkpointing"]
+    flags = spec.get("trainer") or {}
+    value = {**common_flags(flags), **flags}["enable_checkpointing"]
     return value is None or bool(value)
 
 
 def loopgen_spec(spec: dict[str, Any]) -> dict[str, Any]:
     spec = copy.deepcopy(spec)
-    spec["trainer"] = {**COMMON_FLAGS, **spec.get("trainer", {})}
+    spec["trainer"] = {**common_flags(spec.get("trainer", {})), **spec.get("trainer", {})}
     return spec
 
 
