@@ -141,7 +141,6 @@ def main():
 
         # the epoch's values, for the epoch-end hooks (as in Lightning)
         metrics.publish("train", on_step=False)
-        metrics.publish("train", on_step=False)
         metrics.reset("train")
         trainer.current_epoch += 1
     callback.on_train_end(trainer, model)
@@ -167,7 +166,6 @@ def validate(model, val_loader, num_batches, metrics, trainer, callback):
         metrics.phase = "val_epoch"
 
         # the epoch's values, for the epoch-end hooks (as in Lightning)
-        metrics.publish("val", on_step=False)
         metrics.publish("val", on_step=False)
         callback.on_validation_end(trainer, model)
         metrics.reset("val")

@@ -94,7 +94,6 @@ def main():
 
         # the epoch's values, for the epoch-end hooks (as in Lightning)
         metrics.publish("train", on_step=False)
-        metrics.publish("train", on_step=False)
 
         # ReduceLROnPlateau, once the epoch's validation logged its metric
         scheduler.step(monitored(metrics, "val_loss"))
@@ -132,7 +131,6 @@ def validate(model, val_loader, num_batches, metrics):
         metrics.phase = "val_epoch"
 
         # the epoch's values, for the epoch-end hooks (as in Lightning)
-        metrics.publish("val", on_step=False)
         metrics.publish("val", on_step=False)
         metrics.reset("val")
     for module, training in training_modes.items():

@@ -323,7 +323,6 @@ class Metrics:
     discards: bool  # ... but nothing reads the values: log is a no-op
     log_dicts: bool  # the seed's {"log": ..., "progress_bar": ...} returns are logged
     epoch_end_returns: bool  # with log_dicts: training_epoch_end's return is logged
-    publishes_before_monitoring: bool  # what the module's on_train_epoch_end logs, for ModelCheckpoint / EarlyStopping
 
 
 @dataclass(frozen=True)
@@ -341,6 +340,10 @@ class Hooks:
 
     def callbacks_with(self, name: str) -> tuple[Callback, ...]:
         return tuple(c for c in self.callbacks if name in c.hooks)
+
+    def user_code(self, name: str) -> bool:
+        """The user's code runs at hook `name` (and may log there)."""
+        return self.model_has(name) or any(c.kind == "user" for c in self.callbacks_with(name))
 
     def callbacks_before_model(self, name: str) -> tuple[Callback, ...]:
         """on_train_epoch_end: Lightning calls the monitoring callbacks after the module, the others before."""
@@ -409,6 +412,10 @@ class Checkpointing:
     epoch_start_block: bool  # an epoch's start has code a run resumed in the middle of it must skip
     stops_on_signals: bool  # SIGTERM / SIGINT write a resumable checkpoint before the script exits
     requeues: bool  # under SLURM, SIGUSR1 saves an hpc checkpoint and requeues the job
+
+    def early_stopping_checks_at(self, hook: str) -> bool:
+        """Some EarlyStopping checks its metric at `hook` (on_train_epoch_end or on_validation_end)."""
+        return any(hook in callback.hooks for callback in self.early_stopping)
 
 
 @dataclass(frozen=True)
@@ -894,7 +901,7 @@ CHECKPOINT_DEFAULTS = {  # the arguments of the script's ModelCheckpoint, and th
 }  # fmt: skip
 EARLY_STOPPING_DEFAULTS = {
     "min_delta": 0.0, "patience": 3, "verbose": False, "mode": "min", "strict": True, "check_finite": True,
-    "stopping_threshold": None, "divergence_threshold": None, "check_on_train_epoch_end": False,
+    "stopping_threshold": None, "divergence_threshold": None,
 }  # fmt: skip
 
 
@@ -1050,13 +1057,14 @@ def _early_stopping(ref: ClassRef, var: str, spec: Spec, validation: Validation,
     if on_epoch_end is None:  # Lightning's EarlyStopping.setup
         t = spec.trainer
         on_epoch_end = t.val_check_interval == 1.0 and t.check_val_every_n_epoch == 1
-    args = {**args, "check_on_train_epoch_end": on_epoch_end}
+    # the one hook where it checks: without validation and not at the epoch's end, Lightning's never checks
+    hooks = {"on_train_epoch_end"} if on_epoch_end else {"on_validation_end"} if validation.enabled else set()
     monitor = args.pop("monitor")
     kwargs = {k: v for k, v in args.items() if k in EARLY_STOPPING_DEFAULTS and v != EARLY_STOPPING_DEFAULTS[k]}
     return Callback(
         construct=Construct("", "EarlyStopping", {"monitor": monitor, **kwargs}),
         var=var,
-        hooks=frozenset({"on_train_epoch_end", "on_validation_end"} if validation.enabled else {"on_train_epoch_end"}),
+        hooks=frozenset(hooks),
         kind="early_stopping",
         monitoring=True,
     )
@@ -1117,9 +1125,6 @@ def resolve_metrics(
         discards=model_logs and not collect,
         log_dicts=log_dicts,
         epoch_end_returns=log_dicts and optimization.epoch_outputs and not optimization.nested_outputs,
-        publishes_before_monitoring=collect
-        and model.defines("on_train_epoch_end")
-        and bool(checkpointing.checkpoints or checkpointing.early_stopping),
     )
 
 

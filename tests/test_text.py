@@ -3,6 +3,7 @@ they compile, are clean under ruff, and a flag that is off leaves no trace."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -258,7 +259,7 @@ TRACES = {
                            'os.path.join(default_root_dir, "checkpoints")'],
     "checkpoint_default_logger": ["def next_version", '"lightning_logs"'],
     "checkpoint_monitor": ["def update_best_and_save", "def link_atomically", "self.defer_until_validation = True"],
-    "checkpoint_time": ["time.monotonic()", "timedelta(seconds=train_time_interval)"],
+    "checkpoint_time": ["time.monotonic()", "timedelta(seconds=seconds)"],
     "early_stopping": ["class EarlyStopping", "early_stopping.on_train_epoch_end(trainer)"],
 }
 
@@ -339,3 +340,14 @@ def test_no_unused_helper_or_constant(rendered):
 
 def test_unused_definitions_are_found():
     assert unused_definitions("X = 1\ndef f():\n    pass\ndef main():\n    return X\n") == {"f"}
+
+
+WRAPPED_COMMENT = re.compile(r"^[ \t]*\)[^#\n]*:[ \t]+#", re.MULTILINE)
+
+
+def test_no_comment_trails_a_wrapped_condition(rendered):
+    """A trailing comment that makes black split a statement ends up after its closing parenthesis, where it
+    explains nothing: templates put such comments on the line above."""
+    found = {name: WRAPPED_COMMENT.findall(path.read_text()) for name, path in rendered.items()}
+    assert not {name: lines for name, lines in found.items() if lines}
+    assert WRAPPED_COMMENT.search("if (\n    x\n):  # why\n")
