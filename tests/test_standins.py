@@ -19,14 +19,16 @@ BASE = {
 }
 
 
-def run_with_stand_ins(tmp_path, monkeypatch, trainer: dict, weights=None) -> list[tuple]:
+def run_with_stand_ins(tmp_path, monkeypatch, trainer: dict, weights=None, arguments=()) -> list[tuple]:
+    """Render a spec with `trainer`'s flags and run it as if CUDA were there: the calls it made, in order."""
     monkeypatch.chdir(ROOT)
     spec = {**BASE, "trainer": {**BASE["trainer"], **trainer}}
     script = tmp_path / "train.py"
     script.write_text(render(spec, tmp_path))
     out = tmp_path / "calls.json"
     result = subprocess.run(
-        [sys.executable, "-m", "tests.standins.fake_cuda", str(script), str(out), *([str(weights)] if weights else [])],
+        [sys.executable, "-m", "tests.standins.fake_cuda", str(script), str(out), *([str(weights)] if weights else []),
+         "--", *arguments],
         cwd=ROOT,
         env=env_with_root(ROOT / "tests" / "standins"),
         capture_output=True,
@@ -83,6 +85,25 @@ def test_auto_accelerator_picks_cuda_when_available(tmp_path, monkeypatch):
     assert ("module.to", "cuda") in calls
     assert ("GradScaler", "cuda", True) in calls
     assert ("autocast.enter", "cuda", "torch.float16", False) in calls
+
+
+def test_cuda_16_mixed_checkpoint_holds_the_scaler_and_resumes_it(tmp_path, monkeypatch):
+    """Lightning's checkpoint keeps the GradScaler's state under "MixedPrecision"; a resumed run loads it into
+    its scaler, and restores the CUDA random states with the others."""
+    import torch
+
+    directory = tmp_path / "checkpoints"
+    trainer = {"accelerator": "cuda", "precision": "16-mixed", "max_epochs": 2, "enable_checkpointing": True,
+               "callbacks": [{"class_path": "ModelCheckpoint", "init_args": {"dirpath": str(directory),
+                                                                            "save_last": True}}]}  # fmt: skip
+    run_with_stand_ins(tmp_path, monkeypatch, {**trainer, "max_epochs": 1})
+    checkpoint = torch.load(directory / "last.ckpt", weights_only=True)
+    assert checkpoint["MixedPrecision"] == {"updates": 2}  # two batches, an update each
+    calls = run_with_stand_ins(tmp_path, monkeypatch, trainer, arguments=["--ckpt-path", "last"])
+    loaded = calls.index(("scaler.load_state_dict", {"updates": 2}))
+    assert ("cuda.set_rng_state_all",) in calls
+    assert loaded < calls.index(("training_step",))
+    assert torch.load(directory / "last.ckpt", weights_only=True)["MixedPrecision"] == {"updates": 4}
 
 
 def test_apex_order_of_calls(tmp_path, monkeypatch):

@@ -1,6 +1,6 @@
 """Run a generated script's main() as if CUDA were there, recording the device and AMP calls.
 
-    python -m tests.standins.fake_cuda SCRIPT OUT.json [WEIGHTS.pt]
+    python -m tests.standins.fake_cuda SCRIPT OUT.json [WEIGHTS.pt] [-- SCRIPT ARGUMENTS]
 
 `torch.cuda.is_available()` answers True; moving a module or a tensor to "cuda" records the move and keeps
 the data on the CPU; torch.autocast("cuda", ...) and torch.amp.GradScaler("cuda") are recording stand-ins.
@@ -77,6 +77,14 @@ class GradScaler:
 
     def update(self):
         CALLS.append(("scaler.update",))
+        self.updates = getattr(self, "updates", 0) + 1
+
+    def state_dict(self):
+        return {"updates": getattr(self, "updates", 0)}
+
+    def load_state_dict(self, state):
+        CALLS.append(("scaler.load_state_dict", state))
+        self.updates = state["updates"]
 
 
 torch.autocast = Autocast
@@ -106,7 +114,10 @@ torch.Tensor.backward = recorded("backward", torch.Tensor.backward)
 
 
 def main() -> None:
-    script, out = sys.argv[1], sys.argv[2]
+    arguments, script_arguments = sys.argv[1:], []
+    if "--" in arguments:
+        arguments, script_arguments = arguments[: arguments.index("--")], arguments[arguments.index("--") + 1 :]
+    script, out = arguments[0], arguments[1]
     namespace = runpy.run_path(script)
     original_step = namespace.get("torch").optim.SGD.step
 
@@ -115,11 +126,12 @@ def main() -> None:
         return original_step(self, *args, **kwargs)
 
     torch.optim.SGD.step = step
+    sys.argv = [script, *script_arguments]
     model = namespace["main"]()
     with open(out, "w") as f:
         json.dump(CALLS, f)
-    if len(sys.argv) > 3:
-        torch.save(model.state_dict(), sys.argv[3])
+    if len(arguments) > 2:
+        torch.save(model.state_dict(), arguments[2])
 
 
 if __name__ == "__main__":
