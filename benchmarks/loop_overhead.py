@@ -51,8 +51,13 @@ LOOPGEN = COMMON.format(
 
 
 def run(code: str) -> dict:
-    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
-                            env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"})
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"},
+    )
     if result.returncode:
         raise SystemExit(result.stderr)
     return json.loads(result.stdout.strip().splitlines()[-1])

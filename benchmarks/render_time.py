@@ -22,7 +22,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def cold_render(spec: str, env: dict[str, str]) -> float:
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "loopgen", "render", spec], cwd=ROOT, check=True, capture_output=True, env=env)
+    subprocess.run(
+        [sys.executable, "-m", "loopgen", "render", spec], cwd=ROOT, check=True, capture_output=True, env=env
+    )
     return time.perf_counter() - start
 
 

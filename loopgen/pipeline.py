@@ -37,9 +37,11 @@ def render_spec(spec_path: Path, output: Path | str = "train.py") -> tuple[str, 
     model = inspect_class(spec.model.class_path, roots, where="model.class_path")
     data = inspect_class(spec.data.class_path, roots, where="data.class_path") if spec.data else None
     callbacks = tuple(
-        None  # Lightning's ModelCheckpoint / EarlyStopping: the script has its own
-        if lightning_callback(ref.class_path)
-        else inspect_class(ref.class_path, roots, where=f"trainer.callbacks[{i}].class_path", callback=True)
+        (
+            None  # Lightning's ModelCheckpoint / EarlyStopping: the script has its own
+            if lightning_callback(ref.class_path)
+            else inspect_class(ref.class_path, roots, where=f"trainer.callbacks[{i}].class_path", callback=True)
+        )
         for i, ref in enumerate(spec.trainer.callbacks)
     )
     plan = make_plan(spec, model, data, callbacks, script_name)

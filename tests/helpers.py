@@ -37,13 +37,11 @@ def train_script(script: Path, out: Path, timeout: int = 300) -> dict:
     """Run the script's main() in a fresh interpreter; return {"state_dict", "records"}."""
     import torch
 
-    code = textwrap.dedent(
-        f"""
+    code = textwrap.dedent(f"""
         import runpy, torch
         model = runpy.run_path({str(script)!r})["main"]()
         torch.save({{"state_dict": model.state_dict(), "records": getattr(model, "records", None)}}, {str(out)!r})
-        """
-    )
+        """)
     result = subprocess.run(
         [sys.executable, "-c", code], env=env_with_root(), capture_output=True, text=True, timeout=timeout
     )

@@ -10,10 +10,12 @@ import pytest
 from loopgen import pipeline
 from tests.helpers import write_spec
 
-MODEL = "import torch\nclass M(torch.nn.Module):\n    def training_step(self, batch, batch_idx):\n" \
-    "        return batch.sum()\n    def configure_optimizers(self):\n" \
-    "        return torch.optim.SGD(self.parameters(), lr=0.1)\n    def train_dataloader(self):\n" \
+MODEL = (
+    "import torch\nclass M(torch.nn.Module):\n    def training_step(self, batch, batch_idx):\n"
+    "        return batch.sum()\n    def configure_optimizers(self):\n"
+    "        return torch.optim.SGD(self.parameters(), lr=0.1)\n    def train_dataloader(self):\n"
     "        return [torch.ones(1)]\n"
+)
 
 
 @pytest.fixture

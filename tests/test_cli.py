@@ -71,7 +71,9 @@ def test_render_is_deterministic(project):
 
 def test_run_executes_the_script_and_returns_its_status(project):
     assert loopgen("run", "spec.yaml", cwd=project).returncode == 0
-    (project / "proj" / "models.py").write_text(MODEL + "\n    def on_train_start(self):\n        raise SystemExit(7)\n")
+    (project / "proj" / "models.py").write_text(
+        MODEL + "\n    def on_train_start(self):\n        raise SystemExit(7)\n"
+    )
     assert loopgen("run", "spec.yaml", cwd=project).returncode == 7
 
 

@@ -14,3 +14,14 @@ def test_ruff_clean():
         text=True,
     )
     assert result.returncode == 0, result.stdout
+
+
+def test_black_clean():
+    """loopgen's own code is formatted with black, at the project's settings."""
+    result = subprocess.run(
+        [sys.executable, "-m", "black", "--check", "--quiet", "loopgen", "tests", "benchmarks"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stderr

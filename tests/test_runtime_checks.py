@@ -54,8 +54,14 @@ class TwoOptimizers(Flexible):
 '''
 
 
-def run(tmp_path, monkeypatch, init_args: dict, trainer: dict | None = None, loop: dict | None = None,
-        model: str = "Flexible"):
+def run(
+    tmp_path,
+    monkeypatch,
+    init_args: dict,
+    trainer: dict | None = None,
+    loop: dict | None = None,
+    model: str = "Flexible",
+):
     (tmp_path / "flex").mkdir(exist_ok=True)
     (tmp_path / "flex" / "__init__.py").write_text("")
     (tmp_path / "flex" / "models.py").write_text(MODEL)
@@ -63,8 +69,14 @@ def run(tmp_path, monkeypatch, init_args: dict, trainer: dict | None = None, loo
     spec = {
         "seed_everything": 0,
         "model": {"class_path": f"flex.models.{model}", "init_args": init_args},
-        "trainer": {"accelerator": "cpu", "max_epochs": 1, "logger": False, "enable_checkpointing": False,
-                    "enable_progress_bar": False, **(trainer or {})},
+        "trainer": {
+            "accelerator": "cpu",
+            "max_epochs": 1,
+            "logger": False,
+            "enable_checkpointing": False,
+            "enable_progress_bar": False,
+            **(trainer or {}),
+        },
     }
     if loop:
         spec["loop"] = loop
@@ -78,19 +90,48 @@ def run(tmp_path, monkeypatch, init_args: dict, trainer: dict | None = None, loo
 @pytest.mark.parametrize(
     "init_args, trainer, loop, message",
     [
-        ({"optimizers": 2}, None, None, "configure_optimizers() returned 2 optimizers; this script was rendered for one"),
+        (
+            {"optimizers": 2},
+            None,
+            None,
+            "configure_optimizers() returned 2 optimizers; this script was rendered for one",
+        ),
         ({"scheduler": "step"}, None, {"lr_schedulers": False}, "set `loop: {lr_schedulers: true}`"),
-        ({"optimizers": 2, "frequencies": [1, 1], "model": "TwoOptimizers"}, None, {"optimizer_frequencies": [2, 1]},
-         "gives the optimizer frequencies [1, 1], but this script was rendered for [2, 1]"),
-        ({"hiddens": False}, {"truncated_bptt_steps": 2}, None, 'training_step must return {"loss": ..., "hiddens": ...}'),
-        ({"scheduler": "plateau", "monitor": "val_loss"}, None, None,
-         "ReduceLROnPlateau conditioned on metric val_loss which is not available. Available metrics are: []"),
+        (
+            {"optimizers": 2, "frequencies": [1, 1], "model": "TwoOptimizers"},
+            None,
+            {"optimizer_frequencies": [2, 1]},
+            "gives the optimizer frequencies [1, 1], but this script was rendered for [2, 1]",
+        ),
+        (
+            {"hiddens": False},
+            {"truncated_bptt_steps": 2},
+            None,
+            'training_step must return {"loss": ..., "hiddens": ...}',
+        ),
+        (
+            {"scheduler": "plateau", "monitor": "val_loss"},
+            None,
+            None,
+            "ReduceLROnPlateau conditioned on metric val_loss which is not available. Available metrics are: []",
+        ),
         ({"nan": "loss"}, {"terminate_on_nan": True}, None, "ValueError: The loss returned in `training_step` is nan"),
-        ({"nan": "parameter"}, {"terminate_on_nan": True}, None,
-         "ValueError: Detected nan and/or inf values in `unused`. Check your forward pass"),
+        (
+            {"nan": "parameter"},
+            {"terminate_on_nan": True},
+            None,
+            "ValueError: Detected nan and/or inf values in `unused`. Check your forward pass",
+        ),
     ],
-    ids=["two-optimizers", "undeclared-scheduler", "frequencies", "no-hiddens", "missing-monitor", "nan-loss",
-         "nan-parameter"],
+    ids=[
+        "two-optimizers",
+        "undeclared-scheduler",
+        "frequencies",
+        "no-hiddens",
+        "missing-monitor",
+        "nan-loss",
+        "nan-parameter",
+    ],
 )
 def test_clear_error(tmp_path, monkeypatch, init_args, trainer, loop, message):
     init_args = dict(init_args)
@@ -161,8 +202,11 @@ def test_training_step_end(tmp_path, monkeypatch):
     (tmp_path / "flex" / "step_end.py").write_text(STEP_END)
     weights = {}
     for name in ("PlainStep", "StepEndNone", "StepEndScaled"):
-        spec = {"seed_everything": 0, "model": f"flex.step_end.{name}",
-                "trainer": {"accelerator": "cpu", "max_epochs": 2, "logger": False}}
+        spec = {
+            "seed_everything": 0,
+            "model": f"flex.step_end.{name}",
+            "trainer": {"accelerator": "cpu", "max_epochs": 2, "logger": False},
+        }
         script = tmp_path / f"{name}.py"
         script.write_text(render(spec, tmp_path))
         monkeypatch.setenv("PYTHONPATH", str(tmp_path))
@@ -189,8 +233,11 @@ def trained_attributes(tmp_path, monkeypatch, model: str, max_epochs: int, attri
     run(tmp_path, monkeypatch, {})  # writes the flex package
     (tmp_path / "flex" / "step_end.py").write_text(STEP_END)
     (tmp_path / "flex" / "counters.py").write_text(COUNTERS)
-    spec = {"seed_everything": 0, "model": f"flex.{model}",
-            "trainer": {"accelerator": "cpu", "max_epochs": max_epochs, "logger": False}}
+    spec = {
+        "seed_everything": 0,
+        "model": f"flex.{model}",
+        "trainer": {"accelerator": "cpu", "max_epochs": max_epochs, "logger": False},
+    }
     script = tmp_path / "attributes.py"
     script.write_text(render(spec, tmp_path))
     code = f"import runpy; m = runpy.run_path({str(script)!r})['main'](); print({attributes})"
@@ -200,7 +247,9 @@ def trained_attributes(tmp_path, monkeypatch, model: str, max_epochs: int, attri
 
 
 def test_training_epoch_end_sees_only_steps_with_a_loss(tmp_path, monkeypatch):
-    printed = trained_attributes(tmp_path, monkeypatch, "step_end.SkipsAndCollects", 1, "m.collected, m.validation_outputs")
+    printed = trained_attributes(
+        tmp_path, monkeypatch, "step_end.SkipsAndCollects", 1, "m.collected, m.validation_outputs"
+    )
     assert printed == "[['loss']] [0]"  # 2 batches: batch 1 skipped, in training and validation
 
 

@@ -10,7 +10,7 @@ import torch
 
 from tests.helpers import env_with_root, render, train_script
 
-MODEL = '''
+MODEL = """
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 
@@ -53,9 +53,9 @@ class SeedStyle(torch.nn.Module):
     def on_train_epoch_end(self):
         metrics = self.trainer.callback_metrics
         self.records.append(sorted(metrics))
-'''
+"""
 
-REFERENCE = '''
+REFERENCE = """
 import sys, torch
 sys.path.insert(0, sys.argv[2])
 from seedstyle.models import SeedStyle
@@ -76,7 +76,7 @@ for epoch in range(4):
     model.train()
     plateau.step(val_loss)
 torch.save({"state_dict": model.state_dict(), "lr": optimizer.param_groups[0]["lr"]}, sys.argv[1])
-'''
+"""
 
 
 def test_seed_dict_returns_drive_the_plateau_scheduler(tmp_path, monkeypatch):
@@ -87,8 +87,13 @@ def test_seed_dict_returns_drive_the_plateau_scheduler(tmp_path, monkeypatch):
     spec = {
         "seed_everything": 0,
         "model": "seedstyle.models.SeedStyle",
-        "trainer": {"accelerator": "cpu", "max_epochs": 4, "logger": False, "enable_checkpointing": False,
-                    "enable_progress_bar": False},
+        "trainer": {
+            "accelerator": "cpu",
+            "max_epochs": 4,
+            "logger": False,
+            "enable_checkpointing": False,
+            "enable_progress_bar": False,
+        },
     }
     script = tmp_path / "train.py"
     script.write_text(render(spec, tmp_path))
@@ -97,7 +102,9 @@ def test_seed_dict_returns_drive_the_plateau_scheduler(tmp_path, monkeypatch):
     ours = train_script(script, tmp_path / "ours.pt")
     result = subprocess.run(
         [sys.executable, "-c", REFERENCE, str(tmp_path / "ref.pt"), str(tmp_path)],
-        env=env_with_root(tmp_path), capture_output=True, text=True,
+        env=env_with_root(tmp_path),
+        capture_output=True,
+        text=True,
     )
     assert result.returncode == 0, result.stderr
     reference = torch.load(tmp_path / "ref.pt")

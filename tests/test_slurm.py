@@ -77,7 +77,9 @@ def project(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     (bin_dir / "scontrol").write_text(SCONTROL)
     (bin_dir / "scontrol").chmod(0o755)
     env = env_with_root(tmp_path)
-    env.update(PATH=f"{bin_dir}{os.pathsep}{env['PATH']}", SLURM_JOB_ID="4242", SCONTROL_LOG=str(tmp_path / "scontrol.log"))
+    env.update(
+        PATH=f"{bin_dir}{os.pathsep}{env['PATH']}", SLURM_JOB_ID="4242", SCONTROL_LOG=str(tmp_path / "scontrol.log")
+    )
     return script, env
 
 

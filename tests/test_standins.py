@@ -14,8 +14,13 @@ from tests.helpers import ROOT, env_with_root, render
 BASE = {
     "seed_everything": 0,
     "model": "tests.standins.models.Probe",
-    "trainer": {"max_epochs": 1, "num_sanity_val_steps": 1, "logger": False, "enable_checkpointing": False,
-                "enable_progress_bar": False},
+    "trainer": {
+        "max_epochs": 1,
+        "num_sanity_val_steps": 1,
+        "logger": False,
+        "enable_checkpointing": False,
+        "enable_progress_bar": False,
+    },
 }
 
 
@@ -27,8 +32,16 @@ def run_with_stand_ins(tmp_path, monkeypatch, trainer: dict, weights=None, argum
     script.write_text(render(spec, tmp_path))
     out = tmp_path / "calls.json"
     result = subprocess.run(
-        [sys.executable, "-m", "tests.standins.fake_cuda", str(script), str(out), *([str(weights)] if weights else []),
-         "--", *arguments],
+        [
+            sys.executable,
+            "-m",
+            "tests.standins.fake_cuda",
+            str(script),
+            str(out),
+            *([str(weights)] if weights else []),
+            "--",
+            *arguments,
+        ],
         cwd=ROOT,
         env=env_with_root(ROOT / "tests" / "standins"),
         capture_output=True,
@@ -108,7 +121,9 @@ def test_cuda_16_mixed_checkpoint_holds_the_scaler_and_resumes_it(tmp_path, monk
 
 def test_apex_order_of_calls(tmp_path, monkeypatch):
     calls = run_with_stand_ins(
-        tmp_path, monkeypatch, {"accelerator": "cuda", "precision": "16-mixed", "amp_backend": "apex", "amp_level": "O1"}
+        tmp_path,
+        monkeypatch,
+        {"accelerator": "cuda", "precision": "16-mixed", "amp_backend": "apex", "amp_level": "O1"},
     )
     assert calls.index(("configure_optimizers",)) < calls.index(("apex.initialize", "Probe", 1, "O1"))
     assert not [c for c in calls if c[0] in ("autocast.enter", "GradScaler", "scaler.scale")]

@@ -51,11 +51,29 @@ class Rich(torch.nn.Module):
 ''' + "".join(
     f"    def {hook}(self, *args):\n        self.calls.append({hook!r})\n\n"
     for hook in (
-        "prepare_data", "setup", "on_fit_start", "on_train_start", "on_train_epoch_start", "on_train_batch_start",
-        "training_step_end", "on_before_zero_grad", "on_before_backward", "on_after_backward",
-        "on_before_optimizer_step", "on_train_batch_end", "training_epoch_end", "on_train_epoch_end",
-        "on_validation_start", "on_validation_epoch_start", "on_validation_batch_start", "on_validation_batch_end",
-        "validation_epoch_end", "on_validation_epoch_end", "on_validation_end", "on_train_end", "on_fit_end",
+        "prepare_data",
+        "setup",
+        "on_fit_start",
+        "on_train_start",
+        "on_train_epoch_start",
+        "on_train_batch_start",
+        "training_step_end",
+        "on_before_zero_grad",
+        "on_before_backward",
+        "on_after_backward",
+        "on_before_optimizer_step",
+        "on_train_batch_end",
+        "training_epoch_end",
+        "on_train_epoch_end",
+        "on_validation_start",
+        "on_validation_epoch_start",
+        "on_validation_batch_start",
+        "on_validation_batch_end",
+        "validation_epoch_end",
+        "on_validation_epoch_end",
+        "on_validation_end",
+        "on_train_end",
+        "on_fit_end",
         "teardown",
     )
 )
@@ -120,7 +138,7 @@ class SeedApex(torch.nn.Module):
         return [torch.optim.SGD(self.a.parameters(), lr=0.1), torch.optim.SGD(self.b.parameters(), lr=0.1)]
 '''
 
-CALLBACK = '''
+CALLBACK = """
 class Recorder:
     def on_train_start(self, trainer, pl_module):
         pass
@@ -130,10 +148,19 @@ class Recorder:
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
         pass
-'''
+"""
 
-BASE = {"seed_everything": 0, "model": "proj.models.Rich", "trainer": {"accelerator": "cpu", "logger": False,
-        "enable_checkpointing": False, "enable_progress_bar": False, "max_epochs": 2}}
+BASE = {
+    "seed_everything": 0,
+    "model": "proj.models.Rich",
+    "trainer": {
+        "accelerator": "cpu",
+        "logger": False,
+        "enable_checkpointing": False,
+        "enable_progress_bar": False,
+        "max_epochs": 2,
+    },
+}
 
 FLAG_SETS = {
     "defaults": {},
@@ -162,13 +189,41 @@ FLAG_SETS = {
     "callback": {"callbacks": [{"class_path": "proj.callbacks.Recorder"}]},
     "checkpoint_default": {"enable_checkpointing": True},
     "checkpoint_default_logger": {"enable_checkpointing": True, "logger": None},
-    "checkpoint_monitor": {"enable_checkpointing": True, "callbacks": [{"class_path": "ModelCheckpoint", "init_args": {
-        "monitor": "val_loss", "save_top_k": 2, "save_last": "link", "filename": "{epoch}-{val_loss:.3f}",
-        "every_n_train_steps": 3, "verbose": True}}], "val_check_interval": 0.5},
-    "checkpoint_time": {"enable_checkpointing": True, "callbacks": [{"class_path": "ModelCheckpoint", "init_args": {
-        "train_time_interval": "00:00:01", "save_weights_only": True}}]},
-    "early_stopping": {"callbacks": [{"class_path": "EarlyStopping", "init_args": {
-        "monitor": "val_loss", "patience": 2, "stopping_threshold": 0.01, "verbose": True}}], "min_epochs": 1},
+    "checkpoint_monitor": {
+        "enable_checkpointing": True,
+        "callbacks": [
+            {
+                "class_path": "ModelCheckpoint",
+                "init_args": {
+                    "monitor": "val_loss",
+                    "save_top_k": 2,
+                    "save_last": "link",
+                    "filename": "{epoch}-{val_loss:.3f}",
+                    "every_n_train_steps": 3,
+                    "verbose": True,
+                },
+            }
+        ],
+        "val_check_interval": 0.5,
+    },
+    "checkpoint_time": {
+        "enable_checkpointing": True,
+        "callbacks": [
+            {
+                "class_path": "ModelCheckpoint",
+                "init_args": {"train_time_interval": "00:00:01", "save_weights_only": True},
+            }
+        ],
+    },
+    "early_stopping": {
+        "callbacks": [
+            {
+                "class_path": "EarlyStopping",
+                "init_args": {"monitor": "val_loss", "patience": 2, "stopping_threshold": 0.01, "verbose": True},
+            }
+        ],
+        "min_epochs": 1,
+    },
 }
 
 
@@ -226,8 +281,17 @@ def rendered(project) -> dict[str, Path]:
 def test_every_variant_is_clean_under_ruff(rendered, project):
     """Run from the project, as a user would: the user's package is first-party there."""
     result = subprocess.run(
-        [sys.executable, "-m", "ruff", "check", "--no-cache", "--isolated", "--select", "E,F,W,B,ARG",
-         *map(str, rendered.values())],
+        [
+            sys.executable,
+            "-m",
+            "ruff",
+            "check",
+            "--no-cache",
+            "--isolated",
+            "--select",
+            "E,F,W,B,ARG",
+            *map(str, rendered.values()),
+        ],
         cwd=project,
         capture_output=True,
         text=True,
@@ -255,8 +319,13 @@ TRACES = {
     "fp16_auto": ["GradScaler", 'enabled=device.type == "cuda"', "scaler.step(optimizer)"],
     "double": ["model.double()", "default_dtype(torch.float64)", "t.double()"],
     "val_fraction_every_2": ["CHECK_VAL_EVERY_N_EPOCH == 0"],
-    "checkpoint_default": ["class ModelCheckpoint", "files.write(checkpoint", "--ckpt-path", "def stop_on_signals",
-                           'os.path.join(default_root_dir, "checkpoints")'],
+    "checkpoint_default": [
+        "class ModelCheckpoint",
+        "files.write(checkpoint",
+        "--ckpt-path",
+        "def stop_on_signals",
+        'os.path.join(default_root_dir, "checkpoints")',
+    ],
     "checkpoint_default_logger": ["def next_version", '"lightning_logs"'],
     "checkpoint_monitor": ["def update_best_and_save", "def link_atomically", "self.defer_until_validation = True"],
     "checkpoint_time": ["time.monotonic()", "timedelta(seconds=seconds)"],
@@ -271,8 +340,12 @@ SEED_TRACES = {
     "seed_grad_norm_inf": ['TRACK_GRAD_NORM = float("inf")'],
     "seed_nan": ["torch.isfinite(loss)", "Detected nan and/or inf values"],
     "seed_accumulate_clip": ["ACCUMULATE_GRAD_BATCHES", "clip_grad_norm_", "should_step=should_step"],
-    "seed_apex": ["from apex import amp", "amp.initialize(model, optimizers, opt_level=AMP_LEVEL)",
-                  "amp.scale_loss(loss, optimizer)", 'AMP_LEVEL = "O1"'],
+    "seed_apex": [
+        "from apex import amp",
+        "amp.initialize(model, optimizers, opt_level=AMP_LEVEL)",
+        "amp.scale_loss(loss, optimizer)",
+        'AMP_LEVEL = "O1"',
+    ],
 }
 
 
@@ -313,8 +386,18 @@ def test_hooks_absent_from_the_model_are_not_called(project):
         text = render(write_spec(project, {**BASE, "model": "proj.plain.P"}, "plain.yaml"))
     finally:
         os.chdir(cwd)
-    for hook in (".on_train_start(", ".on_train_epoch_start(", ".on_before_zero_grad(", "validate(", "val_dataloader",
-                 "MetricLog", "step_schedulers", "callback.", "callback_0", "map_tensors"):
+    for hook in (
+        ".on_train_start(",
+        ".on_train_epoch_start(",
+        ".on_before_zero_grad(",
+        "validate(",
+        "val_dataloader",
+        "MetricLog",
+        "step_schedulers",
+        "callback.",
+        "callback_0",
+        "map_tensors",
+    ):
         assert hook not in text, hook
 
 

@@ -44,14 +44,15 @@ def test_example_matches_hand_written_loop(name, tmp_path):
 def test_example_training_changes_the_weights(tmp_path):
     """Guard against a vacuous comparison: the weights after training differ from the seeded initial ones."""
     ours = train_script(golden_path(ROOT / "examples" / "classifier.yaml"), tmp_path / "ours.pt")
-    code = "import torch; torch.manual_seed(42); from examples.models import Classifier; " \
+    code = (
+        "import torch; torch.manual_seed(42); from examples.models import Classifier; "
         "print(Classifier(hidden=64, lr=0.05).state_dict()['net.0.weight'].sum().item())"
+    )
     initial = subprocess.run([sys.executable, "-c", code], env=env_with_root(), capture_output=True, text=True)
     assert float(initial.stdout) != ours["state_dict"]["net.0.weight"].sum().item()
 
 
-LIGHTNING_RUN = textwrap.dedent(
-    """
+LIGHTNING_RUN = textwrap.dedent("""
     import sys, warnings, torch
     warnings.filterwarnings("ignore")
     import pytorch_lightning as pl
@@ -63,8 +64,7 @@ LIGHTNING_RUN = textwrap.dedent(
     trainer.fit(model)
     metrics = {k: v.item() for k, v in trainer.callback_metrics.items()}
     torch.save({"state_dict": model.state_dict(), "global_step": trainer.global_step, "metrics": metrics}, sys.argv[1])
-    """
-)
+    """)
 
 
 def test_lightning_module_example_matches_lightning_trainer(tmp_path):

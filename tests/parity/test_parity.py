@@ -114,8 +114,13 @@ CASES = [
     # --- data -----------------------------------------------------------------------------------
     case("datamodule_shuffle_dropout", "Classifier", {"dropout": 0.3}, data="ShuffledData", max_epochs=3),
     case("random_draws_in_epoch_hooks", "RandomHooksModel", max_epochs=3),
-    case("reload_growing_data", "GrowingDataModel", max_epochs=3, reload_dataloaders_every_n_epochs=1,
-         val_check_interval=0.5),
+    case(
+        "reload_growing_data",
+        "GrowingDataModel",
+        max_epochs=3,
+        reload_dataloaders_every_n_epochs=1,
+        val_check_interval=0.5,
+    ),
     case("overfit_with_reload", max_epochs=3, overfit_batches=3, reload_dataloaders_every_n_epochs=1),
     case(
         "reload_every_epoch_datamodule",
@@ -125,10 +130,21 @@ CASES = [
         reload_dataloaders_every_n_epochs=1,
     ),
     case("reload_every_2_epochs_model_loaders", max_epochs=4, reload_dataloaders_every_n_epochs=2),
-    case("reload_no_sanity", "GrowingDataModel", max_epochs=3, reload_dataloaders_every_n_epochs=1,
-         num_sanity_val_steps=0),
-    case("reload_no_sanity_validate_every_2_epochs", "GrowingDataModel", max_epochs=4,
-         reload_dataloaders_every_n_epochs=1, num_sanity_val_steps=0, check_val_every_n_epoch=2),
+    case(
+        "reload_no_sanity",
+        "GrowingDataModel",
+        max_epochs=3,
+        reload_dataloaders_every_n_epochs=1,
+        num_sanity_val_steps=0,
+    ),
+    case(
+        "reload_no_sanity_validate_every_2_epochs",
+        "GrowingDataModel",
+        max_epochs=4,
+        reload_dataloaders_every_n_epochs=1,
+        num_sanity_val_steps=0,
+        check_val_every_n_epoch=2,
+    ),
     case("validate_every_2_epochs_no_sanity", max_epochs=4, check_val_every_n_epoch=2, num_sanity_val_steps=0),
     # --- validation schedule --------------------------------------------------------------------
     case("val_check_quarter_every_2_epochs", max_epochs=4, val_check_interval=0.25, check_val_every_n_epoch=2),
@@ -141,8 +157,7 @@ CASES = [
     case("epoch_steplr", "EpochScheduleModel", max_epochs=3),
     case("step_scheduler_frequency_2", "StepScheduleModel", max_epochs=2),
     case("step_scheduler_frequency_2_accumulate_3", "StepScheduleModel", max_epochs=2, accumulate_grad_batches=3),
-    case("step_scheduler_literal_frequency_3_accumulate_2", "StepEvery3Model", max_epochs=2,
-         accumulate_grad_batches=2),
+    case("step_scheduler_literal_frequency_3_accumulate_2", "StepEvery3Model", max_epochs=2, accumulate_grad_batches=2),
     case("optimizer_from_a_helper", "HelperOptimizerModel", max_epochs=2),
     case("plateau_per_step_not_strict", "LenientPlateauModel", max_epochs=2, val_check_interval=0.5),
     case("plateau_val_loss", "PlateauModel", max_epochs=4),
@@ -538,9 +553,7 @@ def test_checkpoint_facts_catch_a_difference() -> None:
 
 
 EXAMPLES = sorted(
-    path
-    for path in (ROOT / "examples").glob("*.yaml")
-    if "examples.lightning_models" in path.read_text()
+    path for path in (ROOT / "examples").glob("*.yaml") if "examples.lightning_models" in path.read_text()
 )
 
 
