@@ -566,3 +566,8 @@ def test_example_trains_like_lightning(example: Path, runner: Runner, tmp_path: 
     assert ours.keys() == theirs.keys()
     different = [name for name in theirs if not torch.equal(theirs[name], ours[name])]
     assert not different, f"{example.name}: weights differ from Lightning's: {different}"
+
+
+def test_readme_counts_the_cases() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert f"(`tests/parity`): {len(CASES)} cases" in readme, "update the README's count of parity cases"
