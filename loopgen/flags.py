@@ -281,36 +281,61 @@ def _deterministic() -> Kind:
     return Kind(parse, {"anyOf": [{"type": "boolean"}, {"const": "warn"}]})
 
 
-_LOGGERS = {"CSVLogger": "csv", "TensorBoardLogger": "tensorboard"}
-
-
 def _logger() -> Kind:
-    """true, false, csv, tensorboard, or a logger class entry (Lightning's CSVLogger/TensorBoardLogger: csv/tensorboard).
+    """true (Lightning's default logger), false, a logger entry, or a list of them (a list: normalised to a
+    list of entries; spec.py reads each entry as a class ref, checked by `logger_support`)."""
 
-    Another class is normalised to its class path.
-    """
-
-    def parse(raw: Any) -> bool | str:
-        if isinstance(raw, bool) or raw in _LOGGERS.values():
+    def parse(raw: Any) -> bool | list[Any]:
+        if isinstance(raw, bool):
             return raw
-        expected = "true, false, csv, tensorboard or a logger class entry"
-        if isinstance(raw, str):
-            raise FlagError(f"expected {expected}, {got(raw)}{did_you_mean(raw, _LOGGERS.values())}")
-        class_path = _class_path_of(raw, expected)
-        module, _, name = class_path.rpartition(".")
-        if name in _LOGGERS and (not module or module.startswith(LIGHTNING_PACKAGES)):
-            return _LOGGERS[name]
-        return class_path
+        entries = raw if isinstance(raw, list) else [raw]
+        for index, entry in enumerate(entries):
+            if not isinstance(entry, (str, dict)):
+                at = (index,) if isinstance(raw, list) else ()
+                raise FlagError(f"expected true, false, or logger entries with a class_path, {got(entry)}", at)
+        return entries
 
-    return Kind(parse, {"anyOf": [{"type": "boolean"}, {"enum": list(_LOGGERS.values())}, CLASS_REF_SCHEMA]})
+    schema = {"anyOf": [{"type": "boolean"}, CLASS_REF_SCHEMA, {"type": "array", "items": CLASS_REF_SCHEMA}]}
+    return Kind(parse, schema)
 
 
-def _logger_support(value: bool | str) -> str | None:
-    if value is False:
+# Lightning's loggers, and the submodule each is defined in
+LIGHTNING_LOGGERS = {"CSVLogger": "csv_logs", "TensorBoardLogger": "tensorboard", "MLFlowLogger": "mlflow",
+                     "WandbLogger": "wandb"}  # fmt: skip
+LOGGERS_DONE = ("CSVLogger",)
+
+
+def lightning_logger(class_path: str) -> str | None:
+    """pytorch_lightning.loggers.NAME for one of Lightning's loggers however spelled (short, pytorch_lightning.
+    loggers[.module], lightning.pytorch.loggers[.module]), else None."""
+    module, _, name = class_path.rpartition(".")
+    if name not in LIGHTNING_LOGGERS:
         return None
-    if value is True or value in _LOGGERS.values():
+    packages = ("pytorch_lightning.loggers", "lightning.pytorch.loggers")
+    spellings = {"", *packages, *(f"{package}.{LIGHTNING_LOGGERS[name]}" for package in packages)}
+    return f"pytorch_lightning.loggers.{name}" if module in spellings else None
+
+
+def logger_support(class_path: str) -> str | None:
+    """Whether loopgen implements a `logger` entry (its class path canonicalised by `lightning_logger`)."""
+    canonical = lightning_logger(class_path)
+    if canonical is None:
+        known = ", ".join(LIGHTNING_LOGGERS)
+        return f"not supported by loopgen (the script has no Lightning: its loggers are {known})"
+    if canonical.rpartition(".")[2] not in LOGGERS_DONE:
         return NOT_YET
-    return "not supported by loopgen (only csv, tensorboard or false)"
+    return None
+
+
+def _version() -> Kind:
+    """A logger's version: a number (the directory version_N) or a name (the directory itself)."""
+
+    def parse(raw: Any) -> int | str:
+        if isinstance(raw, str) or (_is_int(raw) and raw >= 0):
+            return raw
+        raise FlagError(f"expected an integer >= 0 or a string, {got(raw)}")
+
+    return Kind(parse, {"anyOf": [{"type": "integer", "minimum": 0}, {"type": "string"}]})
 
 
 _PROFILERS = ("simple", "advanced", "pytorch", "xla")
@@ -520,9 +545,9 @@ FLAGS: tuple[Flag, ...] = (
          "32", "32, 16-mixed (16), bf16-mixed (bf16), 64",
          support=only("32", "16-mixed", "bf16-mixed", "64", planned=()),
          notice=_precision_notice),
-    Flag("logger", _logger(), None, "csv, tensorboard, false (null: Lightning's default logger)",
-         support=_logger_support,
-         default_notice=_default_not_implemented("logger", "the script does not log", "logger")),
+    Flag("logger", _logger(), True, "true (a CSVLogger with Lightning's layout), false, or logger entries:"
+         " CSVLogger, TensorBoardLogger, MLFlowLogger, WandbLogger (a list for several)",
+         support=implemented),  # each entry is checked by `logger_support`
     Flag("callbacks", _callback_entries(), (),
          "list of {class_path, init_args}: ModelCheckpoint, EarlyStopping or the user's own callback class",
          support=implemented),  # each entry is checked by `callback_support`
@@ -552,8 +577,8 @@ FLAGS: tuple[Flag, ...] = (
          support=implemented, nullable=True),
     Flag("num_sanity_val_steps", integer(-1, "-1: all batches"), 2, "validation batches run before training",
          support=implemented),
-    Flag("log_every_n_steps", integer(0), 50, "log every n optimizer steps",
-         support=implemented),
+    Flag("log_every_n_steps", integer(0), 50, "write the logged step values every n batches that step"
+         " (0: only epoch values)", support=implemented),
     Flag("enable_checkpointing", boolean(), True, "save checkpoints (a ModelCheckpoint with Lightning's defaults"
          " when the callbacks have none)", support=implemented),
     Flag("enable_progress_bar", boolean(), None, "show a progress bar (null: Lightning's default, true)",
@@ -643,6 +668,20 @@ CALLBACK_ARGS: Mapping[str, tuple[Flag, ...]] = {
         _arg("check_on_train_epoch_end", boolean(), None, "check at the training epoch's end (null: after"
              " validation, or at the epoch's end without validation)", nullable=True),
         _arg("log_rank_zero_only", boolean(), False, "log only on rank 0", support=lightning_default(False)),
+    ),
+}
+
+# The init_args of Lightning's loggers that loopgen implements, checked like trainer flags.
+LOGGER_ARGS: Mapping[str, tuple[Flag, ...]] = {
+    "CSVLogger": (
+        _arg("save_dir", string(), None, "the directory of the logs (required)"),
+        _arg("name", string(), "lightning_logs", "the experiment's directory in save_dir (null or empty: none)",
+             nullable=True),
+        _arg("version", _version(), None, "version_N for a number, the name itself for a string (null: the next"
+             " free version_N)", nullable=True),
+        _arg("prefix", string(), "", "put before each metric's name (joined with -)"),
+        _arg("flush_logs_every_n_steps", integer(1), 100, "accepted; as under Lightning's Trainer, metrics.csv is"
+             " written after every logging step"),
     ),
 }
 # fmt: on

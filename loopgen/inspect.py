@@ -28,6 +28,8 @@ class ClassFacts:
     methods: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     uses_log: bool = False  # the class body calls self.log(...) or self.log_dict(...)
     saves_hyperparameters: bool = False  # ... calls self.save_hyperparameters(...)
+    # ... for the loggers too: its `logger` argument (True unless a literal False; None when not a literal)
+    hyperparameters_to_loggers: bool | None = False
     sources: tuple[Path, ...] = ()  # every user file read to learn these facts
     attributes_read: frozenset[str] = frozenset()  # every `self.X` the methods mention
     mentions_scheduler: bool = False  # configure_optimizers mentions an LR scheduler (name or "lr_scheduler" key)
@@ -82,6 +84,7 @@ def inspect_class(class_path: str, roots: Sequence[Path], *, where: str, callbac
     is_callback = any(_is_lightning(name, "Callback") for name in outside)
     methods: dict[str, tuple[str, ...]] = {}
     uses_log = saves_hparams = False
+    hparams_logger: bool | None = False
     attributes: set[str] = set()
     trainer_reads: set[str] | None = set()
     module_reads: set[str] = set()
@@ -95,6 +98,8 @@ def inspect_class(class_path: str, roots: Sequence[Path], *, where: str, callbac
             methods.setdefault(fn.name.value, _params(fn, skip_first=me is not None))
             uses_log = uses_log or (me is not None and _calls(fn, {f"{me}.log", f"{me}.log_dict"}))
             saves_hparams = saves_hparams or (me is not None and _calls(fn, {f"{me}.save_hyperparameters"}))
+            if me is not None:
+                hparams_logger = _hparams_logger(fn, me, hparams_logger)
             words = _Words(me)
             fn.body.visit(words)
             attributes |= words.attributes
@@ -118,6 +123,7 @@ def inspect_class(class_path: str, roots: Sequence[Path], *, where: str, callbac
         methods=methods,
         uses_log=uses_log,
         saves_hyperparameters=saves_hparams,
+        hyperparameters_to_loggers=hparams_logger,
         attributes_read=frozenset(attributes),
         mentions_scheduler=scheduler,
         mentions_lbfgs=lbfgs,
@@ -306,6 +312,41 @@ class _CallFinder(cst.CSTVisitor):
 
     def visit_Call(self, node: cst.Call) -> None:
         self.found = self.found or _dotted(node.func) in self.names
+
+
+class _HparamsCalls(cst.CSTVisitor):
+    """The `logger` argument of each `me.save_hyperparameters(...)` call: True (absent or literal True), False,
+    or None (not a literal)."""
+
+    def __init__(self, me: str) -> None:
+        super().__init__()
+        self.me = me
+        self.loggers: list[bool | None] = []
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if _dotted(node.func) != f"{self.me}.save_hyperparameters":
+            return
+        value: bool | None = True
+        for arg in node.args:
+            if arg.keyword is not None and arg.keyword.value == "logger":
+                literal = arg.value.value if isinstance(arg.value, cst.Name) else None
+                value = {"True": True, "False": False}.get(literal)  # type: ignore[arg-type]
+            elif arg.star:
+                value = None  # **kwargs may hold it
+        self.loggers.append(value)
+
+
+def _hparams_logger(fn: cst.FunctionDef, me: str, so_far: bool | None) -> bool | None:
+    """Whether the hyperparameters go to the loggers, after the save_hyperparameters calls of `fn` (None: one
+    call's `logger` argument is not a literal)."""
+    calls = _HparamsCalls(me)
+    fn.body.visit(calls)
+    for value in calls.loggers:
+        if value is None or so_far is None:
+            so_far = None
+        else:
+            so_far = so_far or value
+    return so_far
 
 
 _LOG_DICT_HOOKS = frozenset(

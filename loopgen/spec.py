@@ -24,12 +24,16 @@ from loopgen.flags import (
     ALIASES,
     CALLBACK_ARGS,
     FLAGS,
+    LIGHTNING_LOGGERS,
+    LOGGER_ARGS,
     TRAINER_KEYS,
     Flag,
     FlagError,
     alias_notice,
     callback_support,
     lightning_callback,
+    lightning_logger,
+    logger_support,
     same,
 )
 
@@ -448,6 +452,8 @@ class _Reader:
                 given.add(flag.name)
             if flag.name == "callbacks":
                 values[flag.name] = self.callbacks(flag, key, raw.get(flag.name), added)
+            elif flag.name == "logger" and own:
+                values[flag.name] = self.loggers(flag, key, own[0][1])
             else:
                 values[flag.name] = self.flag_value(flag, key, own + added)
 
@@ -516,10 +522,48 @@ class _Reader:
                 refs.append(ref)
         return tuple(refs)
 
+    def loggers(self, flag: Flag, key: KeyPath, raw: Any) -> bool | tuple[ClassRef, ...]:
+        """`trainer.logger`: true (Lightning's default logger), false, or entries of Lightning's loggers (each
+        checked by logger_support, its init_args like trainer flags); an empty list is false, as in Lightning."""
+        try:
+            value = flag.parse(raw)
+        except FlagError as error:
+            self.problem((*key, *error.at), error.message)
+            return _INVALID
+        if isinstance(value, bool):
+            return value
+        refs = []
+        for index, entry in enumerate(value):
+            where = (*key, index) if isinstance(raw, list) else key
+            named = entry if isinstance(entry, str) else entry.get("class_path")
+            if isinstance(named, str) and "." not in named and lightning_logger(named) is None:
+                known = ", ".join(LIGHTNING_LOGGERS)
+                self.problem(
+                    where,
+                    f"{named} is not one of Lightning's loggers ({known}){did_you_mean(named, known.split(', '))}",
+                )
+                continue
+            ref = self.class_ref(where, entry, canonical=lightning_logger)
+            if ref is None:
+                continue
+            reason = logger_support(ref.class_path)
+            if reason:
+                self.problem(where, f"{ref.name}: {reason}")
+                continue
+            args = self.init_args_of(where if isinstance(entry, str) else (*where, "init_args"), ref, LOGGER_ARGS)
+            if args.get("save_dir", "") is None:
+                self.problem(where, f"{ref.name} needs `save_dir` (the directory of its logs)")
+            refs.append(ClassRef(ref.class_path, args, ref.line))
+        return tuple(refs) if refs else False
+
     def callback_args(self, path: KeyPath, ref: ClassRef) -> dict[str, Any]:
         """The init_args of one of Lightning's callbacks, checked and normalised like trainer flags; every
         argument it takes is present (absent ones at Lightning's default)."""
-        table = CALLBACK_ARGS[ref.name]
+        return self.init_args_of(path, ref, CALLBACK_ARGS)
+
+    def init_args_of(self, path: KeyPath, ref: ClassRef, tables: Mapping[str, tuple[Flag, ...]]) -> dict[str, Any]:
+        """The init_args of one of Lightning's classes, checked against its table in `tables`."""
+        table = tables[ref.name]
         known = {arg.name: arg for arg in table}
         for name in ref.init_args:
             if name not in known:
@@ -528,8 +572,9 @@ class _Reader:
         for arg in table:
             raw = ref.init_args.get(arg.name)
             key = (*path, arg.name)
+            absent = arg.name not in ref.init_args or (raw is None and not arg.nullable)
             try:
-                value = arg.default if raw is None and not arg.nullable else arg.parse(raw)
+                value = arg.default if absent else arg.parse(raw)
             except FlagError as error:
                 self.problem((*key, *error.at), error.message)
                 continue

@@ -78,12 +78,8 @@ def test_minimal_spec_gets_lightning_defaults(tmp_path: Path) -> None:
     assert spec.loop == LoopFlags()
     assert spec.trainer == TrainerFlags()
     assert spec.trainer.precision == "32" and spec.trainer.devices == 1 and spec.trainer.max_epochs is None
-    assert notice_keys(spec) == ["trainer.logger", "trainer.enable_progress_bar"]
-    assert spec.trainer.enable_checkpointing is True  # Lightning's default
-    assert spec.notices[0] == (
-        "trainer.logger: Lightning's default logger is not implemented yet; the script does not log "
-        "(set `logger: false` to silence this)"
-    )
+    assert notice_keys(spec) == ["trainer.enable_progress_bar"]
+    assert spec.trainer.enable_checkpointing is True and spec.trainer.logger is True  # Lightning's defaults
 
 
 def test_contract_example_spec(tmp_path: Path) -> None:
@@ -329,9 +325,10 @@ def test_accumulate_grad_batches_is_validated(tmp_path: Path, flags: str, messag
         ("truncated_bptt_steps: 0", "expected an integer >= 1, got 0"),
         ("amp_backend: nvidia", "expected one of native, apex, got nvidia"),
         ("amp_level: O5", "expected one of O0, O1, O2, O3, got O5"),
-        ("logger: wandb", "expected true, false, csv, tensorboard or a logger class entry, got wandb (a string)"),
-        ("logger: cvs", "got cvs (a string) (did you mean 'csv'?)"),
-        ("logger: [false]", "expected true, false, csv, tensorboard or a logger class entry, got a list"),
+        ("logger: 3", "expected true, false, or logger entries with a class_path, got 3 (an integer)"),
+        ("logger: cvs", "cvs is not one of Lightning's loggers (CSVLogger, TensorBoardLogger, MLFlowLogger,"),
+        ("logger: CSVLoger", "(did you mean 'CSVLogger'?)"),
+        ("logger: CSVLogger", "CSVLogger needs `save_dir` (the directory of its logs)"),
         ("profiler: fancy", "expected one of simple, advanced, pytorch, xla, got fancy"),
         ("default_root_dir: 3", "expected a string, got 3 (an integer)"),
         ("callbacks: 3", "expected a class path or a mapping with class_path and init_args, got 3"),
@@ -341,6 +338,58 @@ def test_wrong_values_name_the_key_and_line(tmp_path: Path, flags: str, message:
     key = flags.split(":")[0]
     text = trainer_problem(tmp_path, flags)
     assert text.startswith(f"trainer.{key} (line 3): ") and message in text, text
+
+
+def test_logger_entries_are_read_as_lightningcli_writes_them(tmp_path: Path) -> None:
+    flags = trainer(
+        tmp_path,
+        """
+        logger:
+          - {class_path: CSVLogger, init_args: {save_dir: logs}}
+          - class_path: lightning.pytorch.loggers.csv_logs.CSVLogger
+            init_args: {save_dir: runs, name: null, version: run-a, prefix: fit}
+        """,
+    )
+    csv_logger = "pytorch_lightning.loggers.CSVLogger"
+    defaults = {"name": "lightning_logs", "version": None, "prefix": "", "flush_logs_every_n_steps": 100}
+    assert [(ref.class_path, ref.init_args) for ref in flags.logger] == [
+        (csv_logger, {"save_dir": "logs", **defaults}),
+        (csv_logger, {**defaults, "save_dir": "runs", "name": None, "version": "run-a", "prefix": "fit"}),
+    ]
+    assert trainer(tmp_path, "logger: []").logger is False  # no loggers, as in Lightning
+    assert trainer(tmp_path, "logger: null").logger is True  # Lightning's default
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        ("logger: [false]", "trainer.logger[0] (line 3): expected true, false, or logger entries with a class_path,"),
+        (
+            "logger: {class_path: CSVLogger, init_args: {save_dir: logs, flush_every: 3}}",
+            (
+                "trainer.logger.init_args.flush_every (line 3): unknown argument of CSVLogger"
+                " (did you mean 'flush_logs_every_n_steps'?)"
+            ),
+        ),
+        (
+            "logger: {class_path: CSVLogger, init_args: {save_dir: logs, version: -1}}",
+            "trainer.logger.init_args.version (line 3): expected an integer >= 0 or a string, got -1",
+        ),
+        (
+            "logger: {class_path: my.loggers.Logger}",
+            (
+                "trainer.logger (line 3): Logger: not supported by loopgen (the script has no Lightning: its loggers are"
+                " CSVLogger, TensorBoardLogger, MLFlowLogger, WandbLogger)"
+            ),
+        ),
+        (
+            "logger: {class_path: TensorBoardLogger, init_args: {save_dir: logs}}",
+            "trainer.logger (line 3): TensorBoardLogger: not supported yet",
+        ),
+    ],
+)
+def test_wrong_logger_entries_are_refused(tmp_path: Path, flags: str, message: str) -> None:
+    assert trainer_problem(tmp_path, flags).startswith(message)
 
 
 def test_check_val_every_n_epoch_null_is_kept(tmp_path: Path) -> None:
@@ -365,10 +414,6 @@ def test_check_val_every_n_epoch_null_is_kept(tmp_path: Path) -> None:
         "devices: [1]",
         "num_nodes: 2",
         "profiler: simple",
-        "logger: true",
-        "logger: csv",
-        "logger: tensorboard",
-        "logger: {class_path: lightning.pytorch.loggers.CSVLogger, init_args: {save_dir: logs}}",
         "enable_progress_bar: true",
     ],
 )
@@ -386,7 +431,6 @@ def test_contract_flags_not_implemented_yet(tmp_path: Path, flags: str) -> None:
         "profiler: advanced",
         "deterministic: warn",
         "val_check_interval: '00:00:10:00'",
-        "logger: {class_path: my.loggers.Logger}",
     ],
 )
 def test_lightning_values_outside_the_contract_are_refused(tmp_path: Path, flags: str) -> None:
