@@ -141,6 +141,12 @@ def main():
         f"Training stopped after {trainer.current_epoch} epochs",
         f"and {trainer.global_step} optimizer steps.",
     )
+    if metrics.callback_metrics:
+        values = ", ".join(
+            f"{name}={float(value):.4g}"
+            for name, value in metrics.callback_metrics.items()
+        )
+        print(f"Metrics: {values}")
     return model
 
 

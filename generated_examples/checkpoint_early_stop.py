@@ -306,6 +306,12 @@ def main():
         f"and {trainer.global_step} optimizer steps.",
     )
     print(f"Checkpoints: {model_checkpoint.dirpath}")
+    if metrics.callback_metrics:
+        values = ", ".join(
+            f"{name}={float(value):.4g}"
+            for name, value in metrics.callback_metrics.items()
+        )
+        print(f"Metrics: {values}")
     return model
 
 

@@ -359,6 +359,9 @@ class Imports:
 
     argparse: bool
     copy: bool
+    csv: bool
+    enum: bool
+    json: bool
     glob: bool
     re: bool
     signal: bool
@@ -389,7 +392,7 @@ class Checkpointing:
     checkpoints: tuple[Callback, ...]  # the ModelCheckpoint callbacks (the default one when the spec has none)
     early_stopping: tuple[Callback, ...]
     default_dir: bool  # a ModelCheckpoint writes into the default directory
-    versioned: bool  # ... which is the default logger's lightning_logs/version_N/checkpoints
+    versioned: bool  # ... which is in the first logger's directory (save_dir/name/version_N/checkpoints)
     default_root_dir: str | None  # None: the working directory
     default_ckpt_path: str | None  # the spec's ckpt_path
     lightning_version: str  # the Lightning release whose checkpoint format the files follow
@@ -408,7 +411,7 @@ class Checkpointing:
     saves_last: bool
     links: bool  # save_last="link"
     reads_metrics: bool  # file names or rankings read the logged metrics
-    searches_versions: bool  # `--ckpt-path last` looks into every lightning_logs/version_N/checkpoints
+    searches_versions: bool  # `--ckpt-path last` looks into every version_N/checkpoints of the first logger
     epoch_start_block: bool  # an epoch's start has code a run resumed in the middle of it must skip
     stops_on_signals: bool  # SIGTERM / SIGINT write a resumable checkpoint before the script exits
     requeues: bool  # under SLURM, SIGUSR1 saves an hpc checkpoint and requeues the job
@@ -419,6 +422,46 @@ class Checkpointing:
 
 
 @dataclass(frozen=True)
+class LoggerPlan:
+    """One of the run's loggers, as the script builds it."""
+
+    kind: str  # "csv"
+    save_dir: str | None  # None: default_root_dir (Lightning's default logger)
+    name: str  # the experiment's directory in save_dir ("": none)
+    version: int | str | None  # None: the next free version_N
+    prefix: str
+
+
+@dataclass(frozen=True)
+class Logging:
+    """The loggers, and what Lightning's logger connector writes to them, when."""
+
+    loggers: tuple[LoggerPlan, ...]
+    default: bool  # `logger: true`: Lightning's default logger (a CSVLogger in default_root_dir)
+    steps: bool  # the step values are written every LOG_EVERY_N_STEPS batches (log_every_n_steps > 0)
+    every_n_steps: int
+    values: bool  # the model logs values (self.log) that reach the loggers
+    val_steps: bool  # ... in validation, whose step values go to the loggers (validation's own step count)
+    hparams_model: bool  # the model's save_hyperparameters go to the loggers
+    hparams_data: bool  # ... the datamodule's
+    kinds: frozenset[str]  # the kinds of logger the script defines
+    prefixed: bool  # some logger puts a prefix before the names
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.loggers)
+
+    @property
+    def hparams(self) -> bool:
+        return self.hparams_model or self.hparams_data
+
+    @property
+    def auto_version(self) -> bool:
+        """The first logger numbers its directory (version_N): earlier runs' directories sit beside it."""
+        return bool(self.loggers) and self.loggers[0].version is None
+
+
+@dataclass(frozen=True)
 class Constants:
     """The configuration constants the script declares, beside those a single flag decides."""
 
@@ -426,6 +469,8 @@ class Constants:
     max_epochs: bool
     max_steps: bool
     num_sanity_val_steps: bool
+    root_dir: bool  # the script needs default_root_dir (checkpoints, or a logger's directory)
+    default_root_dir: str | None  # ... and the spec names it (DEFAULT_ROOT_DIR)
 
 
 @dataclass(frozen=True)
@@ -450,6 +495,7 @@ class Plan:
     metrics: Metrics
     hooks: Hooks
     checkpointing: Checkpointing
+    logging: Logging
     constants: Constants
     helpers: Helpers
     imports: Imports
@@ -484,10 +530,11 @@ def make_plan(
     validation = resolve_validation(spec, model, hooks, data_plan, bounds, problems)
     optimization = resolve_optimization(spec, model, hooks, optimizers, bounds, validation, problems)
     checkpointing = resolve_checkpointing(spec, model, hooks, validation, optimization, bounds, problems)
+    logging = resolve_logging(spec, model, data, user_callbacks, validation, optimization, problems, notices)
     if problems:
         raise LoopgenError(problems)
     hooks = with_lightning_callbacks(spec, hooks, checkpointing)
-    metrics = resolve_metrics(model, user_callbacks, optimizers, optimization, checkpointing)
+    metrics = resolve_metrics(model, user_callbacks, optimizers, optimization, checkpointing, logging)
     state = resolve_state(spec, model, user_callbacks, metrics, checkpointing)
     epoch_start = (
         state.mirror_epoch
@@ -497,7 +544,11 @@ def make_plan(
         or optimization.epoch_outputs
         or optimization.notes_epoch_end
     )
-    checkpointing = replace(checkpointing, epoch_start_block=checkpointing.resumes and epoch_start)
+    checkpointing = replace(
+        checkpointing,
+        epoch_start_block=checkpointing.resumes and epoch_start,
+        resume_variables=checkpointing.resume_variables + (("log_step",) if logging.values else ()),
+    )
     build = resolve_build(spec, hooks.callbacks)
     return Plan(
         header=resolve_header(spec, optimizers, script_name, device, precision, bounds, optimization, validation),
@@ -513,14 +564,25 @@ def make_plan(
         metrics=metrics,
         hooks=hooks,
         checkpointing=checkpointing,
-        constants=resolve_constants(build, state, bounds, validation),
+        logging=logging,
+        constants=resolve_constants(build, state, bounds, validation, checkpointing, logging),
         helpers=Helpers(
             map_tensors=precision.double
             or optimization.tbptt
             or (device.moves and not hooks.model_has("transfer_batch_to_device"))
         ),
         imports=resolve_imports(
-            build, state, data_plan, bounds, validation, precision, optimizers, optimization, metrics, checkpointing
+            build,
+            state,
+            data_plan,
+            bounds,
+            validation,
+            precision,
+            optimizers,
+            optimization,
+            metrics,
+            checkpointing,
+            logging,
         ),
         notices=tuple(notices),
     )
@@ -965,7 +1027,9 @@ def resolve_checkpointing(
         if used
     ]
     user = [cb for cb in hooks.callbacks if cb.kind == "user"]
-    versioned = t.logger is None or t.logger is True  # Lightning's default logger: lightning_logs/version_N
+    # with a logger, the default directory is the first logger's: save_dir/name/version_N/checkpoints
+    versioned = t.logger is not False and not t.fast_dev_run
+    numbered = versioned and (t.logger is True or t.logger[0].init_args["version"] is None)
     monitors = any(m is not None for m in every("monitor"))
     placeholders = any(_placeholders(f) - {"epoch", "step"} for f in every("filename"))
     return Checkpointing(
@@ -1003,7 +1067,7 @@ def resolve_checkpointing(
         saves_last=saves_last,
         links="link" in every("save_last"),
         reads_metrics=monitors or placeholders or bool(early_stopping),
-        searches_versions=saves and versioned and any(cb.dirpath is None for cb in checkpoints),
+        searches_versions=saves and numbered and any(cb.dirpath is None for cb in checkpoints),
         epoch_start_block=False,  # known once the state is (make_plan)
         stops_on_signals=saves,
         requeues=saves,
@@ -1104,19 +1168,91 @@ def _valid_filename(filename: str) -> bool:
     return True
 
 
+def resolve_logging(
+    spec: Spec,
+    model: ClassFacts,
+    data: ClassFacts | None,
+    callbacks: tuple[ClassFacts, ...],
+    validation: Validation,
+    optimization: Optimization,
+    problems: list[Problem],
+    notices: list[str],
+) -> Logging:
+    """`logger`: Lightning's default (a CSVLogger in default_root_dir, where Lightning would pick TensorBoard when
+    it is installed: the script must not depend on what is installed), none, or the spec's loggers. fast_dev_run
+    logs nothing (Lightning swaps the loggers for a dummy)."""
+    t = spec.trainer
+    default = t.logger is True
+    if t.fast_dev_run or t.logger is False:
+        refs: tuple[ClassRef, ...] = ()
+    elif default:
+        refs = (ClassRef("pytorch_lightning.loggers.CSVLogger", {"save_dir": None, "name": "lightning_logs",
+                                                                 "version": None, "prefix": ""}),)  # fmt: skip
+        notices.append(
+            "logger: Lightning's default logger is TensorBoard when it is installed, else CSV; the script logs to"
+            " CSV (lightning_logs/version_N/metrics.csv). For TensorBoard, name it: `logger: {class_path:"
+            " TensorBoardLogger, init_args: {save_dir: .}}`"
+        )
+    else:
+        refs = t.logger
+    loggers = tuple(
+        LoggerPlan(
+            kind={"CSVLogger": "csv"}[ref.name],
+            save_dir=ref.init_args["save_dir"],
+            name=ref.init_args["name"] or "",
+            version=ref.init_args["version"],
+            prefix=ref.init_args["prefix"],
+        )
+        for ref in refs
+    )
+    model_logs = model.uses_log or any(facts.module_reads & {"log", "log_dict"} for facts in callbacks)
+    values = bool(loggers) and (model_logs or model.returns_log_dicts or optimization.track_grad_norm is not None)
+    hparams_model = bool(loggers) and model.is_lightning_module and model.saves_hyperparameters
+    hparams_data = bool(loggers) and data is not None and data.saves_hyperparameters
+    for facts, used, where in ((model, hparams_model, "model"), (data, hparams_data, "data")):
+        if used and facts is not None and facts.hyperparameters_to_loggers is None:
+            problems.append(
+                Problem(
+                    f"{where}.class_path",
+                    f"{facts.class_path} calls save_hyperparameters(logger=...) with a value loopgen cannot read:"
+                    " write logger=True or logger=False",
+                    spec.model.line if where == "model" else spec.data.line if spec.data else None,
+                )
+            )
+    return Logging(
+        loggers=loggers,
+        default=default and bool(loggers),
+        steps=values and t.log_every_n_steps > 0,
+        every_n_steps=t.log_every_n_steps,
+        values=values,
+        val_steps=values and validation.enabled,
+        hparams_model=hparams_model and model.hyperparameters_to_loggers is not False,
+        hparams_data=hparams_data and data is not None and data.hyperparameters_to_loggers is not False,
+        kinds=frozenset(logger.kind for logger in loggers),
+        prefixed=any(logger.prefix for logger in loggers),
+    )
+
+
 def resolve_metrics(
     model: ClassFacts,
     callbacks: tuple[ClassFacts, ...],
     optimizers: Optimizers,
     optimization: Optimization,
     checkpointing: Checkpointing,
+    logging: Logging,
 ) -> Metrics:
     """self.log needs a collector only when something reads what is logged (a plateau scheduler, EarlyStopping,
     a ModelCheckpoint ranking or naming files by a metric, the model or a callback through
     trainer.callback_metrics / logged_metrics); the gradient norms of track_grad_norm and the seed's dict returns
     are logged values too."""
     readers = any(_reads_trainer(facts, *METRIC_ATTRIBUTES) for facts in (model, *callbacks))
-    collect = readers or optimizers.plateau or optimization.track_grad_norm is not None or checkpointing.reads_metrics
+    collect = (
+        readers
+        or optimizers.plateau
+        or optimization.track_grad_norm is not None
+        or checkpointing.reads_metrics
+        or logging.values
+    )
     model_logs = model.uses_log or any(facts.module_reads & {"log", "log_dict"} for facts in callbacks)
     log_dicts = collect and model.returns_log_dicts
     return Metrics(
@@ -1246,12 +1382,22 @@ def resolve_header(
     )
 
 
-def resolve_constants(build: Build, state: State, bounds: Bounds, validation: Validation) -> Constants:
+def resolve_constants(
+    build: Build,
+    state: State,
+    bounds: Bounds,
+    validation: Validation,
+    checkpointing: Checkpointing,
+    logging: Logging,
+) -> Constants:
+    root_dir = checkpointing.saves or any(logger.save_dir is None for logger in logging.loggers)
     return Constants(
         seed=build.seed is not None,
         max_epochs=bounds.loop_until in ("epochs", "epochs_and_steps") or state.has("max_epochs"),
         max_steps=bounds.step_limit or state.has("max_steps"),
         num_sanity_val_steps=validation.sanity and not validation.sanity_all,
+        root_dir=root_dir,
+        default_root_dir=checkpointing.default_root_dir if root_dir else None,
     )
 
 
@@ -1266,28 +1412,36 @@ def resolve_imports(
     optimization: Optimization,
     metrics: Metrics,
     checkpointing: Checkpointing,
+    logging: Logging,
 ) -> Imports:
     saves = checkpointing.saves
     return Imports(
-        os=build.deterministic or checkpointing.resumes,
+        csv="csv" in logging.kinds,
+        enum=logging.hparams,
+        json=logging.hparams,
+        os=build.deterministic or checkpointing.resumes or logging.enabled,
         random=build.seeds or validation.sanity or saves,
         sys=build.seeds or validation.sanity or saves,
         warnings=optimizers.general_schedulers
         or optimizers.lenient_plateau
         or bounds.holds_stop
         or checkpointing.resumes
-        or bool(checkpointing.early_stopping),
+        or bool(checkpointing.early_stopping)
+        or logging.enabled,
         argparse=checkpointing.resumes,
         copy=checkpointing.saves,
         glob=checkpointing.searches_versions,
-        re=bool(checkpointing.checkpoints) or checkpointing.resumes,
+        re=bool(checkpointing.checkpoints) or checkpointing.resumes or logging.hparams,
         signal=checkpointing.stops_on_signals,
         subprocess=checkpointing.requeues,
         time=checkpointing.time_triggered,
         timedelta=checkpointing.time_triggered,
         sequence=optimization.tbptt and not optimization.tbptt_split_hook,
         contextmanager=precision.double,
-        dataclass=metrics.collect or bool(checkpointing.checkpoints) or bool(checkpointing.early_stopping),
+        dataclass=metrics.collect
+        or bool(checkpointing.checkpoints)
+        or bool(checkpointing.early_stopping)
+        or logging.enabled,
         field=bool(checkpointing.checkpoints),
         simple_namespace=state.exists,
         accumulate=optimization.frequencies is not None,

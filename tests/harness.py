@@ -15,6 +15,7 @@ loopgen, torch or pytorch_lightning (each runner brings its own).
 from __future__ import annotations
 
 import copy
+import csv
 import importlib
 import os
 import types
@@ -142,6 +143,19 @@ def callback_entry(entry: Any) -> dict[str, Any]:
     return entry
 
 
+LOGGERS = ("CSVLogger", "TensorBoardLogger", "MLFlowLogger", "WandbLogger")
+
+
+def logger_entry(entry: Any) -> dict[str, Any]:
+    """A `logger` entry as a Lightning runner instantiates it: Lightning's loggers as pytorch_lightning.loggers.NAME
+    however the entry spells them."""
+    entry = {"class_path": entry} if isinstance(entry, str) else dict(entry)
+    module, _, name = str(entry.get("class_path", "")).rpartition(".")
+    if name in LOGGERS and (not module or module.startswith(("pytorch_lightning.", "lightning.pytorch."))):
+        entry["class_path"] = f"pytorch_lightning.loggers.{name}"
+    return entry
+
+
 def in_directory(spec: Mapping[str, Any], directory: Path | str) -> dict[str, Any]:
     """The spec with its files under `directory`: trainer.default_root_dir set to it, and every ModelCheckpoint's
     relative dirpath taken relative to it (each side of a checkpointing case writes into its own directory)."""
@@ -160,6 +174,26 @@ def in_directory(spec: Mapping[str, Any], directory: Path | str) -> dict[str, An
     if callbacks:
         trainer["callbacks"] = callbacks
     return spec
+
+
+def log_facts(directory: Path | str) -> list[dict[str, Any]]:
+    """What the loggers wrote under `directory`, in plain Python that compares with == across two directories: one
+    entry per file, sorted by path (relative to `directory`): a metrics.csv as its rows (the header first, every
+    cell as written), an hparams.yaml as the data it loads to."""
+    import yaml
+
+    facts = []
+    for path in sorted(Path(directory).rglob("*")):
+        entry: dict[str, Any] = {"path": path.relative_to(directory).as_posix()}
+        if path.name == "metrics.csv":
+            with open(path, newline="", encoding="utf-8") as file:
+                entry["rows"] = list(csv.reader(file))
+        elif path.name == "hparams.yaml":
+            entry["hparams"] = yaml.load(path.read_text(encoding="utf-8"), Loader=yaml.FullLoader)
+        else:
+            continue
+        facts.append(entry)
+    return facts
 
 
 def checkpoint_files(directory: Path | str) -> list[Path]:

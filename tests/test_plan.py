@@ -39,8 +39,9 @@ class Net(torch.nn.Module):
 
 
 def plan_of(tmp_path: Path, configure_optimizers: str = "return torch.optim.SGD(self.parameters(), lr=0.1)",
-            spec: str = "", extra: str = "") -> Plan:  # fmt: skip
-    """The plan of a spec for `pkg.models.Net`, whose configure_optimizers has the body given."""
+            spec: str = "", extra: str = "", model: str = "Net") -> Plan:  # fmt: skip
+    """The plan of a spec for `pkg.models.Net` (or another class of `extra`), whose configure_optimizers has the
+    body given."""
     package = tmp_path / "pkg"
     package.mkdir(exist_ok=True)
     (package / "__init__.py").write_text("")
@@ -48,7 +49,7 @@ def plan_of(tmp_path: Path, configure_optimizers: str = "return torch.optim.SGD(
     source = MODEL + f"\n    def configure_optimizers(self):\n{body}\n" + extra
     (package / "models.py").write_text(source)
     spec_path = tmp_path / "spec.yaml"
-    spec_path.write_text("model: pkg.models.Net\n" + textwrap.dedent(spec))
+    spec_path.write_text(f"model: pkg.models.{model}\n" + textwrap.dedent(spec))
     loaded = load_spec(spec_path)
     roots = [tmp_path]
     model = inspect_class(loaded.model.class_path, roots, where="model.class_path")
@@ -272,10 +273,12 @@ class Unknown:
 
 
 def test_trainer_holds_what_is_read(tmp_path: Path) -> None:
-    plain = plan_of(tmp_path, spec="trainer:\n  enable_checkpointing: false\n")
+    plain = plan_of(tmp_path, spec="trainer:\n  enable_checkpointing: false\n  logger: false\n")
     assert not plain.state.exists and not plain.metrics.collect and plain.metrics.discards
     reader = plan_of(
-        tmp_path, extra=CALLBACK, spec="trainer:\n  enable_checkpointing: false\n  callbacks: [pkg.models.Reader]\n"
+        tmp_path,
+        extra=CALLBACK,
+        spec="trainer:\n  enable_checkpointing: false\n  logger: false\n  callbacks: [pkg.models.Reader]\n",
     )
     assert reader.state.attributes == {"global_step", "callback_metrics", "should_stop"}
     assert reader.state.counters and reader.metrics.collect and reader.bounds.stop_requests
@@ -288,3 +291,71 @@ def test_trainer_holds_what_is_read(tmp_path: Path) -> None:
 def test_an_attribute_the_trainer_lacks_is_refused(tmp_path: Path) -> None:
     (found,) = plan_problems(tmp_path, extra=CALLBACK, spec="trainer:\n  callbacks: [pkg.models.Unknown]\n")
     assert "reads trainer.estimated_stepping_batches, which the script's trainer does not provide" in found
+
+
+# --- loggers
+
+HPARAMS_MODEL = """
+
+class Saver(pytorch_lightning.LightningModule):
+    def __init__(self, width=3):
+        super().__init__()
+        self.save_hyperparameters(logger={logger})
+
+    def train_dataloader(self):
+        return [torch.ones(4, 2)]
+
+    def training_step(self, batch, batch_idx):
+        self.log("loss", batch.sum())
+        return batch.sum()
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.1)
+"""
+
+
+def test_default_logger_is_a_csv_logger_with_a_notice(tmp_path: Path) -> None:
+    plan = plan_of(tmp_path, spec="trainer:\n  log_every_n_steps: 7\n")
+    (logger,) = plan.logging.loggers
+    assert (logger.kind, logger.save_dir, logger.name, logger.version) == ("csv", None, "lightning_logs", None)
+    assert plan.logging.default and plan.logging.values and plan.logging.steps and plan.logging.every_n_steps == 7
+    assert plan.metrics.collect  # what the model logs goes to the loggers
+    assert plan.checkpointing.versioned and plan.checkpointing.searches_versions  # checkpoints in version_N
+    assert any("TensorBoardLogger" in notice for notice in plan.notices)
+
+
+@pytest.mark.parametrize(
+    "trainer, values, steps, val_steps",
+    [
+        ("logger: false", False, False, False),
+        ("fast_dev_run: 2", False, False, False),  # Lightning logs nothing under fast_dev_run
+        ("log_every_n_steps: 0", True, False, True),  # the epoch values only
+        ("limit_val_batches: 0", True, True, False),
+    ],
+)
+def test_what_reaches_the_loggers(tmp_path: Path, trainer: str, values: bool, steps: bool, val_steps: bool) -> None:
+    logging = plan_of(tmp_path, spec=f"trainer:\n  {trainer}\n").logging
+    assert (logging.values, logging.steps, logging.val_steps) == (values, steps, val_steps)
+
+
+def test_a_logger_with_its_own_version_is_not_searched_for_checkpoints(tmp_path: Path) -> None:
+    spec = "trainer:\n  logger: {class_path: CSVLogger, init_args: {save_dir: logs, version: 3}}\n"
+    plan = plan_of(tmp_path, spec=spec)
+    assert plan.logging.loggers[0].version == 3 and not plan.logging.auto_version
+    assert plan.checkpointing.versioned and not plan.checkpointing.searches_versions
+
+
+@pytest.mark.parametrize("logger, logged", [("True", True), ("False", False)])
+def test_hyperparameters_go_to_the_loggers_as_save_hyperparameters_says(
+    tmp_path: Path, logger: str, logged: bool
+) -> None:
+    extra = "\nimport pytorch_lightning\n" + HPARAMS_MODEL.replace("{logger}", logger)
+    assert not plan_of(tmp_path, extra=extra).logging.hparams  # Net does not save them
+    assert plan_of(tmp_path, extra=extra, model="Saver").logging.hparams_model is logged
+
+
+def test_save_hyperparameters_with_a_computed_logger_argument_is_refused(tmp_path: Path) -> None:
+    extra = "\nimport pytorch_lightning\n" + HPARAMS_MODEL.replace("{logger}", "width > 2")
+    (found,) = plan_problems(tmp_path, extra=extra, model="Saver")
+    assert "calls save_hyperparameters(logger=...) with a value loopgen cannot read" in found
+    assert plan_of(tmp_path, extra=extra, model="Saver", spec="trainer:\n  logger: false\n").logging.loggers == ()

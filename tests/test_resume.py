@@ -11,6 +11,7 @@ hook and step until released: the tests kill or signal it there, or at random mo
 from __future__ import annotations
 
 import copy
+import csv
 import hashlib
 import os
 import random
@@ -345,6 +346,32 @@ def test_signal_mid_epoch_saves_last_and_exits(scripts: Scripts, tmp_path: Path,
         assert_same_weights(weights, scripts.reference() / "final_weights.pt", "resumed after SIGTERM")
 
 
+LOGGED_SPEC = with_trainer(SPEC, logger={"class_path": "CSVLogger", "init_args": {"save_dir": "logs"}},
+                           log_every_n_steps=3)  # fmt: skip
+
+
+def metrics_rows(directory: Path, version: int) -> list[dict[str, str]]:
+    with open(directory / "logs" / "lightning_logs" / f"version_{version}" / "metrics.csv", newline="") as file:
+        return list(csv.DictReader(file))
+
+
+def test_resumed_run_logs_what_the_uninterrupted_run_logs(scripts: Scripts, tmp_path: Path) -> None:
+    """SIGTERM during step 10, then resume: the resumed run's metrics.csv (a new version, as Lightning numbers
+    runs) holds the rows the uninterrupted run wrote from that step on, at the same steps, with the same values."""
+    script = scripts.script("logged", LOGGED_SPEC)
+    run_to_end(script, tmp_path / "uninterrupted")
+    run = Run(script, tmp_path / "stopped", RESUME_PAUSE="training_step 10")
+    run.wait_until_paused()
+    run.send(signal.SIGTERM)
+    time.sleep(0.2)
+    run.release()
+    assert run.finish() == 128 + signal.SIGTERM, tail(run.output)
+    run_to_end(script, tmp_path / "stopped", "--ckpt-path", "last")
+    reference = metrics_rows(tmp_path / "uninterrupted", 0)
+    resumed = metrics_rows(tmp_path / "stopped", 1)
+    assert resumed and resumed == [row for row in reference if int(row["step"]) >= 11]
+
+
 def test_second_signal_exits_at_once(scripts: Scripts, tmp_path: Path) -> None:
     """A second SIGTERM while the step is still running: the script exits without finishing it, and leaves no
     checkpoint that does not load."""
@@ -366,9 +393,9 @@ def test_second_signal_exits_at_once(scripts: Scripts, tmp_path: Path) -> None:
 
 
 LIGHTNING_CKPT_SPEC = {
-    **SPEC,
+    **LOGGED_SPEC,
     "trainer": {
-        **SPEC["trainer"],
+        **LOGGED_SPEC["trainer"],
         "callbacks": [{"class_path": "ModelCheckpoint", "init_args": {"dirpath": CKPT_DIR}}],
     },
 }
@@ -398,6 +425,8 @@ def test_resume_from_a_lightning_checkpoint(scripts: Scripts, tmp_path: Path) ->
     weights = run_to_end(scripts.script("from_lightning", resume), tmp_path / "script")
     assert_same_weights(weights, tmp_path / "lightning_weights.pt", "resumed from Lightning's checkpoint")
     assert hashlib.sha256(checkpoint.read_bytes()).hexdigest() == digest, "the checkpoint resumed from was modified"
+    # the loggers continue at Lightning's step (_batches_that_stepped), each side in a new version directory
+    assert metrics_rows(tmp_path / "script", 0) == metrics_rows(tmp_path / "lightning", 0)
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -189,6 +189,8 @@ FLAG_SETS = {
     "callback": {"callbacks": [{"class_path": "proj.callbacks.Recorder"}]},
     "checkpoint_default": {"enable_checkpointing": True},
     "checkpoint_default_logger": {"enable_checkpointing": True, "logger": None},
+    "logger_csv": {"logger": {"class_path": "CSVLogger", "init_args": {"save_dir": "logs", "prefix": "fit"}}},
+    "logger_every_0": {"logger": True, "log_every_n_steps": 0},
     "checkpoint_monitor": {
         "enable_checkpointing": True,
         "callbacks": [
@@ -326,7 +328,17 @@ TRACES = {
         "def stop_on_signals",
         'os.path.join(default_root_dir, "checkpoints")',
     ],
-    "checkpoint_default_logger": ["def next_version", '"lightning_logs"'],
+    "checkpoint_default_logger": ["def next_version", '"lightning_logs"', "loggers[0].log_dir"],
+    "logger_csv": [
+        "import csv",
+        "class CSVLogger",
+        "def log_metrics",
+        "LOG_EVERY_N_STEPS = 50",
+        "log_step += 1",
+        'f"{self.prefix}-{name}"',
+        'print(f"Logs: {logger.log_dir}")',
+    ],
+    "logger_every_0": ["log_metrics(loggers, logged, log_step - 1, current_epoch)"],
     "checkpoint_monitor": ["def update_best_and_save", "def link_atomically", "self.defer_until_validation = True"],
     "checkpoint_time": ["time.monotonic()", "timedelta(seconds=seconds)"],
     "early_stopping": ["class EarlyStopping", "early_stopping.on_train_epoch_end(trainer)"],

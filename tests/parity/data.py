@@ -53,3 +53,11 @@ class ShuffledData(pl.LightningDataModule):
 
     def val_dataloader(self) -> DataLoader:
         return DataLoader(self.val_set, batch_size=self.batch_size)
+
+
+class HparamsData(ShuffledData):
+    """ShuffledData that saves its init arguments: the loggers write them beside the model's."""
+
+    def __init__(self, batch_size: int = BATCH_SIZE, n_train: int = N_TRAIN, n_val: int = N_VAL, jitter: float = 0.2):
+        super().__init__(batch_size=batch_size, n_train=n_train, n_val=n_val, jitter=jitter)
+        self.save_hyperparameters()

@@ -247,6 +247,17 @@ class LoggingModel(MLP):
         self.events.append(("metrics", "end", _metrics(self.trainer.callback_metrics)))
 
 
+class HparamsModel(LoggingModel):
+    """LoggingModel whose init arguments (of every YAML kind: numbers, a string that YAML must quote, a boolean,
+    None, a list, a tuple, a nested dict) are saved with save_hyperparameters: the loggers write them."""
+
+    def __init__(self, hidden: int = 16, lr: float = 0.1, weight_decay: float = 1e-05, run_name: str = "run: 1",
+                 pretrained: bool = False, checkpoint: str | None = None, sizes: list | None = None,
+                 betas: tuple = (0.9, 0.99), schedule: dict | None = None) -> None:  # fmt: skip
+        super().__init__(hidden=hidden, lr=lr)
+        self.save_hyperparameters()
+
+
 def _metrics(metrics) -> dict:
     return {name: float(value) for name, value in sorted(metrics.items())}
 
@@ -418,7 +429,8 @@ class DivergingCheckpointModel(CheckpointModel):
 class ResumeModel(Classifier):
     """For the fault and resume tests (tests/test_resume.py): dropout, a shuffled training set of 64 samples in
     batches of 8 (8 steps an epoch) read by 2 worker processes that add noise (NoisyDataset: the workers' seeds
-    come from the global generator), and 32 validation samples (val_loss logged). Saves its init arguments.
+    come from the global generator), and 32 validation samples (train_loss and val_loss logged). Saves its init
+    arguments.
 
     It talks to the test through its output and its environment:
     - prints `step N` after every training batch, and `teardown STAGE` at teardown;
@@ -444,7 +456,9 @@ class ResumeModel(Classifier):
 
     def training_step(self, batch, batch_idx):
         self._pause_at("training_step")
-        return super().training_step(batch, batch_idx)
+        loss = super().training_step(batch, batch_idx)
+        self.log("train_loss", loss)
+        return loss
 
     def validation_step(self, batch, batch_idx):
         x, y = batch

@@ -35,15 +35,22 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from tests.harness import callback_entry, checkpoint_facts, cli_configure_optimizers, in_directory, instantiate
+from tests.harness import (
+    callback_entry,
+    checkpoint_facts,
+    cli_configure_optimizers,
+    in_directory,
+    instantiate,
+    log_facts,
+    logger_entry,
+)
 
 EXIT_RENDER_FAILED = 3
 EXIT_TIMEOUT = 124
 JOB_TIMEOUT = 300  # seconds
 PRELOAD = ("tests.parity.data", "tests.parity.models", "tests.parity.callbacks")
 
-# Flags both sides get: no logging or progress bar (loopgen implements neither), on the CPU; no checkpointing,
-# unless a case turns it on.
+# Flags both sides get: no progress bar, on the CPU; no logger and no checkpointing, unless a case turns them on.
 COMMON_FLAGS = {"accelerator": "cpu", "logger": False, "enable_checkpointing": False, "enable_progress_bar": False}
 
 
@@ -53,6 +60,13 @@ def lightning_trainer_kwargs(flags: dict[str, Any]) -> dict[str, Any]:
 
     kwargs = {**common_flags(flags), **flags}
     callbacks = [instantiate(callback_entry(entry)) for entry in kwargs.pop("callbacks", None) or []]
+    logger = kwargs.get("logger", True)
+    if logger is True:  # loopgen's default logger: a CSVLogger where Lightning's default logger writes
+        kwargs["logger"] = instantiate(logger_entry("CSVLogger"), kwargs.get("default_root_dir") or os.getcwd())
+    elif logger:
+        kwargs["logger"] = [
+            instantiate(logger_entry(entry)) for entry in (logger if isinstance(logger, list) else [logger])
+        ]
     accumulate = kwargs.get("accumulate_grad_batches")
     if isinstance(accumulate, dict):  # the seed's {epoch: factor}: Lightning's GradientAccumulationScheduler
         del kwargs["accumulate_grad_batches"]
@@ -79,11 +93,10 @@ def common_flags(flags: dict[str, Any]) -> dict[str, Any]:
     return {**COMMON_FLAGS, "enable_checkpointing": "ModelCheckpoint" in names}
 
 
-def checkpointing(spec: dict[str, Any]) -> bool:
-    """Whether the spec turns checkpointing on (null: Lightning's default, on)."""
-    flags = spec.get("trainer") or {}
-    value = {**common_flags(flags), **flags}["enable_checkpointing"]
-    return value is None or bool(value)
+def writes_files(spec: dict[str, Any]) -> bool:
+    """Whether the spec turns checkpointing or a logger on (null: Lightning's default, on)."""
+    flags = {**common_flags(spec.get("trainer") or {}), **(spec.get("trainer") or {})}
+    return any(flags[name] is None or bool(flags[name]) for name in ("enable_checkpointing", "logger"))
 
 
 def loopgen_spec(spec: dict[str, Any]) -> dict[str, Any]:
@@ -122,7 +135,7 @@ def run_job(side: str, spec_path: str, out: str) -> int:
     spec = yaml.safe_load(Path(spec_path).read_text(encoding="utf-8"))
     out_path = Path(out).resolve()
     directory = out_path.parent  # each side trains in it: whatever it writes lands there
-    if checkpointing(spec):
+    if writes_files(spec):
         spec = in_directory(spec, directory)
     if side == "lightning":
         os.chdir(directory)
@@ -133,7 +146,8 @@ def run_job(side: str, spec_path: str, out: str) -> int:
         raise SystemExit(f"unknown side {side!r}: lightning or loopgen")
     state = {name: tensor.detach().clone() for name, tensor in model.state_dict().items()}
     records = model.parity_records() if hasattr(model, "parity_records") else None
-    torch.save({"state_dict": state, "records": records, "checkpoints": checkpoint_facts(directory)}, out_path)
+    facts = {"checkpoints": checkpoint_facts(directory), "logs": log_facts(directory)}
+    torch.save({"state_dict": state, "records": records, **facts}, out_path)
     return 0
 
 

@@ -73,6 +73,11 @@ def checkpointing_case(id: str, *callbacks: dict, model: str = "CheckpointModel"
     return case(id, model, init, callbacks=list(callbacks), enable_checkpointing=True, **trainer)
 
 
+def csv_logger(class_path: str = "CSVLogger", save_dir: str = ".", **init_args: Any) -> dict:
+    """A CSVLogger entry (a relative save_dir is relative to each side's directory)."""
+    return {"class_path": class_path, "init_args": {"save_dir": save_dir, **init_args}}
+
+
 VAL_LOSS_TOP_2 = model_checkpoint(monitor="val_loss", mode="min", save_top_k=2, save_last=True)
 
 
@@ -200,6 +205,65 @@ CASES = [
     # --- other ----------------------------------------------------------------------------------
     case("batchnorm_val_twice_per_epoch", "BatchNormNet", max_epochs=2, val_check_interval=0.5),
     case("deterministic", max_epochs=2, deterministic=True),
+    # --- loggers (LoggingModel logs on step and epoch in training, on epoch and on step in validation) -----
+    case("log_default_logger", "LoggingModel", max_epochs=3, logger=True, log_every_n_steps=3),
+    case(
+        "log_every_step_with_checkpoints",
+        "CheckpointModel",
+        max_epochs=2,
+        logger=csv_logger(name="exp"),
+        log_every_n_steps=1,
+        enable_checkpointing=True,
+    ),
+    case(
+        "log_named_version_prefix",
+        "LoggingModel",
+        max_epochs=2,
+        logger=csv_logger(save_dir="logs", name="", version="run", prefix="fit"),
+    ),
+    case(
+        "log_two_loggers",
+        "LoggingModel",
+        max_epochs=2,
+        enable_checkpointing=True,
+        logger=[csv_logger(name="a"), csv_logger("pytorch_lightning.loggers.CSVLogger", "logs", version=3)],
+    ),
+    case("log_every_0", "LoggingModel", max_epochs=2, logger=csv_logger(), log_every_n_steps=0),
+    case(
+        "log_accumulate_3",
+        "LoggingModel",
+        max_epochs=2,
+        logger=csv_logger(),
+        log_every_n_steps=2,
+        accumulate_grad_batches=3,
+    ),
+    case(
+        "log_val_twice_reload",
+        "LoggingModel",
+        max_epochs=3,
+        logger=csv_logger(),
+        log_every_n_steps=4,
+        val_check_interval=0.5,
+        reload_dataloaders_every_n_epochs=1,
+    ),
+    case(
+        "log_stop_request",
+        "LoggingModel",
+        max_epochs=3,
+        logger=csv_logger(),
+        log_every_n_steps=50,
+        callbacks=stop_request(at_epoch=1, at_batch=3),
+    ),
+    case("log_max_steps", "LoggingModel", max_steps=13, logger=csv_logger(), log_every_n_steps=5),
+    case(
+        "log_hparams_model_and_data",
+        "HparamsModel",
+        {"sizes": [32, 16], "schedule": {"warmup": 2, "decay": 0.5}},
+        data="HparamsData",
+        max_epochs=1,
+        logger=csv_logger(),
+    ),
+    case("log_fast_dev_run", "LoggingModel", fast_dev_run=3, logger=csv_logger()),
     # --- checkpointing (CheckpointModel's val_loss falls for 5 epochs, then stalls) -----------------
     checkpointing_case("ckpt_default", max_epochs=2),
     checkpointing_case("ckpt_val_loss_top_2_last", VAL_LOSS_TOP_2, max_epochs=5),
@@ -414,7 +478,24 @@ def differences(lightning: dict, script: dict) -> list[str]:
     if any(line.startswith(("val_points", "lrs", "optimizer_steps", "final")) for line in found):
         found.append(f"Lightning val_points {lightning['records']['val_points']}")
         found.append(f"script    val_points {script['records']['val_points']}")
-    return found + checkpoint_differences(lightning.get("checkpoints"), script.get("checkpoints"))
+    found += checkpoint_differences(lightning.get("checkpoints"), script.get("checkpoints"))
+    return found + log_differences(lightning.get("logs"), script.get("logs"))
+
+
+def log_differences(lightning: list[dict] | None, script: list[dict] | None) -> list[str]:
+    """What differs between the files the two sides' loggers wrote (tests/harness.py, log_facts): which files, and
+    for each, the first row (metrics.csv) or value (hparams.yaml) that differs."""
+    if lightning is None or script is None:
+        return []
+    theirs, ours = {f["path"]: f for f in lightning}, {f["path"]: f for f in script}
+    if list(theirs) != list(ours):
+        return [f"log files: Lightning {list(theirs)}, script {list(ours)}"]
+    found = []
+    for path, facts in theirs.items():
+        difference = nested_difference(facts, ours[path])
+        if difference is not None:
+            found.append(f"log {path}: {difference}")
+    return found
 
 
 def checkpoint_differences(lightning: list[dict] | None, script: list[dict] | None) -> list[str]:
