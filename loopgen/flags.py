@@ -394,11 +394,13 @@ def _track_grad_norm() -> Kind:
 # ---------------------------------------------------------------------------
 # Lightning's own callbacks
 
-LIGHTNING_CALLBACKS = {"ModelCheckpoint": "model_checkpoint", "EarlyStopping": "early_stopping"}  # name: submodule
+# name: submodule
+LIGHTNING_CALLBACKS = {"ModelCheckpoint": "model_checkpoint", "EarlyStopping": "early_stopping",
+                       "LearningRateMonitor": "lr_monitor"}  # fmt: skip
 
 
 def lightning_callback(class_path: str) -> str | None:
-    """pytorch_lightning.callbacks.NAME for Lightning's ModelCheckpoint/EarlyStopping however spelled, else None."""
+    """pytorch_lightning.callbacks.NAME for one of LIGHTNING_CALLBACKS however spelled, else None."""
     module, _, name = class_path.rpartition(".")
     if name not in LIGHTNING_CALLBACKS:
         return None
@@ -412,7 +414,7 @@ def callback_support(class_path: str) -> str | None:
     if lightning_callback(class_path) is not None:
         return None
     if class_path.startswith(LIGHTNING_PACKAGES):
-        return "not supported by loopgen: of Lightning's callbacks, only ModelCheckpoint and EarlyStopping"
+        return f"not supported by loopgen: of Lightning's callbacks, only {', '.join(LIGHTNING_CALLBACKS)}"
     return None  # the user's own callback
 
 
@@ -668,6 +670,12 @@ CALLBACK_ARGS: Mapping[str, tuple[Flag, ...]] = {
         _arg("check_on_train_epoch_end", boolean(), None, "check at the training epoch's end (null: after"
              " validation, or at the epoch's end without validation)", nullable=True),
         _arg("log_rank_zero_only", boolean(), False, "log only on rank 0", support=lightning_default(False)),
+    ),
+    "LearningRateMonitor": (
+        _arg("logging_interval", choice("step", "epoch"), None, "log at the schedulers' own interval (null), at"
+             " every logging step (step) or at each epoch's start (epoch)", nullable=True),
+        _arg("log_momentum", boolean(), False, "also log each group's momentum (Adam's first beta)"),
+        _arg("log_weight_decay", boolean(), False, "also log each group's weight decay"),
     ),
 }
 

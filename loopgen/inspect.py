@@ -53,6 +53,8 @@ class SchedulerFacts:
     cls: str  # the class it constructs (the last part of the dotted name: "StepLR")
     optimizer: int | None  # the index of the optimizer it is built on, when the source shows which
     config: Mapping[str, Any] | None = None  # the keys of its {"scheduler": ...} dict (literals); None: given bare
+    name: str | None = None  # its dict's "name" (what LearningRateMonitor logs it as)
+    name_known: bool = True  # False: a "name" whose value the source does not show
 
 
 @dataclass(frozen=True)
@@ -691,7 +693,7 @@ class _Shape:
             if scheduler is None:
                 return []
             facts = self.scheduler(scheduler)
-            return [SchedulerFacts(facts.cls, index, facts.config)]
+            return [SchedulerFacts(facts.cls, index, facts.config, facts.name, facts.name_known)]
 
         return optimizer, schedulers, monitor, frequency
 
@@ -702,9 +704,14 @@ class _Shape:
             if "scheduler" not in entries:
                 raise _Unknown('configure_optimizers returns an lr_scheduler dict without a "scheduler" key')
             bare = self.scheduler(entries.pop("scheduler"))
-            entries.pop("name", None)  # only for logging the learning rate
+            name, name_known = None, True
+            if "name" in entries:  # only for logging the learning rate: not a reason to unpack at run time
+                try:
+                    name = self.literal(entries.pop("name"), "name")
+                except _Unknown:
+                    name_known = False
             config = {key: self.literal(value, key) for key, value in entries.items()}
-            return SchedulerFacts(bare.cls, bare.optimizer, config)
+            return SchedulerFacts(bare.cls, bare.optimizer, config, name, name_known)
         cls = _class_called(node)
         if cls is None or not isinstance(node, cst.Call):
             raise _Unknown(f"configure_optimizers returns {_describe(node)}, not a scheduler built in it")

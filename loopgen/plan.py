@@ -97,7 +97,9 @@ class Callback:
     construct: Construct
     var: str  # the script variable holding the instance
     hooks: frozenset[str]
-    kind: str = "user"  # "user" | "checkpoint" (ModelCheckpoint) | "early_stopping": the script's own classes
+    # "user" | "checkpoint" (ModelCheckpoint) | "early_stopping" | "lr_monitor" (LearningRateMonitor): the
+    # script implements Lightning's callbacks itself
+    kind: str = "user"
     monitoring: bool = (
         False  # Lightning runs its on_train_epoch_end after the module's (ModelCheckpoint, EarlyStopping)
     )
@@ -244,6 +246,7 @@ class Scheduler:
     monitor: str | None
     strict: bool
     optimizer_idx: int
+    name: str | None = None  # its dict's "name" (LearningRateMonitor's name for it)
 
 
 @dataclass(frozen=True)
@@ -433,6 +436,19 @@ class LoggerPlan:
 
 
 @dataclass(frozen=True)
+class LrMonitor:
+    """Lightning's LearningRateMonitor: which learning rates it logs at which hook (interval "step", "epoch" or
+    "any": the schedulers of that interval, or all; always every optimizer without a scheduler)."""
+
+    callback: Callback
+    at_batch_start: str | None  # on_train_batch_start, when the loggers are due (None: never)
+    at_epoch_start: str | None  # on_train_epoch_start
+    momentum: bool
+    weight_decay: bool
+    schedulers: tuple[Scheduler, ...]  # the known schedulers, in configure_optimizers' order
+
+
+@dataclass(frozen=True)
 class Logging:
     """The loggers, and what Lightning's logger connector writes to them, when."""
 
@@ -446,6 +462,9 @@ class Logging:
     hparams_data: bool  # ... the datamodule's
     kinds: frozenset[str]  # the kinds of logger the script defines
     prefixed: bool  # some logger puts a prefix before the names
+    lr_monitor: LrMonitor | None  # the spec's LearningRateMonitor
+    counts_steps: bool  # the script keeps the loggers' step (log_step): values or learning rates are logged
+    every_n_steps_used: bool  # ... and something reads LOG_EVERY_N_STEPS
 
     @property
     def enabled(self) -> bool:
@@ -516,7 +535,7 @@ def make_plan(
     """Every decision, from the spec and what the user's source says; all problems are reported together.
 
     `callbacks` holds the facts of each of the spec's callbacks, None for Lightning's own (ModelCheckpoint,
-    EarlyStopping), which the script implements itself."""
+    EarlyStopping, LearningRateMonitor), which the script implements itself."""
     problems: list[Problem] = []
     notices: list[str] = []
     check_model(spec, model, problems)
@@ -530,10 +549,12 @@ def make_plan(
     validation = resolve_validation(spec, model, hooks, data_plan, bounds, problems)
     optimization = resolve_optimization(spec, model, hooks, optimizers, bounds, validation, problems)
     checkpointing = resolve_checkpointing(spec, model, hooks, validation, optimization, bounds, problems)
-    logging = resolve_logging(spec, model, data, user_callbacks, validation, optimization, problems, notices)
+    logging = resolve_logging(
+        spec, model, data, user_callbacks, validation, optimizers, optimization, problems, notices
+    )
     if problems:
         raise LoopgenError(problems)
-    hooks = with_lightning_callbacks(spec, hooks, checkpointing)
+    hooks = with_lightning_callbacks(spec, hooks, checkpointing, logging)
     metrics = resolve_metrics(model, user_callbacks, optimizers, optimization, checkpointing, logging)
     state = resolve_state(spec, model, user_callbacks, metrics, checkpointing)
     epoch_start = (
@@ -547,7 +568,7 @@ def make_plan(
     checkpointing = replace(
         checkpointing,
         epoch_start_block=checkpointing.resumes and epoch_start,
-        resume_variables=checkpointing.resume_variables + (("log_step",) if logging.values else ()),
+        resume_variables=checkpointing.resume_variables + (("log_step",) if logging.counts_steps else ()),
     )
     build = resolve_build(spec, hooks.callbacks)
     return Plan(
@@ -626,7 +647,7 @@ def resolve_hooks(
     )
 
 
-def with_lightning_callbacks(spec: Spec, hooks: Hooks, checkpointing: Checkpointing) -> Hooks:
+def with_lightning_callbacks(spec: Spec, hooks: Hooks, checkpointing: Checkpointing, logging: Logging) -> Hooks:
     """All the callbacks in the order Lightning calls them: the spec's order, with every ModelCheckpoint (the
     default one included) moved to the end."""
     lightning = {cb.var: cb for cb in (*checkpointing.early_stopping, *checkpointing.checkpoints)}
@@ -634,8 +655,11 @@ def with_lightning_callbacks(spec: Spec, hooks: Hooks, checkpointing: Checkpoint
     early = iter(checkpointing.early_stopping)
     ordered: list[Callback] = []
     for ref in spec.trainer.callbacks:
-        if ref.name == "EarlyStopping" and ref.module.startswith("pytorch_lightning"):
+        if _is_lightning(ref, "EarlyStopping"):
             ordered.append(next(early))
+        elif _is_lightning(ref, "LearningRateMonitor"):
+            if logging.lr_monitor is not None and logging.lr_monitor.callback not in ordered:
+                ordered.append(logging.lr_monitor.callback)
         elif ref.name != "ModelCheckpoint" or not ref.module.startswith("pytorch_lightning"):
             ordered.append(next(user))
     ordered += [cb for cb in checkpointing.checkpoints if cb.var in lightning]
@@ -1174,6 +1198,7 @@ def resolve_logging(
     data: ClassFacts | None,
     callbacks: tuple[ClassFacts, ...],
     validation: Validation,
+    optimizers: Optimizers,
     optimization: Optimization,
     problems: list[Problem],
     notices: list[str],
@@ -1219,6 +1244,7 @@ def resolve_logging(
                     spec.model.line if where == "model" else spec.data.line if spec.data else None,
                 )
             )
+    lr_monitor = _lr_monitor(spec, model, optimizers, bool(loggers), problems)
     return Logging(
         loggers=loggers,
         default=default and bool(loggers),
@@ -1230,6 +1256,51 @@ def resolve_logging(
         hparams_data=hparams_data and data is not None and data.hyperparameters_to_loggers is not False,
         kinds=frozenset(logger.kind for logger in loggers),
         prefixed=any(logger.prefix for logger in loggers),
+        lr_monitor=lr_monitor,
+        counts_steps=values or lr_monitor is not None,
+        every_n_steps_used=(values or lr_monitor is not None and lr_monitor.at_batch_start is not None)
+        and t.log_every_n_steps > 0,
+    )
+
+
+def _lr_monitor(
+    spec: Spec, model: ClassFacts, optimizers: Optimizers, logs: bool, problems: list[Problem]
+) -> LrMonitor | None:
+    """The spec's LearningRateMonitor (one at most), at the hooks where Lightning's logs: on_train_batch_start
+    when the loggers are due (never with log_every_n_steps 0), on_train_epoch_start."""
+    refs = [ref for ref in spec.trainer.callbacks if _is_lightning(ref, "LearningRateMonitor")]
+    if not refs:
+        return None
+    where = "trainer.callbacks (LearningRateMonitor)"
+    if len(refs) > 1:
+        problems.append(Problem(where, "several LearningRateMonitor callbacks: loopgen supports one", refs[1].line))
+    if not logs and not spec.trainer.fast_dev_run:
+        message = "Cannot use `LearningRateMonitor` callback with `Trainer` that has no logger (Lightning)"
+        problems.append(Problem(where, message, refs[0].line))
+    source = model.optimizers if model.optimizers is not None and spec.optimizer is None else None
+    if source is not None and not all(facts.name_known for facts in source.schedulers):
+        message = 'configure_optimizers gives an lr_scheduler a "name" loopgen cannot read: write it as a string'
+        problems.append(Problem(where, message, refs[0].line))
+    args = refs[0].init_args
+    interval = args["logging_interval"]
+    hooks = {"on_train_start"} if args["log_momentum"] else set()
+    # logging_interval null: each scheduler at its own interval; "step" / "epoch": all of them, at that one only
+    at_batch = "step" if interval is None else "any" if interval == "step" else None
+    at_epoch = "epoch" if interval is None else "any" if interval == "epoch" else None
+    if spec.trainer.log_every_n_steps == 0:
+        at_batch = None
+    hooks |= {"on_train_batch_start"} if at_batch else set()
+    hooks |= {"on_train_epoch_start"} if at_epoch else set()
+    callback = Callback(
+        construct=Construct("", "LearningRateMonitor", {}), var="lr_monitor", hooks=frozenset(hooks), kind="lr_monitor"
+    )
+    return LrMonitor(
+        callback=callback,
+        at_batch_start=at_batch,
+        at_epoch_start=at_epoch,
+        momentum=args["log_momentum"],
+        weight_decay=args["log_weight_decay"],
+        schedulers=optimizers.schedulers,
     )
 
 
@@ -1303,7 +1374,7 @@ def resolve_state(
     attributes = frozenset(TRAINER_ATTRIBUTES) if everything else frozenset(reads)
     if not metrics.collect:
         attributes -= METRIC_ATTRIBUTES
-    exists = bool(attributes) or bool(spec.trainer.callbacks) or bool(checkpointing.checkpoints)
+    exists = bool(attributes) or bool(callbacks) or bool(checkpointing.checkpoints)  # the user's callbacks get it
     module_reads_trainer = (model.trainer_reads or set()) != set() or model.trainer_reads is None
     plain_counters = set() if model.is_lightning_module else module_counters & counters
     return State(
@@ -1427,7 +1498,8 @@ def resolve_imports(
         or bounds.holds_stop
         or checkpointing.resumes
         or bool(checkpointing.early_stopping)
-        or logging.enabled,
+        or logging.enabled
+        or (logging.lr_monitor is not None and logging.lr_monitor.momentum),
         argparse=checkpointing.resumes,
         copy=checkpointing.saves,
         glob=checkpointing.searches_versions,
@@ -1588,6 +1660,7 @@ def _source_scheduler(
         monitor=monitor if plateau else None,
         strict=bool(config.get("strict", True)),
         optimizer_idx=optimizer_idx,
+        name=facts.name,
     )
 
 

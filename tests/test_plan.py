@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from loopgen.errors import LoopgenError
+from loopgen.flags import lightning_callback
 from loopgen.inspect import inspect_class
 from loopgen.plan import Plan, make_plan
 from loopgen.spec import load_spec
@@ -54,7 +55,11 @@ def plan_of(tmp_path: Path, configure_optimizers: str = "return torch.optim.SGD(
     roots = [tmp_path]
     model = inspect_class(loaded.model.class_path, roots, where="model.class_path")
     callbacks = tuple(
-        inspect_class(ref.class_path, roots, where="trainer.callbacks", callback=True)
+        (
+            None
+            if lightning_callback(ref.class_path)
+            else inspect_class(ref.class_path, roots, where="trainer.callbacks", callback=True)
+        )
         for ref in loaded.trainer.callbacks
     )
     return make_plan(loaded, model, None, callbacks)
@@ -359,3 +364,71 @@ def test_save_hyperparameters_with_a_computed_logger_argument_is_refused(tmp_pat
     (found,) = plan_problems(tmp_path, extra=extra, model="Saver")
     assert "calls save_hyperparameters(logger=...) with a value loopgen cannot read" in found
     assert plan_of(tmp_path, extra=extra, model="Saver", spec="trainer:\n  logger: false\n").logging.loggers == ()
+
+
+# --- LearningRateMonitor
+
+PARAM_GROUPS = """
+optimizer = torch.optim.SGD(self.parameters(), lr=0.1)
+warmup = torch.optim.lr_scheduler.LinearLR(optimizer)
+return [optimizer], [{"scheduler": warmup, "interval": "step", "name": "warmup"}]
+"""
+
+
+@pytest.mark.parametrize(
+    "init_args, at_batch_start, at_epoch_start",
+    [
+        ("{}", "step", "epoch"),  # each scheduler at its own interval
+        ("{logging_interval: step}", "any", None),
+        ("{logging_interval: epoch}", None, "any"),
+    ],
+)
+def test_learning_rate_monitor_logs_at_lightnings_hooks(
+    tmp_path: Path, init_args: str, at_batch_start: str | None, at_epoch_start: str | None
+) -> None:
+    spec = f"trainer:\n  callbacks: [{{class_path: LearningRateMonitor, init_args: {init_args}}}]\n"
+    plan = plan_of(tmp_path, PARAM_GROUPS, spec=spec)
+    monitor = plan.logging.lr_monitor
+    assert (monitor.at_batch_start, monitor.at_epoch_start) == (at_batch_start, at_epoch_start)
+    assert [(s.name, s.interval) for s in monitor.schedulers] == [("warmup", "step")]
+    assert plan.logging.counts_steps and monitor.callback in plan.hooks.callbacks
+    hooks = {"on_train_batch_start"} if at_batch_start else set()
+    assert monitor.callback.hooks == hooks | ({"on_train_epoch_start"} if at_epoch_start else set())
+
+
+def test_learning_rate_monitor_without_logging_steps_logs_at_epoch_starts_only(tmp_path: Path) -> None:
+    spec = "trainer:\n  log_every_n_steps: 0\n  callbacks: [{class_path: LearningRateMonitor}]\n"
+    monitor = plan_of(tmp_path, spec=spec).logging.lr_monitor
+    assert (monitor.at_batch_start, monitor.at_epoch_start) == (None, "epoch")
+    assert not plan_of(tmp_path, spec=spec).logging.every_n_steps_used
+
+
+def test_learning_rate_monitor_sits_among_the_callbacks_in_the_specs_order(tmp_path: Path) -> None:
+    spec = "trainer:\n  callbacks: [ModelCheckpoint, LearningRateMonitor, pkg.models.Reader]\n"
+    callbacks = plan_of(tmp_path, extra=CALLBACK, spec=spec).hooks.callbacks
+    assert [cb.kind for cb in callbacks] == ["lr_monitor", "user", "checkpoint"]
+
+
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        (
+            "trainer:\n  logger: false\n  callbacks: [LearningRateMonitor]\n",
+            "Cannot use `LearningRateMonitor` callback with `Trainer` that has no logger",
+        ),
+        (
+            "trainer:\n  callbacks: [LearningRateMonitor, LearningRateMonitor]\n",
+            "several LearningRateMonitor callbacks: loopgen supports one",
+        ),
+    ],
+)
+def test_learning_rate_monitor_refusals(tmp_path: Path, spec: str, message: str) -> None:
+    (found,) = plan_problems(tmp_path, spec=spec)
+    assert message in found
+
+
+def test_a_scheduler_name_the_source_does_not_show_is_refused_only_with_the_monitor(tmp_path: Path) -> None:
+    body = PARAM_GROUPS.replace('"name": "warmup"', '"name": self.tag')
+    assert plan_of(tmp_path, body).optimizers.schedulers  # read from the source all the same
+    (found,) = plan_problems(tmp_path, configure_optimizers=body, spec="trainer:\n  callbacks: [LearningRateMonitor]\n")
+    assert 'gives an lr_scheduler a "name" loopgen cannot read' in found

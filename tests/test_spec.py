@@ -545,6 +545,14 @@ def test_lightning_callbacks_in_every_spelling(tmp_path: Path, class_path: str) 
             "trainer.callbacks[0].init_args.save_on_exception (line 4): ModelCheckpoint(save_on_exception=true) is not",
         ),
         (
+            "{class_path: LearningRateMonitor, init_args: {logging_interval: batch}}",
+            "trainer.callbacks[0].init_args.logging_interval (line 4): expected one of step, epoch, got batch",
+        ),
+        (
+            "{class_path: LearningRateMonitor, init_args: {log_momentm: true}}",
+            "trainer.callbacks[0].init_args.log_momentm (line 4): unknown argument of LearningRateMonitor (did you",
+        ),
+        (
             "{class_path: EarlyStopping, init_args: {monitor: val_loss, mode: maximum}}",
             "trainer.callbacks[0].init_args.mode (line 4): expected one of min, max, got maximum (a string)",
         ),
@@ -567,8 +575,9 @@ def test_train_time_interval_forms(tmp_path: Path, interval, seconds: float) -> 
 
 
 def test_other_lightning_callbacks_are_refused(tmp_path: Path) -> None:
-    text = trainer_problem(tmp_path, "callbacks: [pytorch_lightning.callbacks.LearningRateMonitor]")
-    assert text.startswith("trainer.callbacks[0] (line 3): LearningRateMonitor: not supported by loopgen")
+    text = trainer_problem(tmp_path, "callbacks: [pytorch_lightning.callbacks.StochasticWeightAveraging]")
+    assert text.startswith("trainer.callbacks[0] (line 3): StochasticWeightAveraging: not supported by loopgen")
+    assert "only ModelCheckpoint, EarlyStopping, LearningRateMonitor" in text
 
 
 # --- seed-era spellings

@@ -191,6 +191,12 @@ FLAG_SETS = {
     "checkpoint_default_logger": {"enable_checkpointing": True, "logger": None},
     "logger_csv": {"logger": {"class_path": "CSVLogger", "init_args": {"save_dir": "logs", "prefix": "fit"}}},
     "logger_every_0": {"logger": True, "log_every_n_steps": 0},
+    "lr_monitor": {
+        "logger": True,
+        "callbacks": [
+            {"class_path": "LearningRateMonitor", "init_args": {"log_momentum": True, "log_weight_decay": True}}
+        ],
+    },
     "checkpoint_monitor": {
         "enable_checkpointing": True,
         "callbacks": [
@@ -339,6 +345,13 @@ TRACES = {
         'print(f"Logs: {logger.log_dir}")',
     ],
     "logger_every_0": ["log_metrics(loggers, logged, log_step - 1, current_epoch)"],
+    "lr_monitor": [
+        "def log_learning_rates",
+        "lr_schedulers = [",
+        "You have set log_momentum=True",
+        'stats[f"{key}-momentum"]',
+        'stats[f"{key}-weight_decay"]',
+    ],
     "checkpoint_monitor": ["def update_best_and_save", "def link_atomically", "self.defer_until_validation = True"],
     "checkpoint_time": ["time.monotonic()", "timedelta(seconds=seconds)"],
     "early_stopping": ["class EarlyStopping", "early_stopping.on_train_epoch_end(trainer)"],

@@ -247,6 +247,39 @@ class LoggingModel(MLP):
         self.events.append(("metrics", "end", _metrics(self.trainer.callback_metrics)))
 
 
+class ParamGroupsModel(LoggingModel):
+    """AdamW over two parameter groups (the head's named), with two schedulers on it: a named step-interval
+    warm-up and an unnamed epoch-interval decay. What LearningRateMonitor names and logs."""
+
+    def configure_optimizers(self):
+        body, head = self.net[0], self.net[3]
+        optimizer = torch.optim.AdamW(
+            [{"params": body.parameters()}, {"params": head.parameters(), "name": "head", "weight_decay": 0.1}],
+            lr=self.lr,
+            weight_decay=0.01,
+        )
+        self.remember(optimizer)
+        warmup = torch.optim.lr_scheduler.LinearLR(optimizer, start_factor=0.5, total_iters=4)
+        decay = torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=0.8)
+        return [optimizer], [
+            {"scheduler": warmup, "interval": "step", "name": "warmup"},
+            {"scheduler": decay, "interval": "epoch"},
+        ]
+
+
+class HelperSchedulersModel(LoggingModel):
+    """configure_optimizers returns what a helper builds (the script unpacks it at run time): SGD without
+    momentum and a step-interval StepLR."""
+
+    def configure_optimizers(self):
+        return self.build_optimizers()
+
+    def build_optimizers(self):
+        optimizer = self.remember(torch.optim.SGD(self.parameters(), lr=self.lr))
+        scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=3, gamma=0.5)
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
+
+
 class HparamsModel(LoggingModel):
     """LoggingModel whose init arguments (of every YAML kind: numbers, a string that YAML must quote, a boolean,
     None, a list, a tuple, a nested dict) are saved with save_hyperparameters: the loggers write them."""

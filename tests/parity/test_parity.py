@@ -38,9 +38,12 @@ TIMEOUT = 300  # seconds, per side (PARITY_FRESH_PROCESSES=1; the server has its
 
 def case(id: str, model: str = "MLP", init: dict | None = None, *, data: str | None = None,
          data_init: dict | None = None, callbacks: list[dict] | None = None, seed: int = 42,
-         **trainer: Any) -> Case:  # fmt: skip
-    """A spec in loopgen's (LightningCLI's) shape; `model` and `data` name classes in tests.parity."""
+         loop: dict | None = None, **trainer: Any) -> Case:  # fmt: skip
+    """A spec in loopgen's (LightningCLI's) shape; `model` and `data` name classes in tests.parity; `loop`: what
+    loopgen cannot read from the source (Lightning ignores it)."""
     spec: dict[str, Any] = {"seed_everything": seed, "model": {"class_path": f"{MODELS}.{model}"}}
+    if loop:
+        spec["loop"] = loop
     if init:
         spec["model"]["init_args"] = init
     if data:
@@ -71,6 +74,10 @@ def checkpointing_case(id: str, *callbacks: dict, model: str = "CheckpointModel"
                        **trainer: Any) -> Case:  # fmt: skip
     """Checkpointing on, no logger: Lightning's files go to each side's directory (checkpoints/ by default)."""
     return case(id, model, init, callbacks=list(callbacks), enable_checkpointing=True, **trainer)
+
+
+def lr_monitor(class_path: str = "LearningRateMonitor", **init_args: Any) -> dict:
+    return {"class_path": class_path, "init_args": init_args}
 
 
 def csv_logger(class_path: str = "CSVLogger", save_dir: str = ".", **init_args: Any) -> dict:
@@ -264,6 +271,42 @@ CASES = [
         logger=csv_logger(),
     ),
     case("log_fast_dev_run", "LoggingModel", fast_dev_run=3, logger=csv_logger()),
+    # --- LearningRateMonitor (its rows in metrics.csv; its values in callback_metrics) -------------------------
+    case("lr_monitor_plateau", "LoggingModel", max_epochs=3, logger=csv_logger(), callbacks=[lr_monitor()]),
+    case(
+        "lr_monitor_param_groups",
+        "ParamGroupsModel",
+        max_epochs=2,
+        logger=csv_logger(),
+        log_every_n_steps=2,
+        accumulate_grad_batches=2,
+        callbacks=[lr_monitor(log_momentum=True, log_weight_decay=True)],
+    ),
+    case(
+        "lr_monitor_every_step",
+        "ParamGroupsModel",
+        max_epochs=2,
+        logger=csv_logger(),
+        log_every_n_steps=3,
+        callbacks=[lr_monitor("lightning.pytorch.callbacks.LearningRateMonitor", logging_interval="step")],
+    ),
+    case(
+        "lr_monitor_epoch_helper",
+        "HelperSchedulersModel",
+        max_epochs=2,
+        logger=csv_logger(),
+        callbacks=[*stop_request(at_epoch=1, at_batch=5), lr_monitor(logging_interval="epoch", log_momentum=True)],
+        loop={"lr_schedulers": True},
+    ),
+    case(
+        "lr_monitor_helper_interval",
+        "HelperSchedulersModel",
+        max_epochs=2,
+        logger=csv_logger(),
+        log_every_n_steps=4,
+        callbacks=[lr_monitor()],
+        loop={"lr_schedulers": True},
+    ),
     # --- checkpointing (CheckpointModel's val_loss falls for 5 epochs, then stalls) -----------------
     checkpointing_case("ckpt_default", max_epochs=2),
     checkpointing_case("ckpt_val_loss_top_2_last", VAL_LOSS_TOP_2, max_epochs=5),
