@@ -47,6 +47,7 @@ class Metrics:
 class Panel:
     title: str
     series: tuple[Series, ...]
+    held: bool = False  # a value holds until the next one (LearningRateMonitor's): drawn as steps
 
 
 # ---------------------------------------------------------------------------
@@ -165,7 +166,7 @@ def layout(metrics: Metrics) -> list[Panel]:
     - `train_REST` and `val_REST` (or `train/REST`, `val/REST`), both present after the rule above, share a
       panel titled `REST (train, val)`; a `train_` or `val_` metric without its partner is a panel of its own.
     - LearningRateMonitor's columns (`lr-...`) share a panel `learning rate`; its `...-momentum` and
-      `...-weight_decay` columns, one each.
+      `...-weight_decay` columns, one each; their values are drawn as steps (each holds until the next).
     - Every other column is a panel of its own. `epoch` and `step` are not panels (`step` is the x axis).
     Panels keep the order of their first column in the file (sorted, as CSVLogger writes it); the learning
     rate panels come last. Titles are without CSVLogger's prefix.
@@ -186,7 +187,7 @@ def layout(metrics: Metrics) -> list[Panel]:
             key = (0, base)
         groups.setdefault(key, []).append(series)
     order = sorted(groups, key=lambda key: key[0])  # stable: the file's order within metrics and within lr panels
-    return [Panel(title, tuple(groups[(rank, title)])) for rank, title in order]
+    return [Panel(title, tuple(groups[(rank, title)]), held=rank == 1) for rank, title in order]
 
 
 def _base(name: str) -> str:
@@ -222,7 +223,14 @@ def figure(panels: list[Panel], title: str = "") -> Any:
         for ax, panel in zip(axes, panels):
             for series in panel.series:
                 few = len(series.steps) <= 40
-                ax.plot(series.steps, series.values, marker="o" if few else None, markersize=3, label=series.column)
+                ax.plot(
+                    series.steps,
+                    series.values,
+                    drawstyle="steps-post" if panel.held else "default",
+                    marker="o" if few else None,
+                    markersize=3,
+                    label=series.column,
+                )
             ax.set_title(panel.title)
             ax.set_xlabel("step")
             ax.grid(True, alpha=0.3)

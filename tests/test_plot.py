@@ -137,6 +137,10 @@ def test_the_figure_has_one_axes_per_panel_with_its_series(tmp_path):
         [s.column for s in p.series] for p in panels
     ]
     assert all(ax.get_xlabel() == "step" for ax in visible)
+    # a learning rate holds until the next logged value: steps; a metric: lines between its points
+    assert [{line.get_drawstyle() for line in ax.get_lines()} for ax in visible] == [
+        {"steps-post" if p.title in ("learning rate", "momentum") else "default"} for p in panels
+    ]
     assert fig.get_suptitle() == "lightning_logs/version_0"
     assert type(fig.canvas).__name__ == "FigureCanvasAgg"
     assert plot.png(fig).startswith(PNG_SIGNATURE)
