@@ -1,4 +1,4 @@
-"""Command line: render, run, check, diff, schema. Bad input: one line per problem, exit status 2."""
+"""Command line: render, run, check, diff, schema, plot. Bad input: one line per problem, exit status 2."""
 
 from __future__ import annotations
 
@@ -60,6 +60,15 @@ def _parser() -> argparse.ArgumentParser:
 
     schema = commands.add_parser("schema", help="print the JSON Schema of the spec")
     schema.set_defaults(command=_schema)
+
+    plot = commands.add_parser(
+        "plot", help="draw a run's metrics.csv (losses, learning rate, each metric) as one PNG; needs matplotlib"
+    )
+    plot.add_argument("run", type=Path, help="metrics.csv, a run's version_N directory, or a directory of runs")
+    plot.add_argument(
+        "-o", "--output", type=Path, help="the PNG, written atomically (default: curves.png beside metrics.csv)"
+    )
+    plot.set_defaults(command=_plot)
     return parser
 
 
@@ -82,19 +91,41 @@ def _render(args: argparse.Namespace) -> int:
     return 0
 
 
-def write_atomically(path: Path, text: str) -> None:
-    """Write to a temporary file beside `path`, then rename it over: `path` is never half-written."""
-    directory = path.parent if str(path.parent) else Path(".")
-    if not directory.is_dir():
-        raise LoopgenError(f"-o {path}: directory {directory} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+def write_atomically(path: Path, content: str | bytes) -> None:
+    """Write to a temporary file beside `path`, then rename it over: `path` is never half-written.
+
+    The file gets the mode a plain open() would give it (the old file's, else 0o666 less the umask), not
+    mkstemp's 0o600.
+    """
+    directory = _output_directory(path)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(text)
+        mode = path.stat().st_mode & 0o7777
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    except OSError as error:
+        raise LoopgenError(f"-o {path}: cannot write in {directory}: {error.strerror}") from None
+    try:
+        text = isinstance(content, str)
+        with os.fdopen(fd, "w" if text else "wb", encoding="utf-8" if text else None) as out:
+            out.write(content)
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)
         raise
+
+
+def _output_directory(path: Path) -> Path:
+    directory = path.parent if str(path.parent) else Path(".")
+    if not directory.is_dir():
+        raise LoopgenError(f"-o {path}: directory {directory} does not exist")
+    if path.is_dir():
+        raise LoopgenError(f"-o {path}: is a directory")
+    return directory
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -144,6 +175,22 @@ def _schema(args: argparse.Namespace) -> int:
     from loopgen.schema import spec_schema
 
     print(json.dumps(spec_schema(), indent=2))
+    return 0
+
+
+def _plot(args: argparse.Namespace) -> int:
+    from loopgen import plot
+
+    csv_path, note = plot.find_metrics(args.run)
+    output = args.output if args.output is not None else csv_path.parent / plot.DEFAULT_OUTPUT
+    if output.suffix.lower() != ".png":
+        raise LoopgenError(f"-o {output}: the plot is a PNG; name the file *.png")
+    _output_directory(output)
+    panels = plot.layout(plot.read_metrics(csv_path))
+    data = plot.png(plot.figure(panels, plot.run_title(csv_path)))
+    write_atomically(output, data)
+    plural = "s" if len(panels) != 1 else ""
+    print(f"{output}: {len(panels)} panel{plural} from {csv_path}" + (f" ({note})" if note else ""))
     return 0
 
 
