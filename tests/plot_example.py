@@ -20,10 +20,12 @@ IMAGE = ROOT / "docs" / "curves.png"
 
 
 def example_spec(max_epochs: int = 10) -> dict:
-    """lit_classifier.yaml logging every 2 steps; a smaller, slower-learning model, so that the curves move."""
+    """lit_classifier.yaml logging every 2 steps, with a LearningRateMonitor; a smaller, slower-learning model, so
+    that the curves move."""
     spec = yaml.safe_load(EXAMPLE.read_text(encoding="utf-8"))
     spec["model"]["init_args"].update(hidden=16, lr=0.005)
     spec["trainer"].update(logger=True, log_every_n_steps=2, max_epochs=max_epochs)
+    spec["trainer"]["callbacks"] = [{"class_path": "LearningRateMonitor"}]
     return spec
 
 

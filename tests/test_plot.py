@@ -67,16 +67,21 @@ def real_run(tmp_path_factory) -> Path:
 
 def test_a_generated_scripts_run_plots_its_losses_and_metrics(real_run, tmp_path, capsys):
     csv_path = real_run / "metrics.csv"
-    assert panels_of(csv_path) == {"loss (train, val)": ["train_loss", "val_loss"], "val_acc": ["val_acc"]}
+    assert panels_of(csv_path) == {
+        "loss (train, val)": ["train_loss", "val_loss"],
+        "val_acc": ["val_acc"],
+        "learning rate": ["lr-SGD"],
+    }
     metrics = plot.read_metrics(csv_path)
     steps = {s.column: s.steps for s in metrics.series}
-    # 16 batches an epoch, a row every 2 steps; validation at each epoch's last step
+    # 16 batches an epoch, a row every 2 steps; validation at each epoch's last step; the rate at each epoch's start
     assert steps["train_loss"] == tuple(range(1, 32, 2)) and steps["val_loss"] == (15, 31)
+    assert steps["lr-SGD"] == (0, 16)
 
     output = tmp_path / "out.png"
     status, out, err = run_cli(str(real_run.parent.parent), "-o", str(output), capsys=capsys)
     assert (status, err) == (0, "")
-    assert out == f"{output}: 2 panels from {csv_path}\n"
+    assert out == f"{output}: 3 panels from {csv_path}\n"
     assert is_png(output)
 
 
