@@ -364,7 +364,6 @@ class Imports:
     copy: bool
     csv: bool
     enum: bool
-    json: bool
     glob: bool
     re: bool
     signal: bool
@@ -1489,7 +1488,6 @@ def resolve_imports(
     return Imports(
         csv="csv" in logging.kinds,
         enum=logging.hparams,
-        json=logging.hparams,
         os=build.deterministic or checkpointing.resumes or logging.enabled,
         random=build.seeds or validation.sanity or saves,
         sys=build.seeds or validation.sanity or saves,

@@ -25,18 +25,34 @@ def test_every_golden_file_has_a_spec():
     assert {p.name for p in golden_path(ROOT).parent.glob("*.py")} == {golden_path(s).name for s in example_specs()}
 
 
+# optional packages a script may import, each only when its spec names the class that needs it
+OPTIONAL = {
+    "tensorboard": "TensorBoardLogger",
+    "torch.utils.tensorboard": "TensorBoardLogger",
+    "mlflow": "MLFlowLogger",
+    "wandb": "WandbLogger",
+    "tqdm": "TQDMProgressBar",
+    "rich": "RichProgressBar",
+}
+
+
 @pytest.mark.parametrize("spec", example_specs(), ids=lambda p: p.stem)
 def test_script_imports_only_stdlib_torch_and_user_code(spec):
     tree = ast.parse(golden_path(spec).read_text(encoding="utf-8"))
-    imported = set()
+    modules = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            imported |= {alias.name.split(".")[0] for alias in node.names}
+            modules |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom):
-            imported.add(node.module.split(".")[0])
-    allowed = set(sys.stdlib_module_names) | {"torch", "examples"}
+            modules.add(node.module)
+    named = spec.read_text(encoding="utf-8")
+    optional = {module for module, cls in OPTIONAL.items() if cls in named}
+    allowed = set(sys.stdlib_module_names) | {"torch", "examples"} | optional
+    imported = {module.split(".")[0] for module in modules}
     assert imported <= allowed, imported - allowed
-    assert not imported & {"loopgen", "pytorch_lightning", "lightning", "numpy", "yaml"}
+    assert not imported & {"loopgen", "pytorch_lightning", "lightning", "numpy", "yaml", "matplotlib"}
+    unnamed = {module for module in modules for package in set(OPTIONAL) - optional if module.startswith(package)}
+    assert not unnamed, f"{sorted(unnamed)} imported, but the spec names none of {sorted(OPTIONAL.values())}"
 
 
 @pytest.mark.parametrize("spec", example_specs(), ids=lambda p: p.stem)
