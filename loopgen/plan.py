@@ -326,6 +326,9 @@ class Metrics:
     discards: bool  # ... but nothing reads the values: log is a no-op
     log_dicts: bool  # the seed's {"log": ..., "progress_bar": ...} returns are logged
     epoch_end_returns: bool  # with log_dicts: training_epoch_end's return is logged
+    # Lightning 1.9.5, at an epoch's first batch: a hook that logs after another hook logged starts its values
+    # over; with several optimizers and gradient norms, training_step's values of optimizer 0 are dropped
+    first_batch_resets: bool
 
 
 @dataclass(frozen=True)
@@ -1331,6 +1334,10 @@ def resolve_metrics(
         discards=model_logs and not collect,
         log_dicts=log_dicts,
         epoch_end_returns=log_dicts and optimization.epoch_outputs and not optimization.nested_outputs,
+        first_batch_resets=collect
+        and (model_logs or log_dicts)
+        and optimization.loops_optimizers
+        and optimization.grad_norm_first_only,
     )
 
 

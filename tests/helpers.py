@@ -33,8 +33,9 @@ def render(spec: Path | dict, tmp_path: Path | None = None, script_name: str = "
     return text
 
 
-def train_script(script: Path, out: Path, timeout: int = 300) -> dict:
-    """Run the script's main() in a fresh interpreter; return {"state_dict", "records"}."""
+def train_script(script: Path, out: Path, timeout: int = 300, cwd: Path | None = None) -> dict:
+    """Run the script's main() in a fresh interpreter (in `cwd`: where its files go); return {"state_dict",
+    "records"}."""
     import torch
 
     code = textwrap.dedent(f"""
@@ -43,7 +44,7 @@ def train_script(script: Path, out: Path, timeout: int = 300) -> dict:
         torch.save({{"state_dict": model.state_dict(), "records": getattr(model, "records", None)}}, {str(out)!r})
         """)
     result = subprocess.run(
-        [sys.executable, "-c", code], env=env_with_root(), capture_output=True, text=True, timeout=timeout
+        [sys.executable, "-c", code], env=env_with_root(), capture_output=True, text=True, timeout=timeout, cwd=cwd
     )
     assert result.returncode == 0, result.stderr[-4000:]
     return torch.load(out, weights_only=False)

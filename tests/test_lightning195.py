@@ -17,7 +17,7 @@ import pytest
 import torch
 import yaml
 
-from tests.harness import ROOT, Case, case_ids, env_with_root
+from tests.harness import ROOT, Case, case_ids, env_with_root, log_facts
 from tests.helpers import render, train_script
 
 pytestmark = pytest.mark.slow
@@ -51,6 +51,8 @@ def variant(
     return Case(id, spec)
 
 
+CSV_LOGGER = {"class_path": "CSVLogger", "init_args": {"save_dir": "."}}
+
 CASES = [
     variant("gan", "gan"),
     variant("gan_frequencies", "gan_frequencies"),
@@ -81,11 +83,47 @@ CASES = [
     ),
     variant("tbptt_accumulate_gru", "tbptt", trainer={"accumulate_grad_batches": 2}, init_args={"cell": "gru"}),
     variant("lbfgs_accumulate", "lbfgs", trainer={"accumulate_grad_batches": 2}),
+    # a CSVLogger on each side: the rows (values, steps, epochs) and hparams.yaml must agree
+    variant(
+        "gan_logged_step_schedulers_grad_norm",
+        "gan",
+        trainer={"logger": CSV_LOGGER, "log_every_n_steps": 2, "track_grad_norm": 2, "enable_checkpointing": False},
+        init_args={"scheduler_interval": "step", "log_losses": True},
+    ),
+    variant(
+        "gan_frequencies_logged",
+        "gan_frequencies",
+        trainer={"logger": CSV_LOGGER, "log_every_n_steps": 1, "enable_checkpointing": False},
+        init_args={"log_losses": True},
+    ),
+    variant(
+        "tbptt_logged_accumulate",
+        "tbptt",
+        trainer={
+            "logger": CSV_LOGGER,
+            "log_every_n_steps": 1,
+            "accumulate_grad_batches": 2,
+            "enable_checkpointing": False,
+        },
+        init_args={"log_losses": True},
+    ),
     *(
         Case(f"example_{name}", yaml.safe_load((ROOT / "examples" / f"{name}.yaml").read_text()))
         for name in ("gan", "rnn_tbptt", "lbfgs", "bf16")
     ),
 ]
+
+
+def logged(directory: Path) -> list[dict]:
+    """What the loggers wrote under `directory`, as data: each metrics.csv's rows as {column: cell} without the
+    empty cells (1.9.5 orders the columns as it first saw them, 2.x and the scripts sort them), each
+    hparams.yaml as what it loads to."""
+    facts = log_facts(directory)
+    for entry in facts:
+        if "rows" in entry:
+            header, *rows = entry.pop("rows")
+            entry["rows"] = [{k: v for k, v in zip(header, row, strict=True) if v != ""} for row in rows]
+    return facts
 
 
 def without_numpy_types(records: list[dict]) -> list[dict]:
@@ -99,8 +137,12 @@ def test_matches_lightning_1_9_5(case, tmp_path, monkeypatch):
     spec_path = tmp_path / "spec.yaml"
     spec_path.write_text(yaml.safe_dump(case.spec, sort_keys=False))
 
+    lightning_dir, script_dir = tmp_path / "lightning", tmp_path / "script"
+    lightning_dir.mkdir()
+    script_dir.mkdir()
     reference = subprocess.run(
         [str(python), str(ROOT / "tests" / "lightning195" / "runner195.py"), str(spec_path), str(tmp_path / "ref.pt")],
+        cwd=lightning_dir,
         env=env_with_root(),
         capture_output=True,
         text=True,
@@ -112,13 +154,17 @@ def test_matches_lightning_1_9_5(case, tmp_path, monkeypatch):
     monkeypatch.chdir(ROOT)
     script = tmp_path / "train.py"
     script.write_text(render(spec_path))
-    ours = train_script(script, tmp_path / "ours.pt")
+    ours = train_script(script, tmp_path / "ours.pt", cwd=script_dir)
 
     different = [k for k, v in ref["state_dict"].items() if not torch.equal(v, ours["state_dict"][k])]
     assert not different, f"weights differ: {different}"
     assert ours["state_dict"].keys() == ref["state_dict"].keys()
     if ref["records"] is None:  # the examples keep no records
         return
+    if "logger" in case.spec["trainer"]:
+        theirs, mine = logged(lightning_dir), logged(script_dir)
+        assert theirs and any(entry.get("rows") for entry in theirs), "Lightning 1.9.5 logged nothing"
+        assert mine == theirs
     ours_records, ref_records = without_numpy_types(ours["records"]), without_numpy_types(ref["records"])
     for i, (a, b) in enumerate(zip(ours_records, ref_records)):
         assert a == b, f"record {i} differs:\n ours {a}\n 1.9.5 {b}"

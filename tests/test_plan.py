@@ -432,3 +432,36 @@ def test_a_scheduler_name_the_source_does_not_show_is_refused_only_with_the_moni
     assert plan_of(tmp_path, body).optimizers.schedulers  # read from the source all the same
     (found,) = plan_problems(tmp_path, configure_optimizers=body, spec="trainer:\n  callbacks: [LearningRateMonitor]\n")
     assert 'gives an lr_scheduler a "name" loopgen cannot read' in found
+
+
+TWO_OPTIMIZERS = """
+
+class TwoNets(Net):
+    def training_step(self, batch, batch_idx, optimizer_idx):
+        self.log(f"loss_{optimizer_idx}", batch.sum())
+        return self.layer(batch).sum()
+
+    def configure_optimizers(self):
+        return [torch.optim.SGD(self.parameters(), lr=0.1), torch.optim.SGD(self.parameters(), lr=0.1)]
+"""
+
+
+@pytest.mark.parametrize(
+    "trainer, resets",
+    [
+        ("track_grad_norm: 2", True),  # the norms, logged between the optimizers' training steps
+        ("track_grad_norm: -1", False),
+    ],
+)
+def test_lightning_1_9_5s_first_batch_reset_only_where_it_changes_what_is_logged(
+    tmp_path: Path, trainer: str, resets: bool
+) -> None:
+    plan = plan_of(tmp_path, extra=TWO_OPTIMIZERS, model="TwoNets", spec=f"trainer:\n  {trainer}\n")
+    assert plan.metrics.first_batch_resets is resets
+    in_turn = TWO_OPTIMIZERS.replace(
+        "return [torch.optim.SGD(self.parameters(), lr=0.1), torch.optim.SGD(self.parameters(), lr=0.1)]",
+        "sgd = torch.optim.SGD(self.parameters(), lr=0.1)\n"
+        '        return [{"optimizer": sgd, "frequency": 1}, {"optimizer": sgd, "frequency": 1}]',
+    )
+    plan = plan_of(tmp_path, extra=in_turn, model="TwoNets", spec=f"trainer:\n  {trainer}\n")
+    assert not plan.metrics.first_batch_resets  # one optimizer a batch: nothing logs between training steps

@@ -143,6 +143,7 @@ class TwoOptimizerGAN(Recorder):
             `torch.Generator().manual_seed(noise_seed + 1000 * e + b)`, the same for both optimizers.
         skip_discriminator_every: k > 0 -> the discriminator's training_step returns None when batch_idx % k == 0.
         freeze_generator_bias: the generator's first bias does not require grad (toggling must keep it frozen).
+        log_losses: self.log each optimizer's loss (`loss_0`, `loss_1`) on step and epoch, for the loggers.
     """
 
     def __init__(
@@ -162,6 +163,7 @@ class TwoOptimizerGAN(Recorder):
         noise_seed: int = 1,
         skip_discriminator_every: int = 0,
         freeze_generator_bias: bool = False,
+        log_losses: bool = False,
     ) -> None:
         super().__init__()
         self.save_hyperparameters()
@@ -202,6 +204,8 @@ class TwoOptimizerGAN(Recorder):
             loss=loss.item(),
             requires_grad=self._requires_grad(),
         )
+        if self.hparams.log_losses:
+            self.log(f"loss_{optimizer_idx}", loss, on_step=True, on_epoch=True, prog_bar=True)
         every = self.hparams.skip_discriminator_every
         if optimizer_idx == 1 and every and batch_idx % every == 0:
             return None
@@ -252,6 +256,7 @@ class TBPTTRegressor(Recorder):
         cell: "rnn", "gru" or "lstm" (an LSTM's hiddens are an (h, c) tuple).
         extra_list_input: also put a list of per-sample (T,) tensors in the batch, to exercise the
             default `tbptt_split_batch` on a Python list (split as x[i][t:t + k] per sample).
+        log_losses: self.log each split's loss on step and epoch, for the loggers.
     """
 
     def __init__(
@@ -266,6 +271,7 @@ class TBPTTRegressor(Recorder):
         cell: str = "gru",
         extra_list_input: bool = False,
         data_seed: int = 0,
+        log_losses: bool = False,
     ) -> None:
         super().__init__()
         self.save_hyperparameters()
@@ -289,6 +295,8 @@ class TBPTTRegressor(Recorder):
         if len(batch) > 2:
             info["list_input"] = [list(t.shape) for t in batch[2]]
         self._record("training_step", batch_idx=batch_idx, split=self._split, loss=loss.item(), **info)
+        if self.hparams.log_losses:
+            self.log("loss", loss, on_step=True, on_epoch=True)
         self._split += 1
         return {"loss": loss, "hiddens": new_hiddens}
 

@@ -11,7 +11,8 @@ Reads the spec's `seed_everything`, `model`, `data`, `trainer` (and, as Lightnin
 2. instantiates the model, then the data (`class_path` + `init_args`), and with `optimizer:` replaces the
    model's configure_optimizers as LightningCLI does (tests/harness.py, shared with the Lightning 2.x runner);
 3. builds `pl.Trainer(**flags, logger=False, enable_checkpointing=False, enable_progress_bar=False,
-   enable_model_summary=False)` and runs `fit(model)` or `fit(model, datamodule=data)`;
+   enable_model_summary=False)` (the spec's loggers instead of `logger=False` when it names them, written
+   under the working directory) and runs `fit(model)` or `fit(model, datamodule=data)`;
 4. `torch.save({"state_dict": model.state_dict(), "records": model.records}, OUT)` (records: None when the
    model keeps none), plus `"global_step"` and `"current_epoch"` of the trainer.
 
@@ -36,7 +37,7 @@ from typing import Any
 import torch
 import yaml
 
-from tests.harness import SpecError, cli_configure_optimizers, instantiate
+from tests.harness import SpecError, cli_configure_optimizers, instantiate, logger_entry
 
 # 2.x precision spellings -> 1.9.5's
 PRECISION_195 = {
@@ -71,6 +72,11 @@ def trainer_kwargs(flags: Mapping[str, Any], model: Any) -> dict[str, Any]:
     accepted = set(inspect.signature(pl.Trainer.__init__).parameters) - {"self"}
     kwargs: dict[str, Any] = {}
     for key, value in dict(flags or {}).items():
+        if key == "logger" and isinstance(value, (dict, list)):
+            kwargs["logger"] = [
+                instantiate(logger_entry(entry)) for entry in (value if isinstance(value, list) else [value])
+            ]
+            continue
         if key in FORCED:
             continue  # overridden below
         if key == "truncated_bptt_steps":
@@ -102,7 +108,7 @@ def trainer_kwargs(flags: Mapping[str, Any], model: Any) -> dict[str, Any]:
         kwargs[key] = value
     if kwargs.get("devices") == "auto" and "accelerator" not in kwargs:
         kwargs["accelerator"] = "auto"  # 1.9.5 refuses devices="auto" without an accelerator
-    kwargs.update(FORCED)
+    kwargs.update({key: value for key, value in FORCED.items() if key not in kwargs})
     return kwargs
 
 
