@@ -78,6 +78,14 @@ def csv_logger(class_path: str = "CSVLogger", save_dir: str = ".", **init_args: 
     return {"class_path": class_path, "init_args": {"save_dir": save_dir, **init_args}}
 
 
+def logger(class_path: str, **init_args: Any) -> dict:
+    """A logger entry (relative directories are relative to each side's directory)."""
+    return {"class_path": class_path, "init_args": init_args}
+
+
+HPARAMS = {"sizes": [32, 16], "schedule": {"warmup": 2, "decay": 0.5}}
+TAGS = {"team": "a", "try": 2}
+
 VAL_LOSS_TOP_2 = model_checkpoint(monitor="val_loss", mode="min", save_top_k=2, save_last=True)
 
 
@@ -264,6 +272,52 @@ CASES = [
         logger=csv_logger(),
     ),
     case("log_fast_dev_run", "LoggingModel", fast_dev_run=3, logger=csv_logger()),
+    # TensorBoard, MLflow and W&B: what each wrote, read back with its own reader (tests/logger_files.py)
+    case(
+        "log_tensorboard_graph_hparams",
+        "GraphModel",
+        HPARAMS,
+        data="HparamsData",
+        max_epochs=2,
+        log_every_n_steps=3,
+        logger=logger("TensorBoardLogger", save_dir=".", prefix="fit", log_graph=True),
+    ),
+    case(
+        "log_tensorboard_named_with_csv",
+        "LoggingModel",
+        max_epochs=2,
+        val_check_interval=0.5,
+        enable_checkpointing=True,
+        logger=[
+            logger("pytorch_lightning.loggers.TensorBoardLogger", save_dir="logs", name="", version="run"),
+            csv_logger(),
+        ],
+    ),
+    case(
+        "log_mlflow_file_store",
+        "HparamsModel",
+        HPARAMS,
+        max_epochs=2,
+        log_every_n_steps=2,
+        enable_checkpointing=True,
+        logger=[
+            logger("MLFlowLogger", tracking_uri="file:./mlruns", run_name="fit run", tags=TAGS, prefix="fit"),
+            logger("TensorBoardLogger", save_dir="."),
+        ],
+    ),
+    case(
+        "log_wandb_offline",
+        "HparamsModel",
+        HPARAMS,
+        max_epochs=2,
+        val_check_interval=0.5,
+        enable_checkpointing=True,
+        logger=[
+            logger("lightning.pytorch.loggers.WandbLogger", project="parity", name="a run", offline=True, prefix="fit"),
+            logger("MLFlowLogger", save_dir="store", experiment_name="exp"),
+            logger("TensorBoardLogger", save_dir=".", name="tb", default_hp_metric=False),
+        ],
+    ),
     # --- checkpointing (CheckpointModel's val_loss falls for 5 epochs, then stalls) -----------------
     checkpointing_case("ckpt_default", max_epochs=2),
     checkpointing_case("ckpt_val_loss_top_2_last", VAL_LOSS_TOP_2, max_epochs=5),
