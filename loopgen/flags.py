@@ -302,7 +302,7 @@ def _logger() -> Kind:
 # Lightning's loggers, and the submodule each is defined in
 LIGHTNING_LOGGERS = {"CSVLogger": "csv_logs", "TensorBoardLogger": "tensorboard", "MLFlowLogger": "mlflow",
                      "WandbLogger": "wandb"}  # fmt: skip
-LOGGERS_DONE = ("CSVLogger",)
+LOGGERS_DONE = ("CSVLogger", "TensorBoardLogger", "MLFlowLogger", "WandbLogger")
 
 
 def lightning_logger(class_path: str) -> str | None:
@@ -336,6 +336,39 @@ def _version() -> Kind:
         raise FlagError(f"expected an integer >= 0 or a string, {got(raw)}")
 
     return Kind(parse, {"anyOf": [{"type": "integer", "minimum": 0}, {"type": "string"}]})
+
+
+def _tags() -> Kind:
+    """MLflow run tags: a mapping of names to strings, numbers or booleans (MLflow stores each as its str)."""
+
+    def parse(raw: Any) -> dict[str, Any]:
+        if not isinstance(raw, dict):
+            raise FlagError(f"expected a mapping of tag names to values, {got(raw)}")
+        for key, value in raw.items():
+            if not isinstance(key, str):
+                raise FlagError(f"tag names must be strings, got {show(key)} ({kind_of(key)})", (show(key),))
+            if not isinstance(value, (str, int, float)):
+                raise FlagError(f"expected a string, a number or a boolean, {got(value)}", (key,))
+        return dict(raw)
+
+    schema = {"type": "object", "additionalProperties": {"type": ["string", "number", "boolean"]}}
+    return Kind(parse, schema)
+
+
+def _log_model() -> Kind:
+    """MLFlowLogger's / WandbLogger's log_model: false, true or "all" (only false is implemented)."""
+
+    def parse(raw: Any) -> bool | str:
+        if isinstance(raw, bool) or raw == "all":
+            return raw
+        raise FlagError(f'expected true, false or "all", {got(raw)}')
+
+    return Kind(parse, {"anyOf": [{"type": "boolean"}, {"const": "all"}]})
+
+
+def _no_model_logging(logger: str) -> Support:
+    reason = f"not supported by loopgen: logging checkpoints as {logger} artifacts is not implemented (only false)"
+    return lambda value: None if value is False else reason
 
 
 _PROFILERS = ("simple", "advanced", "pytorch", "xla")
@@ -690,6 +723,59 @@ LOGGER_ARGS: Mapping[str, tuple[Flag, ...]] = {
         _arg("prefix", string(), "", "put before each metric's name (joined with -)"),
         _arg("flush_logs_every_n_steps", integer(1), 100, "accepted; as under Lightning's Trainer, metrics.csv is"
              " written after every logging step"),
+    ),
+    "TensorBoardLogger": (
+        _arg("save_dir", string(), None, "the directory of the logs (required)"),
+        _arg("name", string(), "lightning_logs", "the experiment's directory in save_dir (null or empty: none)",
+             nullable=True),
+        _arg("version", _version(), None, "version_N for a number, the name itself for a string (null: the next"
+             " free version_N)", nullable=True),
+        _arg("log_graph", boolean(), False, "add the model's graph, traced from its example_input_array"),
+        _arg("default_hp_metric", boolean(), True, "log hp_metric -1 with the hyperparameters"),
+        _arg("prefix", string(), "", "put before each metric's name (joined with -)"),
+        _arg("sub_dir", string(), None, "a directory inside version_N for the event files", nullable=True,
+             support=lightning_default(None)),
+    ),
+    "MLFlowLogger": (
+        _arg("experiment_name", string(), "lightning_logs", "the experiment the run belongs to (created when"
+             " missing)"),
+        _arg("run_name", string(), None, "the run's name (its mlflow.runName tag; null: MLflow picks one)",
+             nullable=True),
+        _arg("tracking_uri", string(), None, "where MLflow keeps the runs, e.g. file:./mlruns (null:"
+             " $MLFLOW_TRACKING_URI, else file:{save_dir})", nullable=True),
+        _arg("tags", _tags(), None, "the run's tags", nullable=True),
+        _arg("save_dir", string(), "./mlruns", "the local file store, when tracking_uri is null"),
+        _arg("log_model", _log_model(), False, "log the checkpoints as artifacts",
+             support=_no_model_logging("MLflow")),
+        _arg("prefix", string(), "", "put before each metric's name (joined with -)"),
+        _arg("artifact_location", string(), None, "where a new experiment keeps its artifacts", nullable=True,
+             support=lightning_default(None)),
+        _arg("run_id", string(), None, "log into this existing run", nullable=True,
+             support=lightning_default(None)),
+        _arg("synchronous", boolean(), None, "block on every logging call", nullable=True,
+             support=lightning_default(None)),
+    ),
+    "WandbLogger": (
+        _arg("name", string(), None, "the run's display name (null: W&B picks one)", nullable=True),
+        _arg("save_dir", string(), ".", "the directory W&B writes its wandb/ run folders in"),
+        _arg("version", string(), None, "the id of a run to resume", nullable=True,
+             support=lightning_default(None)),
+        _arg("offline", boolean(), False, "keep the run on disk (W&B's offline mode), to sync later"),
+        _arg("dir", string(), None, "same as save_dir", nullable=True, support=lightning_default(None)),
+        _arg("id", string(), None, "same as version", nullable=True, support=lightning_default(None)),
+        _arg("anonymous", boolean(), None, "W&B's anonymous logging", nullable=True,
+             support=lightning_default(None)),
+        _arg("project", string(), None, "the run's project (null: $WANDB_PROJECT, else lightning_logs)",
+             nullable=True),
+        _arg("log_model", _log_model(), False, "log the checkpoints as artifacts",
+             support=_no_model_logging("W&B")),
+        _arg("experiment", anything(), None, "an existing run object", nullable=True,
+             support=lightning_default(None)),
+        _arg("prefix", string(), "", "put before each metric's name (joined with -)"),
+        _arg("checkpoint_name", string(), None, "the name of the checkpoint artifacts", nullable=True,
+             support=lightning_default(None)),
+        _arg("add_file_policy", choice("mutable", "immutable"), "mutable", "how artifact files are added",
+             support=lightning_default("mutable")),
     ),
 }
 # fmt: on

@@ -32,6 +32,7 @@ class ClassFacts:
     hyperparameters_to_loggers: bool | None = False
     sources: tuple[Path, ...] = ()  # every user file read to learn these facts
     attributes_read: frozenset[str] = frozenset()  # every `self.X` the methods mention
+    class_attributes: frozenset[str] = frozenset()  # the names the class bodies assign
     mentions_scheduler: bool = False  # configure_optimizers mentions an LR scheduler (name or "lr_scheduler" key)
     mentions_lbfgs: bool = False  # configure_optimizers mentions LBFGS (a closure optimizer)
     returns_log_dicts: bool = False  # a step or epoch-end hook mentions the seed's "log" / "progress_bar" keys
@@ -88,12 +89,14 @@ def inspect_class(class_path: str, roots: Sequence[Path], *, where: str, callbac
     uses_log = saves_hparams = False
     hparams_logger: bool | None = False
     attributes: set[str] = set()
+    class_attributes: set[str] = set()
     trainer_reads: set[str] | None = set()
     module_reads: set[str] = set()
     scheduler = lbfgs = log_dicts = False
     optimizers: OptimizersFacts | None = None
     optimizers_unknown = ""
     for ancestor in _linearize([c for c in found if isinstance(c, _Class)]):
+        class_attributes |= ancestor.assigned()
         for fn in ancestor.methods():
             me = _self_name(fn)
             first = fn.name.value not in methods
@@ -127,6 +130,7 @@ def inspect_class(class_path: str, roots: Sequence[Path], *, where: str, callbac
         saves_hyperparameters=saves_hparams,
         hyperparameters_to_loggers=hparams_logger,
         attributes_read=frozenset(attributes),
+        class_attributes=frozenset(class_attributes),
         mentions_scheduler=scheduler,
         mentions_lbfgs=lbfgs,
         returns_log_dicts=log_dicts,
@@ -162,6 +166,20 @@ class _Class:
     def methods(self) -> Iterator[cst.FunctionDef]:
         """The methods defined in the class body, the last definition of a name first (the one Python keeps)."""
         return (s for s in reversed(self.node.body.body) if isinstance(s, cst.FunctionDef))
+
+    def assigned(self) -> set[str]:
+        """The names the class body assigns (class attributes: `name = ...`, `name: type = ...`)."""
+        names = set()
+        for line in self.node.body.body:
+            for statement in line.body if isinstance(line, cst.SimpleStatementLine) else ():
+                if isinstance(statement, cst.Assign):
+                    targets = [target.target for target in statement.targets]
+                elif isinstance(statement, cst.AnnAssign) and statement.value is not None:
+                    targets = [statement.target]
+                else:
+                    continue
+                names |= {target.value for target in targets if isinstance(target, cst.Name)}
+        return names
 
 
 class _Reader:

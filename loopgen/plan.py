@@ -17,6 +17,7 @@ from typing import Any
 
 from loopgen import __version__
 from loopgen.errors import LoopgenError, Problem
+from loopgen.flags import same
 from loopgen.inspect import ClassFacts, OptimizersFacts, SchedulerFacts
 from loopgen.spec import ClassRef, Spec
 
@@ -368,6 +369,7 @@ class Imports:
     csv: bool
     enum: bool
     glob: bool
+    json: bool
     re: bool
     signal: bool
     subprocess: bool
@@ -385,6 +387,13 @@ class Imports:
     accumulate: bool
     samplers: bool
     apex: bool
+    mutable_mapping: bool
+    dataclass_functions: bool  # asdict, is_dataclass
+    tensorboard: bool
+    hparams_summaries: bool  # torch.utils.tensorboard.summary.hparams
+    mlflow: bool
+    mlflow_params: bool
+    wandb: bool
 
 
 @dataclass(frozen=True)
@@ -398,6 +407,9 @@ class Checkpointing:
     early_stopping: tuple[Callback, ...]
     default_dir: bool  # a ModelCheckpoint writes into the default directory
     versioned: bool  # ... which is in the first logger's directory (save_dir/name/version_N/checkpoints)
+    # ... known once the first logger's run exists (MLflow's and W&B's run ids): set after the loggers open
+    default_dir_in_run: bool
+    default_dir_at_build: bool  # ... else known when the loggers are built
     default_root_dir: str | None  # None: the working directory
     default_ckpt_path: str | None  # the spec's ckpt_path
     lightning_version: str  # the Lightning release whose checkpoint format the files follow
@@ -428,13 +440,13 @@ class Checkpointing:
 
 @dataclass(frozen=True)
 class LoggerPlan:
-    """One of the run's loggers, as the script builds it."""
+    """One of the run's loggers, as the script builds it: the script's class of that name, and its arguments."""
 
-    kind: str  # "csv"
-    save_dir: str | None  # None: default_root_dir (Lightning's default logger)
-    name: str  # the experiment's directory in save_dir ("": none)
-    version: int | str | None  # None: the next free version_N
-    prefix: str
+    kind: str  # "csv", "tensorboard", "mlflow" or "wandb"
+    cls: str  # the script's class (Lightning's name)
+    save_dir: str | None  # csv, tensorboard: the directory of the logs (None: default_root_dir); else None
+    args: Mapping[str, Any]  # its other arguments, those not at the script's class's defaults
+    numbered: bool  # its runs are directories version_N, the next free N (csv, tensorboard without a version)
 
 
 @dataclass(frozen=True)
@@ -467,6 +479,10 @@ class Logging:
     lr_monitor: LrMonitor | None  # the spec's LearningRateMonitor
     counts_steps: bool  # the script keeps the loggers' step (log_step): values or learning rates are logged
     every_n_steps_used: bool  # ... and something reads LOG_EVERY_N_STEPS
+    hp_metric: bool  # a TensorBoardLogger logs hp_metric -1 with the hyperparameters (default_hp_metric)
+    graphs: bool  # a TensorBoardLogger adds the model's graph (log_graph)
+    traces_lightning_module: bool  # ... of a LightningModule (traced with its trainer checks off, as Lightning does)
+    finishes: bool  # some logger has a run to end (TensorBoard's writer, MLflow's run, W&B's run)
 
     @property
     def enabled(self) -> bool:
@@ -477,9 +493,30 @@ class Logging:
         return self.hparams_model or self.hparams_data
 
     @property
+    def starts(self) -> bool:
+        """The loggers get the hyperparameters, or the model's graph, when the run starts."""
+        return self.hparams or self.graphs
+
+    @property
+    def flattens(self) -> bool:
+        """The hyperparameters go to a logger that takes them flattened ("a/b" keys: TensorBoard's hparams,
+        MLflow's params)."""
+        return self.hp_metric or (self.hparams and "mlflow" in self.kinds)
+
+    @property
+    def versions(self) -> bool:
+        """A logger writes into save_dir/name/version_N (CSV, TensorBoard)."""
+        return bool(self.kinds & {"csv", "tensorboard"})
+
+    @property
+    def writes_yaml(self) -> bool:
+        """A logger writes the hyperparameters into hparams.yaml (CSV, TensorBoard)."""
+        return self.hparams and self.versions
+
+    @property
     def auto_version(self) -> bool:
         """The first logger numbers its directory (version_N): earlier runs' directories sit beside it."""
-        return bool(self.loggers) and self.loggers[0].version is None
+        return bool(self.loggers) and self.loggers[0].numbered
 
 
 @dataclass(frozen=True)
@@ -1053,9 +1090,12 @@ def resolve_checkpointing(
         if used
     ]
     user = [cb for cb in hooks.callbacks if cb.kind == "user"]
-    # with a logger, the default directory is the first logger's: save_dir/name/version_N/checkpoints
+    # with a logger, the default directory is the first logger's: save_dir/name/version/checkpoints, where the
+    # version is version_N (CSV, TensorBoard) or the id of the run (MLflow, W&B)
     versioned = t.logger is not False and not t.fast_dev_run
-    numbered = versioned and (t.logger is True or t.logger[0].init_args["version"] is None)
+    first = None if t.logger is True or not versioned else t.logger[0]
+    numbered = versioned and (first is None or (first.name in NUMBERED_LOGGERS and first.init_args["version"] is None))
+    in_run = first is not None and first.name not in NUMBERED_LOGGERS
     monitors = any(m is not None for m in every("monitor"))
     placeholders = any(_placeholders(f) - {"epoch", "step"} for f in every("filename"))
     return Checkpointing(
@@ -1066,6 +1106,8 @@ def resolve_checkpointing(
         early_stopping=early_stopping,
         default_dir=any(cb.dirpath is None for cb in checkpoints),
         versioned=versioned,
+        default_dir_in_run=in_run and any(cb.dirpath is None for cb in checkpoints),
+        default_dir_at_build=not in_run and any(cb.dirpath is None for cb in checkpoints),
         default_root_dir=t.default_root_dir,
         default_ckpt_path=spec.ckpt_path,
         lightning_version=LIGHTNING_VERSION,
@@ -1194,6 +1236,21 @@ def _valid_filename(filename: str) -> bool:
     return True
 
 
+NUMBERED_LOGGERS = ("CSVLogger", "TensorBoardLogger")  # their runs are directories version_N
+LOGGER_KINDS = {"CSVLogger": "csv", "TensorBoardLogger": "tensorboard", "MLFlowLogger": "mlflow",
+                "WandbLogger": "wandb"}  # fmt: skip
+# The arguments of the script's logger classes, and their defaults (the spec's other arguments are refused
+# unless at Lightning's default: loopgen/flags.py, LOGGER_ARGS)
+SCRIPT_LOGGER_ARGS = {
+    "CSVLogger": {"name": "lightning_logs", "version": None, "prefix": ""},
+    "TensorBoardLogger": {"name": "lightning_logs", "version": None, "prefix": "", "default_hp_metric": True,
+                          "log_graph": False},
+    "MLFlowLogger": {"experiment_name": "lightning_logs", "run_name": None, "tracking_uri": None, "tags": None,
+                     "save_dir": "./mlruns", "prefix": ""},
+    "WandbLogger": {"name": None, "save_dir": ".", "offline": False, "project": None, "prefix": ""},
+}  # fmt: skip
+
+
 def resolve_logging(
     spec: Spec,
     model: ClassFacts,
@@ -1222,16 +1279,7 @@ def resolve_logging(
         )
     else:
         refs = t.logger
-    loggers = tuple(
-        LoggerPlan(
-            kind={"CSVLogger": "csv"}[ref.name],
-            save_dir=ref.init_args["save_dir"],
-            name=ref.init_args["name"] or "",
-            version=ref.init_args["version"],
-            prefix=ref.init_args["prefix"],
-        )
-        for ref in refs
-    )
+    loggers = tuple(_logger_plan(ref) for ref in refs)
     model_logs = model.uses_log or any(facts.module_reads & {"log", "log_dict"} for facts in callbacks)
     values = bool(loggers) and (model_logs or model.returns_log_dicts or optimization.track_grad_norm is not None)
     hparams_model = bool(loggers) and model.is_lightning_module and model.saves_hyperparameters
@@ -1247,6 +1295,22 @@ def resolve_logging(
                 )
             )
     lr_monitor = _lr_monitor(spec, model, optimizers, bool(loggers), problems)
+    hparams_model = hparams_model and model.hyperparameters_to_loggers is not False
+    hparams_data = hparams_data and data is not None and data.hyperparameters_to_loggers is not False
+    graphs = any(ref.init_args.get("log_graph") for ref in refs)
+    if graphs and "example_input_array" not in model.attributes_read | model.class_attributes | set(model.methods):
+        problems.append(
+            Problem(
+                "model.class_path",
+                f"TensorBoardLogger(log_graph=True) traces the model's example_input_array, which"
+                f" {spec.model.class_path} never sets (Lightning would log no graph, with a warning): set"
+                " self.example_input_array, or log_graph: false",
+                spec.model.line,
+            )
+        )
+    hp_metric = (hparams_model or hparams_data) and any(ref.init_args.get("default_hp_metric") for ref in refs)
+    if not hp_metric:  # the argument makes no difference then: the script's class does without it
+        loggers = tuple(replace(p, args={k: v for k, v in p.args.items() if k != "default_hp_metric"}) for p in loggers)
     return Logging(
         loggers=loggers,
         default=default and bool(loggers),
@@ -1254,10 +1318,14 @@ def resolve_logging(
         every_n_steps=t.log_every_n_steps,
         values=values,
         val_steps=values and validation.enabled,
-        hparams_model=hparams_model and model.hyperparameters_to_loggers is not False,
-        hparams_data=hparams_data and data is not None and data.hyperparameters_to_loggers is not False,
+        hparams_model=hparams_model,
+        hparams_data=hparams_data,
         kinds=frozenset(logger.kind for logger in loggers),
-        prefixed=any(logger.prefix for logger in loggers),
+        prefixed=any(logger.args.get("prefix") for logger in loggers),
+        hp_metric=hp_metric,
+        graphs=graphs,
+        traces_lightning_module=graphs and model.is_lightning_module,
+        finishes=any(logger.kind != "csv" for logger in loggers),
         lr_monitor=lr_monitor,
         counts_steps=values or lr_monitor is not None,
         every_n_steps_used=(values or lr_monitor is not None and lr_monitor.at_batch_start is not None)
@@ -1303,6 +1371,24 @@ def _lr_monitor(
         momentum=args["log_momentum"],
         weight_decay=args["log_weight_decay"],
         schedulers=optimizers.schedulers,
+    )
+
+
+def _logger_plan(ref: ClassRef) -> LoggerPlan:
+    """A logger entry as the script's class takes it: the arguments the script's class has, where not at its
+    defaults (the others are at Lightning's defaults: the spec stage refuses anything else)."""
+    args = ref.init_args
+    kind = LOGGER_KINDS[ref.name]
+    defaults = SCRIPT_LOGGER_ARGS[ref.name]
+    given = {name: args[name] for name in defaults if not same(args[name], defaults[name])}
+    if "name" in given and kind in ("csv", "tensorboard"):
+        given["name"] = args["name"] or ""  # null or empty: no experiment directory
+    return LoggerPlan(
+        kind=kind,
+        cls=ref.name,
+        save_dir=args["save_dir"] if kind in ("csv", "tensorboard") else None,
+        args=given,
+        numbered=ref.name in NUMBERED_LOGGERS and args["version"] is None,
     )
 
 
@@ -1494,7 +1580,8 @@ def resolve_imports(
     saves = checkpointing.saves
     return Imports(
         csv="csv" in logging.kinds,
-        enum=logging.hparams,
+        enum=logging.writes_yaml,
+        json=logging.hparams and "wandb" in logging.kinds,
         os=build.deterministic or checkpointing.resumes or logging.enabled,
         random=build.seeds or validation.sanity or saves,
         sys=build.seeds or validation.sanity or saves,
@@ -1505,13 +1592,13 @@ def resolve_imports(
         or bool(checkpointing.early_stopping)
         or logging.enabled
         or (logging.lr_monitor is not None and logging.lr_monitor.momentum),
-        argparse=checkpointing.resumes,
+        argparse=checkpointing.resumes or logging.flattens,
         copy=checkpointing.saves,
         glob=checkpointing.searches_versions,
-        re=bool(checkpointing.checkpoints) or checkpointing.resumes or logging.hparams,
+        re=bool(checkpointing.checkpoints) or checkpointing.resumes or logging.writes_yaml or "mlflow" in logging.kinds,
         signal=checkpointing.stops_on_signals,
         subprocess=checkpointing.requeues,
-        time=checkpointing.time_triggered,
+        time=checkpointing.time_triggered or "mlflow" in logging.kinds,
         timedelta=checkpointing.time_triggered,
         sequence=optimization.tbptt and not optimization.tbptt_split_hook,
         contextmanager=precision.double,
@@ -1524,6 +1611,13 @@ def resolve_imports(
         accumulate=optimization.frequencies is not None,
         samplers=data.sequential,
         apex=precision.apex,
+        mutable_mapping=logging.flattens,
+        dataclass_functions=logging.flattens,
+        tensorboard="tensorboard" in logging.kinds,
+        hparams_summaries=logging.hp_metric,
+        mlflow="mlflow" in logging.kinds,
+        mlflow_params="mlflow" in logging.kinds and logging.hparams,
+        wandb="wandb" in logging.kinds,
     )
 
 

@@ -177,12 +177,14 @@ ALLOWED_IMPORTS = frozenset({"torch"})
 
 
 def verify(text: str, plan: Plan) -> None:
-    """The script compiles and imports only the standard library, torch and the user's modules."""
+    """The script compiles and imports only the standard library, torch, the user's modules and the packages the
+    spec asks for."""
     tree = ast.parse(text)
     compile(tree, "<generated>", "exec")
     user = {imp.module.split(".")[0] for imp in plan.build.imports}
     if plan.precision.apex:
         user.add("apex")  # asked for by the spec (amp_backend: apex)
+    user |= plan.logging.kinds & {"mlflow", "wandb"}  # ... (its loggers; TensorBoard's writer is torch's)
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]

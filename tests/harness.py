@@ -182,18 +182,32 @@ def in_directory(spec: Mapping[str, Any], directory: Path | str) -> dict[str, An
 
 def log_facts(directory: Path | str) -> list[dict[str, Any]]:
     """What the loggers wrote under `directory`, in plain Python that compares with == across two directories: one
-    entry per file, sorted by path (relative to `directory`): a metrics.csv as its rows (the header first, every
-    cell as written), an hparams.yaml as the data it loads to."""
+    entry per file or run, sorted by path (relative to `directory`): a metrics.csv as its rows (the header first,
+    every cell as written), an hparams.yaml as the data it loads to, a folder of TensorBoard event files, an MLflow
+    file store and a W&B offline run as tests/logger_files.py reads them back."""
     import yaml
 
+    from tests import logger_files
+
+    directory = Path(directory)
     facts = []
-    for path in sorted(Path(directory).rglob("*")):
+    event_folders = set()
+    for path in sorted(directory.rglob("*")):
         entry: dict[str, Any] = {"path": path.relative_to(directory).as_posix()}
         if path.name == "metrics.csv":
             with open(path, newline="", encoding="utf-8") as file:
                 entry["rows"] = list(csv.reader(file))
         elif path.name == "hparams.yaml":
             entry["hparams"] = yaml.load(path.read_text(encoding="utf-8"), Loader=yaml.FullLoader)
+        elif path.name.startswith("events.out.tfevents.") and path.parent not in event_folders:
+            event_folders.add(path.parent)
+            entry["path"] = path.parent.relative_to(directory).as_posix() + "/events.out.tfevents.*"
+            entry.update(logger_files.tensorboard_facts(path.parent))
+        elif path.name == ".trash" and path.is_dir():
+            entry["path"] = path.parent.relative_to(directory).as_posix() + " (MLflow store)"
+            entry.update(logger_files.mlflow_facts(path.parent))
+        elif path.suffix == ".wandb":
+            entry.update(logger_files.wandb_facts(path))
         else:
             continue
         facts.append(entry)

@@ -322,7 +322,7 @@ class Saver(pytorch_lightning.LightningModule):
 def test_default_logger_is_a_csv_logger_with_a_notice(tmp_path: Path) -> None:
     plan = plan_of(tmp_path, spec="trainer:\n  log_every_n_steps: 7\n")
     (logger,) = plan.logging.loggers
-    assert (logger.kind, logger.save_dir, logger.name, logger.version) == ("csv", None, "lightning_logs", None)
+    assert (logger.kind, logger.save_dir, logger.args, logger.numbered) == ("csv", None, {}, True)
     assert plan.logging.default and plan.logging.values and plan.logging.steps and plan.logging.every_n_steps == 7
     assert plan.metrics.collect  # what the model logs goes to the loggers
     assert plan.checkpointing.versioned and plan.checkpointing.searches_versions  # checkpoints in version_N
@@ -346,7 +346,7 @@ def test_what_reaches_the_loggers(tmp_path: Path, trainer: str, values: bool, st
 def test_a_logger_with_its_own_version_is_not_searched_for_checkpoints(tmp_path: Path) -> None:
     spec = "trainer:\n  logger: {class_path: CSVLogger, init_args: {save_dir: logs, version: 3}}\n"
     plan = plan_of(tmp_path, spec=spec)
-    assert plan.logging.loggers[0].version == 3 and not plan.logging.auto_version
+    assert plan.logging.loggers[0].args == {"version": 3} and not plan.logging.auto_version
     assert plan.checkpointing.versioned and not plan.checkpointing.searches_versions
 
 
@@ -465,3 +465,81 @@ def test_lightning_1_9_5s_first_batch_reset_only_where_it_changes_what_is_logged
     )
     plan = plan_of(tmp_path, extra=in_turn, model="TwoNets", spec=f"trainer:\n  {trainer}\n")
     assert not plan.metrics.first_batch_resets  # one optimizer a batch: nothing logs between training steps
+
+
+TENSORBOARD = "{class_path: TensorBoardLogger, init_args: {save_dir: tb, name: null, prefix: fit}}"
+MLFLOW = "{class_path: MLFlowLogger, init_args: {tracking_uri: 'file:./runs', run_name: fit, tags: {team: a}}}"
+WANDB = "{class_path: WandbLogger, init_args: {project: p, offline: true}}"
+
+
+def test_each_logger_is_built_with_the_arguments_that_differ_from_its_defaults(tmp_path: Path) -> None:
+    spec = f"trainer:\n  enable_checkpointing: true\n  logger: [{TENSORBOARD}, {MLFLOW}, {WANDB}]\n"
+    plan = plan_of(tmp_path, spec=spec)
+    tensorboard, mlflow, wandb = plan.logging.loggers
+    assert (tensorboard.kind, tensorboard.cls, tensorboard.save_dir) == ("tensorboard", "TensorBoardLogger", "tb")
+    assert tensorboard.args == {"name": "", "prefix": "fit"} and tensorboard.numbered
+    assert (mlflow.kind, mlflow.save_dir, mlflow.numbered) == ("mlflow", None, False)
+    assert mlflow.args == {"run_name": "fit", "tracking_uri": "file:./runs", "tags": {"team": "a"}}
+    assert (wandb.kind, wandb.args, wandb.numbered) == ("wandb", {"offline": True, "project": "p"}, False)
+    assert plan.logging.kinds == {"tensorboard", "mlflow", "wandb"} and plan.logging.prefixed
+    assert plan.logging.finishes and not plan.logging.hparams and not plan.logging.starts
+    # the first logger's directory holds the default checkpoints: TensorBoard's is known when it is built
+    assert plan.checkpointing.default_dir_at_build and not plan.checkpointing.default_dir_in_run
+    assert plan.checkpointing.searches_versions  # earlier runs are tb/version_N
+    imports = plan.imports
+    assert imports.tensorboard and imports.mlflow and imports.wandb and not imports.csv
+    assert not imports.hparams_summaries and not imports.mlflow_params  # no hyperparameters to log
+
+
+@pytest.mark.parametrize("first", [MLFLOW, WANDB])
+def test_a_run_id_logger_first_puts_the_default_checkpoints_in_its_run(tmp_path: Path, first: str) -> None:
+    plan = plan_of(tmp_path, spec=f"trainer:\n  enable_checkpointing: true\n  logger: [{first}, {TENSORBOARD}]\n")
+    checkpointing = plan.checkpointing
+    assert checkpointing.versioned and checkpointing.default_dir_in_run and not checkpointing.default_dir_at_build
+    assert not checkpointing.searches_versions  # a new run id each run, as in Lightning
+    assert plan.constants.root_dir  # save_dir may be None (MLflow with a remote store): default_root_dir then
+
+
+def test_only_the_named_loggers_packages_are_imported(tmp_path: Path) -> None:
+    for logger, named in ((TENSORBOARD, "tensorboard"), (MLFLOW, "mlflow"), (WANDB, "wandb")):
+        imports = plan_of(tmp_path, spec=f"trainer:\n  logger: {logger}\n").imports
+        assert [kind for kind in ("tensorboard", "mlflow", "wandb") if getattr(imports, kind)] == [named]
+    imports = plan_of(tmp_path, spec="trainer:\n  logger: true\n").imports
+    assert not (imports.tensorboard or imports.mlflow or imports.wandb)
+
+
+@pytest.mark.parametrize(
+    "init_args, hp_metric, args",
+    [
+        ("{save_dir: tb}", True, {}),
+        ("{save_dir: tb, default_hp_metric: false}", False, {}),  # nothing to log then: the argument is dropped
+    ],
+)
+def test_tensorboard_logs_hp_metric_with_the_hyperparameters(
+    tmp_path: Path, init_args: str, hp_metric: bool, args: dict
+) -> None:
+    extra = "\nimport pytorch_lightning\n" + HPARAMS_MODEL.replace("{logger}", "True")
+    spec = f"trainer:\n  logger: {{class_path: TensorBoardLogger, init_args: {init_args}}}\n"
+    logging = plan_of(tmp_path, extra=extra, model="Saver", spec=spec).logging
+    assert logging.hparams_model and logging.hp_metric is hp_metric and logging.flattens is hp_metric
+    assert logging.loggers[0].args == args and logging.writes_yaml
+    # default_hp_metric stays when another TensorBoardLogger logs hp_metric: each keeps its own
+    both = f"trainer:\n  logger: [{{class_path: TensorBoardLogger, init_args: {init_args}}}, {TENSORBOARD}]\n"
+    logging = plan_of(tmp_path, extra=extra, model="Saver", spec=both).logging
+    assert logging.hp_metric and logging.loggers[0].args == ({} if hp_metric else {"default_hp_metric": False})
+
+
+GRAPH = "trainer:\n  logger: {class_path: TensorBoardLogger, init_args: {save_dir: tb, log_graph: true}}\n"
+
+
+def test_log_graph_needs_an_example_input_array(tmp_path: Path) -> None:
+    (found,) = plan_problems(tmp_path, spec=GRAPH)
+    assert (
+        "model.class_path (line 1): TensorBoardLogger(log_graph=True) traces the model's example_input_array" in found
+    )
+    set_in_init = "\nclass Traced(Net):\n    def __init__(self):\n        super().__init__()\n"
+    set_in_init += "        self.example_input_array = torch.ones(1, 2)\n"
+    class_attribute = "\nclass Traced(Net):\n    example_input_array = torch.ones(1, 2)\n"
+    for extra in (set_in_init, class_attribute):
+        logging = plan_of(tmp_path, extra=extra, model="Traced", spec=GRAPH).logging
+        assert logging.graphs and logging.starts and not logging.traces_lightning_module

@@ -360,6 +360,41 @@ def test_logger_entries_are_read_as_lightningcli_writes_them(tmp_path: Path) -> 
     assert trainer(tmp_path, "logger: null").logger is True  # Lightning's default
 
 
+def test_tensorboard_mlflow_and_wandb_entries_get_lightnings_defaults(tmp_path: Path) -> None:
+    flags = trainer(
+        tmp_path,
+        """
+        logger:
+          - {class_path: lightning.pytorch.loggers.TensorBoardLogger, init_args: {save_dir: tb, log_graph: true}}
+          - class_path: pytorch_lightning.loggers.mlflow.MLFlowLogger
+            init_args: {tracking_uri: "file:./runs", run_name: fit, tags: {team: a, attempt: 2}}
+          - {class_path: WandbLogger, init_args: {project: p, offline: true, log_model: false}}
+        """,
+    )
+    tensorboard, mlflow, wandb = flags.logger
+    assert [ref.class_path.rpartition(".")[2] for ref in flags.logger] == [
+        "TensorBoardLogger",
+        "MLFlowLogger",
+        "WandbLogger",
+    ]
+    assert tensorboard.init_args == {"save_dir": "tb", "name": "lightning_logs", "version": None, "log_graph": True,
+                                     "default_hp_metric": True, "prefix": "", "sub_dir": None}  # fmt: skip
+    assert mlflow.init_args == {
+        "experiment_name": "lightning_logs",
+        "run_name": "fit",
+        "tracking_uri": "file:./runs",
+        "tags": {"team": "a", "attempt": 2},
+        "save_dir": "./mlruns",
+        "log_model": False,
+        "prefix": "",
+        "artifact_location": None,
+        "run_id": None,
+        "synchronous": None,
+    }
+    assert wandb.init_args["project"] == "p" and wandb.init_args["offline"] is True
+    assert wandb.init_args["save_dir"] == "." and wandb.init_args["name"] is None and wandb.init_args["prefix"] == ""
+
+
 @pytest.mark.parametrize(
     ("flags", "message"),
     [
@@ -382,9 +417,51 @@ def test_logger_entries_are_read_as_lightningcli_writes_them(tmp_path: Path) -> 
                 " CSVLogger, TensorBoardLogger, MLFlowLogger, WandbLogger)"
             ),
         ),
+        ("logger: TensorBoardLogger", "trainer.logger (line 3): TensorBoardLogger needs `save_dir`"),
         (
-            "logger: {class_path: TensorBoardLogger, init_args: {save_dir: logs}}",
-            "trainer.logger (line 3): TensorBoardLogger: not supported yet",
+            "logger: {class_path: TensorBoardLogger, init_args: {save_dir: logs, sub_dir: events}}",
+            (
+                "trainer.logger.init_args.sub_dir (line 3): TensorBoardLogger(sub_dir=events) is not supported by"
+                " loopgen (only Lightning's default, null, is accepted)"
+            ),
+        ),
+        (
+            "logger: {class_path: TensorBoardLogger, init_args: {save_dir: logs, flush_secs: 5}}",
+            "trainer.logger.init_args.flush_secs (line 3): unknown argument of TensorBoardLogger",
+        ),
+        (
+            "logger: {class_path: MLFlowLogger, init_args: {log_model: true}}",
+            (
+                "trainer.logger.init_args.log_model (line 3): MLFlowLogger(log_model=true) is not supported by"
+                " loopgen: logging checkpoints as MLflow artifacts is not implemented (only false)"
+            ),
+        ),
+        (
+            "logger: {class_path: MLFlowLogger, init_args: {run_id: 0a1b}}",
+            "trainer.logger.init_args.run_id (line 3): MLFlowLogger(run_id=0a1b) is not supported by loopgen",
+        ),
+        (
+            "logger: {class_path: MLFlowLogger, init_args: {tags: {team: [a]}}}",
+            "trainer.logger.init_args.tags.team (line 3): expected a string, a number or a boolean, got a list",
+        ),
+        (
+            "logger: {class_path: MLFlowLogger, init_args: {tags: [a]}}",
+            "trainer.logger.init_args.tags (line 3): expected a mapping of tag names to values, got a list",
+        ),
+        (
+            "logger: {class_path: WandbLogger, init_args: {log_model: all}}",
+            (
+                "trainer.logger.init_args.log_model (line 3): WandbLogger(log_model=all) is not supported by"
+                " loopgen: logging checkpoints as W&B artifacts is not implemented (only false)"
+            ),
+        ),
+        (
+            "logger: {class_path: WandbLogger, init_args: {version: abc123}}",
+            "trainer.logger.init_args.version (line 3): WandbLogger(version=abc123) is not supported by loopgen",
+        ),
+        (
+            "logger: {class_path: WandbLogger, init_args: {entity: me}}",
+            "trainer.logger.init_args.entity (line 3): unknown argument of WandbLogger",
         ),
     ],
 )

@@ -23,6 +23,7 @@ class Rich(torch.nn.Module):
     def __init__(self):
         super().__init__()
         self.layer = torch.nn.Linear(4, 1)
+        self.example_input_array = torch.zeros(1, 4)
 
     def _loader(self):
         g = torch.Generator().manual_seed(0)
@@ -138,6 +139,34 @@ class SeedApex(torch.nn.Module):
         return [torch.optim.SGD(self.a.parameters(), lr=0.1), torch.optim.SGD(self.b.parameters(), lr=0.1)]
 '''
 
+SAVER_MODEL = '''
+import pytorch_lightning
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+
+class Saver(pytorch_lightning.LightningModule):
+    """Saves its hyperparameters for the loggers, and has an example input for TensorBoard's graph."""
+
+    def __init__(self, width=3, sizes=(1, 2)):
+        super().__init__()
+        self.save_hyperparameters()
+        self.layer = torch.nn.Linear(4, 1)
+        self.example_input_array = torch.zeros(1, 4)
+
+    def train_dataloader(self):
+        return DataLoader(TensorDataset(torch.randn(20, 4), torch.randn(20, 1)), batch_size=4)
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        loss = torch.nn.functional.mse_loss(self.layer(x), y)
+        self.log("loss", loss)
+        return loss
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.1)
+'''
+
 CALLBACK = """
 class Recorder:
     def on_train_start(self, trainer, pl_module):
@@ -197,6 +226,25 @@ FLAG_SETS = {
             {"class_path": "LearningRateMonitor", "init_args": {"log_momentum": True, "log_weight_decay": True}}
         ],
     },
+    "logger_tensorboard_graph": {
+        "logger": {"class_path": "TensorBoardLogger", "init_args": {"save_dir": "tb", "log_graph": True}}
+    },
+    "logger_mlflow_wandb_first": {
+        "enable_checkpointing": True,
+        "logger": [
+            {"class_path": "MLFlowLogger", "init_args": {"run_name": "fit", "tags": {"team": "a"}}},
+            {"class_path": "WandbLogger", "init_args": {"project": "p", "offline": True}},
+        ],
+    },
+    "logger_every_kind_hparams": {
+        "enable_checkpointing": True,
+        "logger": [
+            {"class_path": "WandbLogger", "init_args": {"prefix": "fit"}},
+            {"class_path": "TensorBoardLogger", "init_args": {"save_dir": "tb", "log_graph": True}},
+            {"class_path": "MLFlowLogger", "init_args": {"save_dir": "runs"}},
+            {"class_path": "CSVLogger", "init_args": {"save_dir": "csv"}},
+        ],
+    },
     "checkpoint_monitor": {
         "enable_checkpointing": True,
         "callbacks": [
@@ -243,6 +291,7 @@ def project(tmp_path_factory) -> Path:
     (root / "proj" / "models.py").write_text(RICH_MODEL)
     (root / "proj" / "callbacks.py").write_text(CALLBACK)
     (root / "proj" / "seed.py").write_text(SEED_MODEL)
+    (root / "proj" / "saver.py").write_text(SAVER_MODEL)
     return root
 
 
@@ -261,7 +310,11 @@ SEED_FLAG_SETS = {
 def spec_with(project: Path, name: str, flags: dict) -> Path:
     flags = dict(flags)
     loop = flags.pop("loop", None)
-    special = {"seed_apex": "proj.seed.SeedApex", "seed_tbptt_frequencies": "proj.seed.SeedRichFrequencies"}
+    special = {
+        "seed_apex": "proj.seed.SeedApex",
+        "seed_tbptt_frequencies": "proj.seed.SeedRichFrequencies",
+        "logger_every_kind_hparams": "proj.saver.Saver",
+    }
     model = special.get(name, "proj.seed.SeedRich" if name.startswith("seed") else BASE["model"])
     spec = {**BASE, "model": model, "trainer": {**BASE["trainer"], **flags}}
     if loop:
@@ -351,6 +404,35 @@ TRACES = {
         "You have set log_momentum=True",
         'stats[f"{key}-momentum"]',
         'stats[f"{key}-weight_decay"]',
+    ],
+    "logger_tensorboard_graph": [
+        "from torch.utils.tensorboard import SummaryWriter",
+        "class TensorBoardLogger",
+        "SummaryWriter(log_dir=self.log_dir)",
+        "def example_input",
+        "logger.writer.add_graph(model, example)",
+        "def finish",
+    ],
+    "logger_mlflow_wandb_first": [
+        "import mlflow",
+        "import wandb",
+        "class MLFlowLogger",
+        "class WandbLogger",
+        "logger.open()",
+        "logger.finish()",
+        'self.run.define_metric("trainer/global_step")',
+        "logger.experiment_id,",
+        "model_checkpoint.dirpath = checkpoint_dir",
+    ],
+    "logger_every_kind_hparams": [
+        "from torch.utils.tensorboard.summary import hparams as hparams_summaries",
+        "from mlflow.entities import Metric, Param",
+        "def flat_hparams",
+        "def tensorboard_hparams",
+        "def wandb_config",
+        "logger.log_hyperparams(hparams)",
+        "model._jit_is_scripting = True",
+        "logger.project,",
     ],
     "checkpoint_monitor": ["def update_best_and_save", "def link_atomically", "self.defer_until_validation = True"],
     "checkpoint_time": ["time.monotonic()", "timedelta(seconds=seconds)"],

@@ -291,6 +291,12 @@ class HparamsModel(LoggingModel):
         self.save_hyperparameters()
 
 
+class GraphModel(HparamsModel):
+    """HparamsModel with an example input (a class attribute): TensorBoardLogger(log_graph=True) traces it."""
+
+    example_input_array = torch.zeros(2, FEATURES)
+
+
 def _metrics(metrics) -> dict:
     return {name: float(value) for name, value in sorted(metrics.items())}
 

@@ -44,11 +44,25 @@ from tests.harness import (
     log_facts,
     logger_entry,
 )
+from tests.logger_files import run_ids, with_ids_replaced
 
 EXIT_RENDER_FAILED = 3
 EXIT_TIMEOUT = 124
 JOB_TIMEOUT = 300  # seconds
 PRELOAD = ("tests.parity.data", "tests.parity.models", "tests.parity.callbacks")
+# the loggers' packages, and their readers (tests/logger_files.py): seconds per job otherwise
+PRELOAD_LOGGERS = (
+    "torch.utils.tensorboard",
+    "tensorboard.backend.event_processing.event_accumulator",
+    "mlflow.tracking",
+    "mlflow.entities",
+    "wandb",
+    "wandb.proto.wandb_internal_pb2",
+)
+
+# The loggers' packages on both sides: W&B offline (no network), MLflow's file stores allowed (MLflow 3 refuses them
+# unless told), no console noise
+LOGGER_ENVIRONMENT = {"WANDB_MODE": "offline", "WANDB_SILENT": "true", "MLFLOW_ALLOW_FILE_STORE": "true"}
 
 # Flags both sides get: no progress bar, on the CPU; no logger and no checkpointing, unless a case turns them on.
 COMMON_FLAGS = {"accelerator": "cpu", "logger": False, "enable_checkpointing": False, "enable_progress_bar": False}
@@ -132,6 +146,8 @@ def run_job(side: str, spec_path: str, out: str) -> int:
     import torch
     import yaml
 
+    os.environ.update(LOGGER_ENVIRONMENT)
+
     spec = yaml.safe_load(Path(spec_path).read_text(encoding="utf-8"))
     out_path = Path(out).resolve()
     directory = out_path.parent  # each side trains in it: whatever it writes lands there
@@ -146,7 +162,10 @@ def run_job(side: str, spec_path: str, out: str) -> int:
         raise SystemExit(f"unknown side {side!r}: lightning or loopgen")
     state = {name: tensor.detach().clone() for name, tensor in model.state_dict().items()}
     records = model.parity_records() if hasattr(model, "parity_records") else None
+    if "wandb" in sys.modules and sys.modules["wandb"].run is not None:
+        sys.modules["wandb"].run.finish()  # what the interpreter's exit does (the child exits without it)
     facts = {"checkpoints": checkpoint_facts(directory), "logs": log_facts(directory)}
+    facts = with_ids_replaced(facts, run_ids(directory))  # the runs' ids and times: stable names
     torch.save({"state_dict": state, "records": records, **facts}, out_path)
     return 0
 
@@ -194,6 +213,11 @@ def serve() -> int:
     """Import everything once, then fork a fresh child per job (see the module docstring)."""
     for name in ("torch", "pytorch_lightning", "yaml", "loopgen.cli", "loopgen.pipeline", *PRELOAD):
         importlib.import_module(name)
+    for name in PRELOAD_LOGGERS:
+        try:
+            importlib.import_module(name)
+        except ImportError:  # a logger's package is an optional extra: its cases fail on their own
+            pass
 
     for line in sys.stdin:
         jobs = json.loads(line)

@@ -14,6 +14,7 @@ A failing case is a difference from Lightning (or a spec loopgen refuses): the t
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import os
@@ -84,6 +85,14 @@ def csv_logger(class_path: str = "CSVLogger", save_dir: str = ".", **init_args: 
     """A CSVLogger entry (a relative save_dir is relative to each side's directory)."""
     return {"class_path": class_path, "init_args": {"save_dir": save_dir, **init_args}}
 
+
+def logger(class_path: str, **init_args: Any) -> dict:
+    """A logger entry (relative directories are relative to each side's directory)."""
+    return {"class_path": class_path, "init_args": init_args}
+
+
+HPARAMS = {"sizes": [32, 16], "schedule": {"warmup": 2, "decay": 0.5}}
+TAGS = {"team": "a", "try": 2}
 
 VAL_LOSS_TOP_2 = model_checkpoint(monitor="val_loss", mode="min", save_top_k=2, save_last=True)
 
@@ -306,6 +315,52 @@ CASES = [
         log_every_n_steps=4,
         callbacks=[lr_monitor()],
         loop={"lr_schedulers": True},
+    ),
+    # TensorBoard, MLflow and W&B: what each wrote, read back with its own reader (tests/logger_files.py)
+    case(
+        "log_tensorboard_graph_hparams",
+        "GraphModel",
+        HPARAMS,
+        data="HparamsData",
+        max_epochs=2,
+        log_every_n_steps=3,
+        logger=logger("TensorBoardLogger", save_dir=".", prefix="fit", log_graph=True),
+    ),
+    case(
+        "log_tensorboard_named_with_csv",
+        "LoggingModel",
+        max_epochs=2,
+        val_check_interval=0.5,
+        enable_checkpointing=True,
+        logger=[
+            logger("pytorch_lightning.loggers.TensorBoardLogger", save_dir="logs", name="", version="run"),
+            csv_logger(),
+        ],
+    ),
+    case(
+        "log_mlflow_file_store",
+        "HparamsModel",
+        HPARAMS,
+        max_epochs=2,
+        log_every_n_steps=2,
+        enable_checkpointing=True,
+        logger=[
+            logger("MLFlowLogger", tracking_uri="file:./mlruns", run_name="fit run", tags=TAGS, prefix="fit"),
+            logger("TensorBoardLogger", save_dir="."),
+        ],
+    ),
+    case(
+        "log_wandb_offline",
+        "HparamsModel",
+        HPARAMS,
+        max_epochs=2,
+        val_check_interval=0.5,
+        enable_checkpointing=True,
+        logger=[
+            logger("lightning.pytorch.loggers.WandbLogger", project="parity", name="a run", offline=True, prefix="fit"),
+            logger("MLFlowLogger", save_dir="store", experiment_name="exp"),
+            logger("TensorBoardLogger", save_dir=".", name="tb", default_hp_metric=False),
+        ],
     ),
     # --- checkpointing (CheckpointModel's val_loss falls for 5 epochs, then stalls) -----------------
     checkpointing_case("ckpt_default", max_epochs=2),
@@ -695,3 +750,45 @@ def test_example_trains_like_lightning(example: Path, runner: Runner, tmp_path: 
 def test_readme_counts_the_cases() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert f"(`tests/parity`): {len(CASES)} cases" in readme, "update the README's count of parity cases"
+
+
+def test_logger_facts_read_back_what_was_written(tmp_path: Path) -> None:
+    """The readers of the logger cases (tests/logger_files.py) see what each tool wrote, ids given stable names, and
+    a changed value is a difference."""
+    import subprocess as sp
+
+    from tests.harness import log_facts
+    from tests.logger_files import run_ids, with_ids_replaced
+
+    writer = """
+import os, sys
+os.environ.update(WANDB_MODE="offline", WANDB_SILENT="true", MLFLOW_ALLOW_FILE_STORE="true")
+from torch.utils.tensorboard import SummaryWriter
+import mlflow.entities, mlflow.tracking, wandb
+tensorboard = SummaryWriter("tb/version_0")
+tensorboard.add_scalar("loss", 0.5, 3)
+tensorboard.close()
+client = mlflow.tracking.MlflowClient("file:./mlruns")
+run = client.create_run(client.create_experiment("exp"), tags={"team": "a"})
+client.log_batch(run.info.run_id, metrics=[mlflow.entities.Metric("loss", 0.5, 0, 3)])
+run = wandb.init(project="p", name="n", dir=".")
+run.log({"loss": 0.5, "trainer/global_step": 3})
+run.finish()
+"""
+    result = sp.run([sys.executable, "-c", writer], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    facts = {entry["path"]: entry for entry in with_ids_replaced(log_facts(tmp_path), run_ids(tmp_path))}
+    assert facts["tb/version_0/events.out.tfevents.*"]["scalars"] == {"loss": [(3, 0.5)]}
+    [experiment] = [e for e in facts["mlruns (MLflow store)"]["experiments"] if e["name"] == "exp"]
+    assert experiment["experiment_id"] == "<experiment exp>" and experiment["runs"][0]["run_id"] == "<run 0 of exp>"
+    assert experiment["runs"][0]["metrics"] == {"loss": [(3, 0.5)]} and experiment["runs"][0]["tags"]["team"] == "a"
+    wandb_run = facts["wandb/offline-run-<time>-<wandb run 0>/run-<wandb run 0>.wandb"]
+    assert wandb_run["run"] == {"run_id": "<wandb run 0>", "project": "p", "name": "n"}
+    assert wandb_run["history"] == [{"loss": 0.5, "trainer/global_step": 3, "_step": 0}]
+    assert wandb_run["exit_code"] == 0
+    same = list(facts.values())
+    changed = copy.deepcopy(same)
+    for entry in changed:
+        if "history" in entry:
+            entry["history"][0]["loss"] = 0.25
+    assert log_differences(same, same) == [] and len(log_differences(same, changed)) == 1
