@@ -417,6 +417,7 @@ class Checkpointing:
     save_hook_callbacks: tuple[Callback, ...]  # user callbacks with on_save_checkpoint
     load_hook_callbacks: tuple[Callback, ...]  # user callbacks with on_load_checkpoint
     hyperparameters: bool  # the model calls save_hyperparameters
+    data_hyperparameters: bool  # ... the datamodule
     resume_variables: tuple[str, ...]  # main()'s loop variables a checkpoint records
     monitors: bool  # some ModelCheckpoint ranks by a metric
     unmonitored: bool  # some ModelCheckpoint keeps the newest
@@ -587,7 +588,7 @@ def make_plan(
     bounds = resolve_bounds(spec, model, user_callbacks)
     validation = resolve_validation(spec, model, hooks, data_plan, bounds, problems)
     optimization = resolve_optimization(spec, model, hooks, optimizers, bounds, validation, problems)
-    checkpointing = resolve_checkpointing(spec, model, hooks, validation, optimization, bounds, problems)
+    checkpointing = resolve_checkpointing(spec, model, data, hooks, validation, optimization, bounds, problems)
     logging = resolve_logging(
         spec, model, data, user_callbacks, validation, optimizers, optimization, problems, notices
     )
@@ -1033,6 +1034,7 @@ EARLY_STOPPING_DEFAULTS = {
 def resolve_checkpointing(
     spec: Spec,
     model: ClassFacts,
+    data: ClassFacts | None,
     hooks: Hooks,
     validation: Validation,
     optimization: Optimization,
@@ -1115,6 +1117,7 @@ def resolve_checkpointing(
         save_hook_callbacks=tuple(cb for cb in user if "on_save_checkpoint" in cb.hooks),
         load_hook_callbacks=tuple(cb for cb in user if "on_load_checkpoint" in cb.hooks),
         hyperparameters=model.is_lightning_module and model.saves_hyperparameters,
+        data_hyperparameters=data is not None and data.saves_hyperparameters,
         resume_variables=tuple(resume_variables),
         monitors=monitors,
         unmonitored=any(m is None for m in every("monitor")),

@@ -364,6 +364,9 @@ CASES = [
     ),
     # --- checkpointing (CheckpointModel's val_loss falls for 5 epochs, then stalls) -----------------
     checkpointing_case("ckpt_default", max_epochs=2),
+    checkpointing_case(
+        "ckpt_hparams_model_and_data", model="HparamsModel", init=HPARAMS, data="HparamsData", max_epochs=1
+    ),
     checkpointing_case("ckpt_val_loss_top_2_last", VAL_LOSS_TOP_2, max_epochs=5),
     checkpointing_case(
         "ckpt_all_every_5_steps",
