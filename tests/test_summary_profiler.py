@@ -5,6 +5,7 @@ they time, and leave the training as it was."""
 from __future__ import annotations
 
 import contextlib
+import importlib
 import io
 import json
 import logging
@@ -24,15 +25,16 @@ from tests.helpers import env_with_root, render, write_spec
 
 pytestmark = pytest.mark.slow
 
-MODELS = '''
+PLAIN = '''
 import time
 
 import torch
-import pytorch_lightning as pl
 from torch.utils.data import DataLoader, TensorDataset
 
 
-class Base(pl.LightningModule):
+class Steps:
+    """Steps, data and optimizer; the script serves self.log."""
+
     def training_step(self, batch, batch_idx):
         x, y = batch
         return torch.nn.functional.mse_loss(self(x).float(), y)
@@ -43,8 +45,8 @@ class Base(pl.LightningModule):
 
     def loader(self, batches):
         g = torch.Generator().manual_seed(0)
-        return DataLoader(TensorDataset(torch.randn(4 * batches, 4, generator=g), torch.randn(4 * batches, 1, generator=g)),
-                          batch_size=4, shuffle=True)
+        data = TensorDataset(torch.randn(4 * batches, 4, generator=g), torch.randn(4 * batches, 1, generator=g))
+        return DataLoader(data, batch_size=4, shuffle=True)
 
     def train_dataloader(self):
         return self.loader(6)
@@ -56,7 +58,52 @@ class Base(pl.LightningModule):
         return torch.optim.SGD(self.parameters(), lr=0.1)
 
 
-class Nested(Base):
+class Flat(Steps, torch.nn.Module):
+    """No submodules: only the root's own parameters."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.zeros(4, 1))
+
+    def forward(self, x):
+        return x @ self.w
+
+
+class Small(Steps, torch.nn.Module):
+    """Dropout draws random numbers in every step: a profiler that drew any would change the training."""
+
+    def __init__(self):
+        super().__init__()
+        self.net = torch.nn.Sequential(torch.nn.Linear(4, 32), torch.nn.Dropout(0.5), torch.nn.ReLU(), torch.nn.Linear(32, 1))
+
+    def forward(self, x):
+        return self.net(x)
+
+
+class Slow(Steps, torch.nn.Module):
+    """Steps that take a few milliseconds each, so that what is timed dwarfs the timing itself."""
+
+    def __init__(self):
+        super().__init__()
+        self.net = torch.nn.Sequential(torch.nn.Linear(4, 512), torch.nn.ReLU(), torch.nn.Linear(512, 1))
+
+    def forward(self, x):
+        time.sleep(0.003)
+        return self.net(x)
+
+    def on_train_epoch_start(self):
+        time.sleep(0.002)
+'''
+
+# LightningModules, for Lightning's ModelSummary (their scripts import Lightning, which takes seconds)
+LIT = '''
+import torch
+import pytorch_lightning as pl
+
+from proj.plain import Steps
+
+
+class Nested(Steps, pl.LightningModule):
     """Nested containers, a frozen weight, a submodule in eval mode, a parameter of the root's own."""
 
     def __init__(self):
@@ -83,7 +130,7 @@ class WithExample(Nested):
         self.example_input_array = torch.zeros(2, 4)
 
 
-class Flat(Base):
+class Own(Steps, pl.LightningModule):
     """No submodules: only the root's own parameters."""
 
     def __init__(self):
@@ -92,32 +139,6 @@ class Flat(Base):
 
     def forward(self, x):
         return x @ self.w
-
-
-class Small(Base):
-    """Dropout draws random numbers in every step: a profiler that drew any would change the training."""
-
-    def __init__(self):
-        super().__init__()
-        self.net = torch.nn.Sequential(torch.nn.Linear(4, 32), torch.nn.Dropout(0.5), torch.nn.ReLU(), torch.nn.Linear(32, 1))
-
-    def forward(self, x):
-        return self.net(x)
-
-
-class Slow(Base):
-    """Steps that take a few milliseconds each, so that what is timed dwarfs the timing itself."""
-
-    def __init__(self):
-        super().__init__()
-        self.net = torch.nn.Sequential(torch.nn.Linear(4, 512), torch.nn.ReLU(), torch.nn.Linear(512, 1))
-
-    def forward(self, x):
-        time.sleep(0.003)
-        return self.net(x)
-
-    def on_train_epoch_start(self):
-        time.sleep(0.002)
 '''
 
 TRAINER = {
@@ -135,12 +156,14 @@ def project(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("summary")
     (root / "proj").mkdir()
     (root / "proj" / "__init__.py").write_text("")
-    (root / "proj" / "models.py").write_text(MODELS)
+    (root / "proj" / "plain.py").write_text(PLAIN)
+    (root / "proj" / "lit.py").write_text(LIT)
     return root
 
 
 def spec(model: str, **trainer) -> dict:
-    return {"seed_everything": 7, "model": f"proj.models.{model}", "trainer": {**TRAINER, **trainer}}
+    module = "plain" if model in ("Flat", "Small", "Slow") else "lit"
+    return {"seed_everything": 7, "model": f"proj.{module}.{model}", "trainer": {**TRAINER, **trainer}}
 
 
 def rendered(project: Path, name: str, spec: dict) -> Path:
@@ -155,14 +178,20 @@ def rendered(project: Path, name: str, spec: dict) -> Path:
         os.chdir(cwd)
 
 
-def run(script: Path, cwd: Path) -> subprocess.CompletedProcess:
+def run(script: Path, cwd: Path, times: int = 1) -> subprocess.CompletedProcess:
+    """Run the script's main() `times` times, in one fresh interpreter (importing torch takes a while)."""
+    code = f"import runpy\nfor _ in range({times}):\n    runpy.run_path({str(script)!r}, run_name='__main__')"
+    return run_code(code, cwd, script.parent)
+
+
+def run_code(code: str, cwd: Path, project: Path) -> subprocess.CompletedProcess:
     result = subprocess.run(
-        [sys.executable, str(script)],
+        [sys.executable, "-c", code],
         cwd=cwd,
-        env={**env_with_root(script.parent), "OMP_NUM_THREADS": "1"},
+        env={**env_with_root(project), "OMP_NUM_THREADS": "1"},
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=600,
     )
     assert result.returncode == 0, result.stderr[-4000:]
     return result
@@ -177,12 +206,10 @@ def script_namespace(script: Path) -> dict:
         sys.path.remove(str(script.parent))
 
 
-def models_module(project: Path):
+def models_module(project: Path, name: str = "lit"):
     sys.path.insert(0, str(project))
     try:
-        import proj.models
-
-        return proj.models
+        return importlib.import_module(f"proj.{name}")
     finally:
         sys.path.remove(str(project))
 
@@ -193,7 +220,7 @@ def models_module(project: Path):
 DEPTHS = [1, 2, 3, -1]
 
 
-@pytest.mark.parametrize("model", ["Nested", "WithExample", "Flat"])
+@pytest.mark.parametrize("model", ["Nested", "WithExample", "Own"])
 def test_summary_is_lightnings_table(project: Path, model: str) -> None:
     """Lightning's ModelSummary(model, max_depth) for each depth, and the script's, on the same model."""
     from pytorch_lightning.utilities.model_summary import ModelSummary
@@ -297,22 +324,14 @@ def test_simple_profiler_times_every_part_of_the_run(project: Path) -> None:
     script = rendered(project, "simple", spec("Slow", **flags))
     code = textwrap.dedent(f"""
         import runpy, time
-        import proj.models
-        proj.models.Slow()  # torch's first operations take a while: not in the measured run
+        import proj.plain
+        proj.plain.Slow()  # torch's first operations take a while: not in the measured run
         main = runpy.run_path({str(script)!r})["main"]
         start = time.perf_counter()
         main()
         print(f"main took {{time.perf_counter() - start}}")
         """)
-    result = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=project,
-        env={**env_with_root(project), "OMP_NUM_THREADS": "1"},
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert result.returncode == 0, result.stderr[-4000:]
+    result = run_code(code, project, project)
     rows = report_rows(result.stdout)
     total = rows.pop("Total")[2]
     main = float(re.search(r"main took ([0-9.]+)", result.stdout).group(1))
@@ -356,19 +375,16 @@ def test_simple_profiler_report_is_lightnings_table(project: Path) -> None:
 
 
 def test_profiler_report_goes_to_its_file(project: Path, tmp_path: Path) -> None:
-    """dirpath and filename: Lightning's fit-FILENAME.txt there (appended), nothing printed; filename alone: in the
-    logger's directory."""
+    """dirpath and filename: Lightning's fit-FILENAME.txt there (appended to), nothing printed; filename alone: in
+    the logger's directory (Lightning's trainer.log_dir)."""
     profiler = {"class_path": "SimpleProfiler", "init_args": {"dirpath": str(tmp_path / "prof"), "filename": "perf"}}
     script = rendered(project, "simple_file", spec("Flat", profiler=profiler))
-    for _ in range(2):
-        assert "Profiler Report" not in run(script, project).stdout
+    assert "Profiler Report" not in run(script, project, times=2).stdout
     report = (tmp_path / "prof" / "fit-perf.txt").read_text()
     assert report.count("FIT Profiler Report") == 2 and "[Strategy]SingleDeviceStrategy.training_step" in report
     logged = {"class_path": "SimpleProfiler", "init_args": {"filename": "perf"}}
-    script = rendered(
-        project, "simple_logger", spec("Flat", profiler=logged, logger=True, default_root_dir=str(tmp_path))
-    )
-    run(script, project)
+    flags = {"profiler": logged, "logger": True, "default_root_dir": str(tmp_path)}
+    run(rendered(project, "simple_logger", spec("Flat", **flags)), project)
     assert (tmp_path / "lightning_logs" / "version_0" / "fit-perf.txt").is_file()
 
 
@@ -402,18 +418,16 @@ def test_pytorch_profiler_writes_a_trace(project: Path, tmp_path: Path) -> None:
 
 
 def test_profilers_do_not_change_training(project: Path, tmp_path: Path) -> None:
-    weights = []
+    scripts = []
     for profiler in (None, "simple", "advanced", "pytorch"):
         flags = {"profiler": profiler, "enable_model_summary": True}
-        script = rendered(project, f"weights_{profiler}", spec("Small", **flags))
-        code = f"import runpy, torch; torch.save(runpy.run_path({str(script)!r})['main']().state_dict(), 'w.pt')"
-        result = subprocess.run(
-            [sys.executable, "-c", code], cwd=tmp_path, env=env_with_root(project), capture_output=True, text=True
-        )
-        assert result.returncode == 0, result.stderr[-4000:]
-        weights.append(torch.load(tmp_path / "w.pt"))
+        scripts.append(str(rendered(project, f"weights_{profiler}", spec("Small", **flags))))
+    code = f"import runpy, torch\nfor i, script in enumerate({scripts!r}):\n"
+    code += "    torch.save(runpy.run_path(script)['main']().state_dict(), f'{i}.pt')"
+    run_code(code, tmp_path, project)
+    weights = [torch.load(tmp_path / f"{i}.pt") for i in range(len(scripts))]
     torch.manual_seed(7)  # the spec's seed: the weights the script starts from
-    initial = models_module(project).Small().state_dict()
+    initial = models_module(project, "plain").Small().state_dict()
     assert not torch.equal(weights[0]["net.0.weight"], initial["net.0.weight"])  # training changed them
     for other in weights[1:]:
         assert all(torch.equal(weights[0][key], other[key]) for key in weights[0])
