@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from loopgen.errors import LoopgenError
+from loopgen.flags import lightning_callback
 from loopgen.inspect import inspect_class
 from loopgen.plan import Plan, make_plan
 from loopgen.spec import load_spec
@@ -54,7 +55,7 @@ def plan_of(tmp_path: Path, configure_optimizers: str = "return torch.optim.SGD(
     roots = [tmp_path]
     model = inspect_class(loaded.model.class_path, roots, where="model.class_path")
     callbacks = tuple(
-        inspect_class(ref.class_path, roots, where="trainer.callbacks", callback=True)
+        None if lightning_callback(ref.class_path) else inspect_class(ref.class_path, roots, where="", callback=True)
         for ref in loaded.trainer.callbacks
     )
     return make_plan(loaded, model, None, callbacks)
@@ -359,3 +360,70 @@ def test_save_hyperparameters_with_a_computed_logger_argument_is_refused(tmp_pat
     (found,) = plan_problems(tmp_path, extra=extra, model="Saver")
     assert "calls save_hyperparameters(logger=...) with a value loopgen cannot read" in found
     assert plan_of(tmp_path, extra=extra, model="Saver", spec="trainer:\n  logger: false\n").logging.loggers == ()
+
+
+# --- model summary and profilers
+
+
+@pytest.mark.parametrize(
+    "trainer, kinds",
+    [
+        ("callbacks: [pkg.models.Passer]", ["user", "summary", "checkpoint"]),  # the default one, after the spec's
+        (
+            "callbacks: [pkg.models.Passer, {class_path: ModelSummary, init_args: {max_depth: 2}}, pkg.models.Reader]",
+            ["user", "summary", "user", "checkpoint"],
+        ),
+        ("enable_model_summary: false\n  callbacks: [pkg.models.Passer]", ["user", "checkpoint"]),
+        ("enable_model_summary: false\n  callbacks: [ModelSummary]", ["summary", "checkpoint"]),
+    ],
+)
+def test_model_summary_prints_among_the_callbacks_in_lightnings_order(tmp_path: Path, trainer: str, kinds) -> None:
+    plan = plan_of(tmp_path, extra=CALLBACK, spec=f"trainer:\n  {trainer}\n")
+    assert [cb.kind for cb in plan.hooks.callbacks] == kinds
+    assert [cb.kind for cb in plan.hooks.callbacks_with("on_fit_start")] == ["summary"] * ("summary" in kinds)
+    assert plan.summary.enabled == ("summary" in kinds)
+    assert all(cb.kind != "summary" for cb in plan.build.callbacks)  # a function prints it: nothing to build
+
+
+def test_model_summary_max_depth_0_prints_nothing(tmp_path: Path) -> None:
+    plan = plan_of(tmp_path, spec="trainer:\n  callbacks: [{class_path: ModelSummary, init_args: {max_depth: 0}}]\n")
+    assert not plan.summary.enabled and not plan.hooks.callbacks_with("on_fit_start")
+    assert not plan.imports.math
+
+
+@pytest.mark.parametrize(
+    "trainer, bits, warned",
+    [("precision: 64", 64, None), ("precision: bf16-mixed", 32, "bf16-mixed"), ("precision: 16", 32, "bf16-mixed")],
+)
+def test_model_summary_size_follows_lightnings_precision_table(tmp_path: Path, trainer: str, bits, warned) -> None:
+    summary = plan_of(tmp_path, spec=f"trainer:\n  accelerator: cpu\n  {trainer}\n").summary
+    assert (summary.precision_bits, summary.unsupported_precision) == (bits, warned)
+
+
+@pytest.mark.parametrize(
+    "trainer, directory, report_file",
+    [
+        ("profiler: simple", "logger", None),  # printed
+        ("profiler: {class_path: SimpleProfiler, init_args: {filename: 'a/b:c'}}", "logger", "fit-a_b_c.txt"),
+        ("profiler: {class_path: SimpleProfiler, init_args: {filename: p}}\n  logger: false", "root", "fit-p.txt"),
+        ("profiler: {class_path: SimpleProfiler, init_args: {filename: p, dirpath: out}}", "spec", "fit-p.txt"),
+        # fast_dev_run: Lightning's dummy logger has no directory, so the report is printed
+        ("profiler: {class_path: SimpleProfiler, init_args: {filename: p}}\n  fast_dev_run: true", None, None),
+        (
+            "profiler: {class_path: SimpleProfiler, init_args: {filename: p}}\n  fast_dev_run: true\n  logger: false",
+            "root",
+            "fit-p.txt",
+        ),
+    ],
+)
+def test_profiler_reports_where_lightning_writes_them(tmp_path: Path, trainer: str, directory, report_file) -> None:
+    profiling = plan_of(tmp_path, spec=f"trainer:\n  {trainer}\n").profiling
+    assert (profiling.directory, profiling.report_file) == (directory, report_file)
+
+
+def test_pytorch_profiler_trace_name_and_arguments(tmp_path: Path) -> None:
+    spec = "trainer:\n  profiler: {class_path: PyTorchProfiler, init_args: {filename: p, profile_memory: true}}\n"
+    profiling = plan_of(tmp_path, spec=spec).profiling
+    assert profiling.trace and profiling.trace_name == "fit-p-[Strategy]SingleDeviceStrategy.training_step"
+    assert profiling.profile_args == {"profile_memory": True}
+    assert not plan_of(tmp_path, spec="trainer:\n  logger: false\n").profiling.enabled
