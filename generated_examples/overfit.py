@@ -9,6 +9,7 @@ PYTHONPATH. Edit the spec, not this file, and render again: `loopgen render
 overfit.yaml -o overfit.py`.
 """
 
+import math
 import random
 import sys
 
@@ -40,6 +41,7 @@ def main():
 
     # optimizer
     [optimizer], [scheduler] = model.configure_optimizers()
+    print_model_summary(model)
 
     # sanity check: a short validation that leaves the random state as it was
     saved_states = random.getstate(), torch.get_rng_state()
@@ -142,6 +144,59 @@ def num_batches(length, limit, name):
 
 def ignore_logged(*_args, **_kwargs):
     """self.log and self.log_dict when nothing in this spec reads the logged values."""
+
+
+def print_model_summary(model):
+    """Lightning's ModelSummary table: the parameters and mode of each top-level
+    submodule, then the model's totals."""
+    layers = list(model.named_children())
+    header = [" ", "Name", "Type", "Params", "Mode", "FLOPs"]
+    no_flops = readable_count(0)  # FLOPs are counted on an example_input_array only
+    rows = []
+    for i, (name, module) in enumerate(layers):
+        params = readable_count(count(module.parameters()))
+        mode = "train" if module.training else "eval"
+        rows.append([str(i), name, type(module).__name__, params, mode, no_flops])
+    total = count(model.parameters())
+    leftover = total - sum(count(module.parameters()) for _, module in layers)
+    if leftover > 0:  # parameters of no listed submodule
+        other = [" ", "other params", "n/a", readable_count(leftover)]
+        rows.append(other + ["n/a"] * (len(header) - 4))
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    lines = [" | ".join(map("{:<{}}".format, row, widths)) for row in [header, *rows]]
+    rule = "-" * (sum(widths) + 3 * (len(header) + 1))
+    print("\n" + "\n".join([lines[0], rule, *lines[1:], rule]))
+    trainable = count(p for p in model.parameters() if p.requires_grad)
+    modes = [module.training for module in model.modules()][1:]
+    size = total * (32 / 8.0 * 1e-6)  # 32 bits a parameter
+    totals = [
+        (readable_count(trainable), "Trainable params"),
+        (readable_count(total - trainable), "Non-trainable params"),
+        (readable_count(total), "Total params"),
+        (f"{size:,.3f}", "Total estimated model params size (MB)"),
+        (modes.count(True), "Modules in train mode"),
+        (modes.count(False), "Modules in eval mode"),
+        (no_flops, "Total Flops"),
+    ]
+    for value, label in totals:
+        print(f"{value:<10}{label}")
+
+
+def count(parameters):
+    """How many numbers `parameters` hold (a lazy module's: 0, as in Lightning)."""
+    lazy = torch.nn.parameter.UninitializedParameter
+    return sum(0 if isinstance(p, lazy) else p.numel() for p in parameters)
+
+
+def readable_count(number):
+    """Lightning's get_human_readable_count: 123 -> "123  ", 1234 -> "1.2 K"."""
+    digits = math.floor(math.log10(number)) + 1 if number > 0 else 1
+    groups = min(math.ceil(digits / 3), 5)
+    number = number * (10 ** (-3 * (groups - 1)))
+    unit = [" ", "K", "M", "B", "T"][groups - 1]
+    if groups == 1 or number >= 100:
+        return f"{int(number):,d} {unit}"
+    return f"{number:,.1f} {unit}"
 
 
 if __name__ == "__main__":

@@ -371,18 +371,47 @@ def _no_model_logging(logger: str) -> Support:
     return lambda value: None if value is False else reason
 
 
-_PROFILERS = ("simple", "advanced", "pytorch", "xla")
+# Lightning's profilers: Trainer(profiler=NAME) and the class it stands for, and the submodule of each class
+PROFILER_NAMES = {"simple": "SimpleProfiler", "advanced": "AdvancedProfiler", "pytorch": "PyTorchProfiler",
+                  "xla": "XLAProfiler"}  # fmt: skip
+LIGHTNING_PROFILERS = {"SimpleProfiler": "simple", "AdvancedProfiler": "advanced", "PyTorchProfiler": "pytorch",
+                       "XLAProfiler": "xla", "PassThroughProfiler": "base"}  # fmt: skip
+PROFILERS_DONE = ("SimpleProfiler", "AdvancedProfiler", "PyTorchProfiler")
 
 
 def _profiler() -> Kind:
-    """Lightning's profiler names, or a profiler class entry (normalised to its class path)."""
+    """Lightning's profiler names (as Lightning reads them: any case), or a profiler class entry (spec.py reads
+    it as a class ref, checked by `profiler_support`)."""
 
-    def parse(raw: Any) -> str:
-        if isinstance(raw, str):
-            return choice(*_PROFILERS).parse(raw)
-        return _class_path_of(raw, "a profiler name or class_path")
+    def parse(raw: Any) -> str | dict[str, Any]:
+        if isinstance(raw, str) and "." not in raw and raw not in LIGHTNING_PROFILERS:
+            return choice(*PROFILER_NAMES, lower=True).parse(raw)
+        if isinstance(raw, (str, dict)):
+            return raw
+        raise FlagError(f"expected a profiler name ({', '.join(PROFILER_NAMES)}) or a class entry, {got(raw)}")
 
-    return Kind(parse, {"anyOf": [{"enum": list(_PROFILERS)}, CLASS_REF_SCHEMA]})
+    return Kind(parse, {"anyOf": [{"enum": list(PROFILER_NAMES)}, CLASS_REF_SCHEMA]})
+
+
+def lightning_profiler(class_path: str) -> str | None:
+    """pytorch_lightning.profilers.NAME for one of Lightning's profilers however spelled, else None."""
+    module, _, name = class_path.rpartition(".")
+    if name not in LIGHTNING_PROFILERS:
+        return None
+    packages = ("pytorch_lightning.profilers", "lightning.pytorch.profilers")
+    spellings = {"", *packages, *(f"{package}.{LIGHTNING_PROFILERS[name]}" for package in packages)}
+    return f"pytorch_lightning.profilers.{name}" if module in spellings else None
+
+
+def profiler_support(class_path: str) -> str | None:
+    """Whether loopgen implements a `profiler` entry (its class path canonicalised by `lightning_profiler`)."""
+    canonical = lightning_profiler(class_path)
+    done = ", ".join(PROFILERS_DONE)
+    if canonical is not None and canonical.endswith(".XLAProfiler"):
+        return f"not supported by loopgen (it profiles XLA devices; loopgen's profilers are {done})"
+    if canonical is None or canonical.rpartition(".")[2] not in PROFILERS_DONE:
+        return f"not supported by loopgen (its profilers are {done})"
+    return None
 
 
 def _val_check_interval() -> Kind:
@@ -429,7 +458,7 @@ def _track_grad_norm() -> Kind:
 
 # name: submodule
 LIGHTNING_CALLBACKS = {"ModelCheckpoint": "model_checkpoint", "EarlyStopping": "early_stopping",
-                       "LearningRateMonitor": "lr_monitor"}  # fmt: skip
+                       "LearningRateMonitor": "lr_monitor", "ModelSummary": "model_summary"}  # fmt: skip
 
 
 def lightning_callback(class_path: str) -> str | None:
@@ -458,6 +487,17 @@ def _number() -> Kind:
         return float(raw)
 
     return Kind(parse, {"type": "number"})
+
+
+def _line_count() -> Kind:
+    """pstats' restriction: an int count of lines, or a float fraction in [0, 1] of them."""
+
+    def parse(raw: Any) -> int | float:
+        if _is_int(raw) and raw >= 0 or isinstance(raw, float) and 0.0 <= raw <= 1.0:
+            return raw
+        raise FlagError(f"expected an integer >= 0 (a count) or a float in [0.0, 1.0] (a fraction), {got(raw)}")
+
+    return Kind(parse, {"anyOf": [{"type": "integer", "minimum": 0}, {"type": "number", "minimum": 0, "maximum": 1}]})
 
 
 def _save_last() -> Kind:
@@ -619,7 +659,8 @@ FLAGS: tuple[Flag, ...] = (
     Flag("enable_progress_bar", boolean(), None, "show a progress bar (null: Lightning's default, true)",
          support=only(False),
          default_notice=_default_not_implemented("progress bar", "the script shows none", "enable_progress_bar")),
-    _lightning_only("enable_model_summary", boolean(), True, "print a model summary"),
+    Flag("enable_model_summary", boolean(), True, "print Lightning's model summary table when training starts",
+         support=implemented),
     Flag("accumulate_grad_batches", _accumulate(), 1,
          "accumulate gradients over k batches, or {epoch: factor} (the seed's accumulation scheduler)",
          support=implemented),
@@ -633,8 +674,8 @@ FLAGS: tuple[Flag, ...] = (
          support=implemented),
     _lightning_only("inference_mode", boolean(), True, "evaluate under torch.inference_mode"),
     _lightning_only("use_distributed_sampler", boolean(), True, "wrap samplers in a DistributedSampler"),
-    Flag("profiler", _profiler(), None, "null or simple",
-         support=only(None, planned=("simple",))),
+    Flag("profiler", _profiler(), None, "null, simple, advanced, pytorch, or a profiler entry: SimpleProfiler,"
+         " AdvancedProfiler, PyTorchProfiler", support=implemented),  # read by spec.py, checked by `profiler_support`
     _lightning_only("detect_anomaly", boolean(), False, "autograd anomaly detection"),
     _lightning_only("barebones", boolean(), False, "Lightning's barebones mode"),
     _lightning_only("plugins", anything(), None, "Lightning plugins"),
@@ -709,6 +750,50 @@ CALLBACK_ARGS: Mapping[str, tuple[Flag, ...]] = {
              " every logging step (step) or at each epoch's start (epoch)", nullable=True),
         _arg("log_momentum", boolean(), False, "also log each group's momentum (Adam's first beta)"),
         _arg("log_weight_decay", boolean(), False, "also log each group's weight decay"),
+    ),
+    "ModelSummary": (
+        _arg("max_depth", integer(-1, "-1: every level, 0: no summary"), 1, "the deepest level of submodules listed"),
+    ),
+}
+
+_SORT_KEYS = ("cpu_time", "cuda_time", "cpu_time_total", "cuda_time_total", "cpu_memory_usage", "cuda_memory_usage",
+              "self_cpu_memory_usage", "self_cuda_memory_usage", "count")  # fmt: skip
+_PROFILER_OUTPUT = (
+    _arg("dirpath", string(), None, "the directory of the report (null: the logger's directory, else"
+         " default_root_dir)"),
+    _arg("filename", string(), None, "write the report to fit-FILENAME.txt there (null: print it)"),
+)
+
+# The init_args of Lightning's profilers (Lightning 2.x's names and defaults), checked like trainer flags.
+PROFILER_ARGS: Mapping[str, tuple[Flag, ...]] = {
+    "SimpleProfiler": (
+        *_PROFILER_OUTPUT,
+        _arg("extended", boolean(), True, "also show the number of calls and the share of the run"),
+    ),
+    "AdvancedProfiler": (
+        *_PROFILER_OUTPUT,
+        _arg("line_count_restriction", _line_count(), 1.0, "the functions listed per action: a count (int) or a"
+             " fraction (float)"),
+        _arg("dump_stats", boolean(), False, "also save each action's raw cProfile stats (.prof)"),
+    ),
+    "PyTorchProfiler": (
+        *_PROFILER_OUTPUT,
+        _arg("group_by_input_shapes", boolean(), False, "group the operators by input shapes (with record_shapes)"),
+        _arg("emit_nvtx", boolean(), False, "emit NVTX ranges for nvprof",
+             support=only(False, planned=())),
+        _arg("export_to_chrome", boolean(), True, "write the trace (Chrome's trace viewer, TensorBoard)"),
+        _arg("row_limit", integer(-1, "-1: no limit"), 20, "the rows of the operator table"),
+        _arg("sort_by_key", choice(*_SORT_KEYS), None, "the operator table's order (null: cuda_time_total with"
+             " CUDA, else cpu_time_total)", nullable=True),
+        _arg("record_module_names", boolean(), True, "label each submodule's forward in the trace"),
+        _arg("table_kwargs", anything(), None, "more arguments of the table", support=lightning_default(None),
+             nullable=True),
+        # torch.profiler.profile's own arguments (Lightning passes them on)
+        _arg("record_shapes", boolean(), False, "record the operators' input shapes"),
+        _arg("profile_memory", boolean(), False, "record tensor memory"),
+        _arg("with_stack", boolean(), False, "record the source of each operator"),
+        _arg("with_flops", boolean(), False, "estimate the FLOPs of matrix products and convolutions"),
+        _arg("with_modules", boolean(), False, "record the module hierarchy"),
     ),
 }
 

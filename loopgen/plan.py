@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, ClassVar
 
 from loopgen import __version__
 from loopgen.errors import LoopgenError, Problem
@@ -98,8 +98,8 @@ class Callback:
     construct: Construct
     var: str  # the script variable holding the instance
     hooks: frozenset[str]
-    # "user" | "checkpoint" (ModelCheckpoint) | "early_stopping" | "lr_monitor" (LearningRateMonitor): the
-    # script implements Lightning's callbacks itself
+    # "user" | "checkpoint" (ModelCheckpoint) | "early_stopping" | "lr_monitor" (LearningRateMonitor) | "summary"
+    # (ModelSummary): the script implements Lightning's callbacks itself
     kind: str = "user"
     monitoring: bool = (
         False  # Lightning runs its on_train_epoch_end after the module's (ModelCheckpoint, EarlyStopping)
@@ -366,10 +366,14 @@ class Imports:
 
     argparse: bool
     copy: bool
+    cprofile: bool
     csv: bool
     enum: bool
     glob: bool
     json: bool
+    io: bool
+    math: bool
+    pstats: bool
     re: bool
     signal: bool
     subprocess: bool
@@ -533,6 +537,79 @@ class Constants:
 
 
 @dataclass(frozen=True)
+class Summary:
+    """Lightning's ModelSummary table, printed at on_fit_start by each ModelSummary: the default one
+    (enable_model_summary) or the spec's entries. The hooks hold them (kind "summary"), in Lightning's order."""
+
+    enabled: bool  # some ModelSummary prints (max_depth 0 prints nothing)
+    children: bool  # some lists the top-level submodules only (max_depth 1)
+    children_only: bool  # ... and none goes deeper
+    takes_depth: bool  # the summary function needs max_depth (to list deeper, or to count FLOPs)
+    example_input: bool  # the model's source mentions example_input_array: a forward pass gives sizes and FLOPs
+    precision_bits: int  # the bits per parameter of the size estimate (Lightning's table: 32 for mixed precision)
+    unsupported_precision: str | None  # ... which Lightning warns about, naming the trainer's precision
+
+
+@dataclass(frozen=True)
+class Profiling:
+    """`profiler`: Lightning's SimpleProfiler, AdvancedProfiler or PyTorchProfiler over the script's sections."""
+
+    kind: str | None  # "simple" | "advanced" | "pytorch"; None: no profiler, no timing code
+    model_class: str
+    data_class: str | None
+    # where files go: "spec" (its dirpath) | "logger" (the first logger's log_dir) | "logger_save_dir" (its
+    # save_dir: MLflow, W&B) | "root"
+    directory: str | None
+    dirpath: str | None  # the spec's dirpath
+    report_file: str | None  # the report's file name there (fit-FILENAME.txt); None: printed
+    extended: bool  # simple: the calls and share columns
+    line_count_restriction: int | float  # advanced: the functions listed per action
+    dump_stats: bool  # advanced: each action's stats in a .prof file
+    trace: bool  # pytorch: a trace for Chrome's trace viewer / TensorBoard
+    trace_name: str  # ... its worker name (Lightning's file name for the training step's trace)
+    stats_prefix: str  # advanced, dump_stats: what each action's .prof file name starts with
+    row_limit: int
+    sort_by_key: str | None  # None: cuda_time_total when CUDA is available, else cpu_time_total
+    group_by_input_shapes: bool
+    record_module_names: bool
+    profile_args: Mapping[str, Any]  # torch.profiler.profile's arguments that differ from its defaults
+
+    # the actions of the loop's own parts, under Lightning's names for the same code
+    training_step: ClassVar[str] = "[Strategy]SingleDeviceStrategy.training_step"
+    validation_step: ClassVar[str] = "[Strategy]SingleDeviceStrategy.validation_step"
+    backward: ClassVar[str] = "[Strategy]SingleDeviceStrategy.backward"
+    batch_to_device: ClassVar[str] = "[Strategy]SingleDeviceStrategy.batch_to_device"
+    train_next: ClassVar[str] = "[_TrainingEpochLoop].train_dataloader_next"
+    val_next: ClassVar[str] = "[_EvaluationLoop].val_next"
+    save_checkpoint: ClassVar[str] = "save_checkpoint"
+    # ... and under loopgen's (Lightning makes its iterators inside actions of its own loops)
+    train_iter: ClassVar[str] = "train_dataloader_iter"
+    val_iter: ClassVar[str] = "val_dataloader_iter"
+
+    @property
+    def enabled(self) -> bool:
+        return self.kind is not None
+
+    @property
+    def writes_files(self) -> bool:
+        """Something goes into the directory (the report, the trace, the raw stats)."""
+        return self.report_file is not None or self.trace or self.dump_stats
+
+    def model_action(self, hook: str) -> str:
+        """Lightning's name of a LightningModule hook's action."""
+        return f"[LightningModule]{self.model_class}.{hook}"
+
+    def data_action(self, hook: str) -> str:
+        return f"[LightningDataModule]{self.data_class}.{hook}"
+
+    def callback_action(self, callback: Callback, hook: str) -> str:
+        return f"[Callback]{callback.construct.cls}.{hook}"
+
+    def loader_action(self, owner: str, hook: str) -> str:
+        return self.data_action(hook) if owner == "data" else self.model_action(hook)
+
+
+@dataclass(frozen=True)
 class Helpers:
     """Helper functions more than one feature needs."""
 
@@ -555,6 +632,8 @@ class Plan:
     hooks: Hooks
     checkpointing: Checkpointing
     logging: Logging
+    summary: Summary
+    profiling: Profiling
     constants: Constants
     helpers: Helpers
     imports: Imports
@@ -592,9 +671,11 @@ def make_plan(
     logging = resolve_logging(
         spec, model, data, user_callbacks, validation, optimizers, optimization, problems, notices
     )
+    summary, summaries = resolve_summary(spec, model, precision)
+    profiling = resolve_profiling(spec, logging, problems, notices)
     if problems:
         raise LoopgenError(problems)
-    hooks = with_lightning_callbacks(spec, hooks, checkpointing, logging)
+    hooks = with_lightning_callbacks(spec, hooks, checkpointing, logging, summaries)
     metrics = resolve_metrics(model, user_callbacks, optimizers, optimization, checkpointing, logging)
     state = resolve_state(spec, model, user_callbacks, metrics, checkpointing)
     epoch_start = (
@@ -626,7 +707,9 @@ def make_plan(
         hooks=hooks,
         checkpointing=checkpointing,
         logging=logging,
-        constants=resolve_constants(build, state, bounds, validation, checkpointing, logging),
+        summary=summary,
+        profiling=profiling,
+        constants=resolve_constants(build, state, bounds, validation, checkpointing, logging, profiling),
         helpers=Helpers(
             map_tensors=precision.double
             or optimization.tbptt
@@ -644,6 +727,8 @@ def make_plan(
             metrics,
             checkpointing,
             logging,
+            summary,
+            profiling,
         ),
         notices=tuple(notices),
     )
@@ -687,27 +772,32 @@ def resolve_hooks(
     )
 
 
-def with_lightning_callbacks(spec: Spec, hooks: Hooks, checkpointing: Checkpointing, logging: Logging) -> Hooks:
-    """All the callbacks in the order Lightning calls them: the spec's order, with every ModelCheckpoint (the
-    default one included) moved to the end."""
-    lightning = {cb.var: cb for cb in (*checkpointing.early_stopping, *checkpointing.checkpoints)}
+def with_lightning_callbacks(
+    spec: Spec, hooks: Hooks, checkpointing: Checkpointing, logging: Logging, summaries: tuple[Callback, ...]
+) -> Hooks:
+    """All the callbacks in the order Lightning calls them: the spec's order, then the default ModelSummary
+    (enable_model_summary), with every ModelCheckpoint (the default one included) moved to the end."""
     user = iter(hooks.callbacks)
     early = iter(checkpointing.early_stopping)
-    ordered: list[Callback] = []
+    summary = iter(summaries)
+    ordered: list[Callback | None] = []
     for ref in spec.trainer.callbacks:
         if _is_lightning(ref, "EarlyStopping"):
-            ordered.append(next(early))
+            ordered.append(next(early, None))  # none under fast_dev_run
         elif _is_lightning(ref, "LearningRateMonitor"):
             if logging.lr_monitor is not None and logging.lr_monitor.callback not in ordered:
                 ordered.append(logging.lr_monitor.callback)
-        elif ref.name != "ModelCheckpoint" or not ref.module.startswith("pytorch_lightning"):
+        elif _is_lightning(ref, "ModelSummary"):
+            ordered.append(next(summary))
+        elif not _is_lightning(ref, "ModelCheckpoint"):
             ordered.append(next(user))
-    ordered += [cb for cb in checkpointing.checkpoints if cb.var in lightning]
+    ordered += [*summary, *checkpointing.checkpoints]
+    callbacks = tuple(cb for cb in ordered if cb is not None)
     return Hooks(
         model=hooks.model,
         data=hooks.data,
-        callbacks=tuple(ordered),
-        validation_callbacks=tuple(c for c in ordered if c.hooks & set(VALIDATION_CALLBACK_HOOKS)),
+        callbacks=callbacks,
+        validation_callbacks=tuple(c for c in callbacks if c.hooks & set(VALIDATION_CALLBACK_HOOKS)),
     )
 
 
@@ -1395,6 +1485,103 @@ def _logger_plan(ref: ClassRef) -> LoggerPlan:
     )
 
 
+# Lightning's ModelSummary: the bits per parameter of its size estimate, by the trainer's precision
+SUMMARY_PRECISION_BITS = {"32": 32, "64": 64}
+
+
+def resolve_summary(spec: Spec, model: ClassFacts, precision: Precision) -> tuple[Summary, tuple[Callback, ...]]:
+    """The ModelSummary callbacks: the spec's entries, else the default one when enable_model_summary is true
+    (Lightning's callback connector; Lightning picks RichModelSummary when rich is installed, the script the
+    plain table: it does not depend on what is installed)."""
+    t = spec.trainer
+    given = [ref for ref in t.callbacks if _is_lightning(ref, "ModelSummary")]
+    depths = [ref.init_args["max_depth"] for ref in given] or ([1] if t.enable_model_summary else [])
+    summaries = tuple(
+        Callback(
+            construct=Construct("", "ModelSummary", {"max_depth": depth}),
+            var=_numbered("model_summary", i, len(depths)),
+            hooks=frozenset({"on_fit_start"}) if depth else frozenset(),  # max_depth 0 prints nothing
+            kind="summary",
+        )
+        for i, depth in enumerate(depths)
+    )
+    bits = SUMMARY_PRECISION_BITS.get(precision.name)
+    printing = [depth for depth in depths if depth]
+    example_input = bool(printing) and (
+        "example_input_array" in model.attributes_read or model.defines("example_input_array")
+    )
+    summary = Summary(
+        enabled=bool(printing),
+        children=1 in printing,
+        children_only=bool(printing) and set(printing) == {1},
+        takes_depth=set(printing) != {1} or example_input,
+        example_input=example_input,
+        precision_bits=bits or 32,
+        unsupported_precision=None if bits else precision.name,
+    )
+    return summary, summaries
+
+
+def _profiler_file_name(filename: str | None, action: str | None = None, extension: str = ".txt") -> str:
+    """Lightning's Profiler._prepare_filename for the fit stage on one device."""
+    import re
+
+    base = "-".join(part for part in ("fit", filename, action) if part)
+    base = re.sub(r"_+", "_", re.sub(r"[\\/:*?\"<>|\n\r\t]", "_", base)).strip()
+    return (base or "profile") + extension
+
+
+def resolve_profiling(spec: Spec, logging: Logging, problems: list[Problem], notices: list[str]) -> Profiling:
+    """`profiler`: which profiler, and where its report (and the PyTorch profiler's trace) go: its dirpath, else
+    Lightning's trainer.log_dir (the first logger's directory, else default_root_dir; none under fast_dev_run
+    with a logger, whose dummy logger has no directory)."""
+    t = spec.trainer
+    ref: ClassRef | None = t.profiler
+    args = dict(ref.init_args) if ref is not None else {}
+    kind = {"SimpleProfiler": "simple", "AdvancedProfiler": "advanced", "PyTorchProfiler": "pytorch"}.get(
+        ref.name if ref is not None else ""
+    )
+    dirpath, filename = args.get("dirpath") or None, args.get("filename") or None
+    if dirpath is not None:
+        directory: str | None = "spec"
+    elif t.fast_dev_run and t.logger is not False:
+        directory = None
+    else:
+        # Lightning's trainer.log_dir: a CSV or TensorBoard logger's log_dir, another logger's save_dir
+        first = logging.loggers[0].kind if logging.loggers else None
+        directory = "root" if first is None else "logger" if first in ("csv", "tensorboard") else "logger_save_dir"
+    trace = kind == "pytorch" and args["export_to_chrome"]
+    if trace and directory is None:
+        trace = False
+        notices.append(
+            "trainer.profiler: under fast_dev_run Lightning's dummy logger has no directory, so the PyTorch"
+            " profiler writes no trace (set its dirpath for one)"
+        )
+    if kind == "advanced" and args["dump_stats"] and directory is None:
+        problems.append(_flag_problem(spec, "profiler", "dump_stats needs a dirpath under fast_dev_run with a logger"))
+    defaults = {"record_shapes": False, "profile_memory": False, "with_stack": False, "with_flops": False,
+                "with_modules": False}  # fmt: skip
+    return Profiling(
+        kind=kind,
+        model_class=spec.model.name,
+        data_class=spec.data.name if spec.data else None,
+        directory=directory if kind is not None else None,
+        dirpath=dirpath,
+        report_file=_profiler_file_name(filename) if filename and directory is not None else None,
+        extended=args.get("extended", True),
+        line_count_restriction=args.get("line_count_restriction", 1.0),
+        dump_stats=args.get("dump_stats", False),
+        trace=trace,
+        trace_name=_profiler_file_name(filename, Profiling.training_step, ""),
+        stats_prefix=f"fit-{filename}-" if filename else "fit-",
+        row_limit=args.get("row_limit", 20),
+        sort_by_key=args.get("sort_by_key"),
+        group_by_input_shapes=args.get("group_by_input_shapes", False) and args.get("record_shapes", False),
+        record_module_names=args.get("record_module_names", True),
+        profile_args={key: args[key] for key in defaults if key in args and args[key] != defaults[key]},
+    )
+
+
 def resolve_metrics(
     model: ClassFacts,
     callbacks: tuple[ClassFacts, ...],
@@ -1487,7 +1674,7 @@ def resolve_build(spec: Spec, callbacks: tuple[Callback, ...]) -> Build:
     model = _construct(spec.model)
     data = _construct(spec.data) if spec.data else None
     by_module: dict[str, list[str]] = {}
-    for c in (model, data, *(cb.construct for cb in callbacks)):
+    for c in (model, data, *(cb.construct for cb in callbacks if cb.kind != "summary")):
         if c is None or c.from_torch or not c.module:  # torch's, or the script's own class
             continue
         if c.cls not in by_module.setdefault(c.module, []):
@@ -1497,7 +1684,7 @@ def resolve_build(spec: Spec, callbacks: tuple[Callback, ...]) -> Build:
     return Build(
         model=model,
         data=data,
-        callbacks=callbacks,
+        callbacks=tuple(cb for cb in callbacks if cb.kind != "summary"),  # the script's function prints a summary
         imports=tuple(Import(module, tuple(sorted(names))) for module, names in sorted(by_module.items())),
         seed=seed,
         seed_at_run_time=spec.seed_everything is True,
@@ -1555,8 +1742,10 @@ def resolve_constants(
     validation: Validation,
     checkpointing: Checkpointing,
     logging: Logging,
+    profiling: Profiling,
 ) -> Constants:
     root_dir = checkpointing.saves or any(logger.save_dir is None for logger in logging.loggers)
+    root_dir = root_dir or (profiling.writes_files and profiling.directory == "root")
     return Constants(
         seed=build.seed is not None,
         max_epochs=bounds.loop_until in ("epochs", "epochs_and_steps") or state.has("max_epochs"),
@@ -1579,13 +1768,20 @@ def resolve_imports(
     metrics: Metrics,
     checkpointing: Checkpointing,
     logging: Logging,
+    summary: Summary,
+    profiling: Profiling,
 ) -> Imports:
     saves = checkpointing.saves
+    profiles = profiling.enabled
     return Imports(
+        math=summary.enabled or profiling.kind == "simple",
+        cprofile=profiling.kind == "advanced",
+        io=profiling.kind == "advanced",
+        pstats=profiling.kind == "advanced",
         csv="csv" in logging.kinds,
         enum=logging.writes_yaml,
         json=logging.hparams and "wandb" in logging.kinds,
-        os=build.deterministic or checkpointing.resumes or logging.enabled,
+        os=build.deterministic or checkpointing.resumes or logging.enabled or profiles,
         random=build.seeds or validation.sanity or saves,
         sys=build.seeds or validation.sanity or saves,
         warnings=optimizers.general_schedulers
@@ -1594,17 +1790,23 @@ def resolve_imports(
         or checkpointing.resumes
         or bool(checkpointing.early_stopping)
         or logging.enabled
-        or (logging.lr_monitor is not None and logging.lr_monitor.momentum),
+        or (logging.lr_monitor is not None and logging.lr_monitor.momentum)
+        or (summary.enabled and summary.unsupported_precision is not None)
+        or profiling.kind == "pytorch",
         argparse=checkpointing.resumes or logging.flattens,
         copy=checkpointing.saves,
         glob=checkpointing.searches_versions,
-        re=bool(checkpointing.checkpoints) or checkpointing.resumes or logging.writes_yaml or "mlflow" in logging.kinds,
+        re=bool(checkpointing.checkpoints)
+        or checkpointing.resumes
+        or logging.writes_yaml
+        or "mlflow" in logging.kinds
+        or profiling.dump_stats,
         signal=checkpointing.stops_on_signals,
         subprocess=checkpointing.requeues,
-        time=checkpointing.time_triggered or "mlflow" in logging.kinds,
+        time=checkpointing.time_triggered or "mlflow" in logging.kinds or profiling.kind == "simple",
         timedelta=checkpointing.time_triggered,
         sequence=optimization.tbptt and not optimization.tbptt_split_hook,
-        contextmanager=precision.double,
+        contextmanager=precision.double or profiles,
         dataclass=metrics.collect
         or bool(checkpointing.checkpoints)
         or bool(checkpointing.early_stopping)

@@ -26,6 +26,8 @@ from loopgen.flags import (
     FLAGS,
     LIGHTNING_LOGGERS,
     LOGGER_ARGS,
+    PROFILER_ARGS,
+    PROFILER_NAMES,
     TRAINER_KEYS,
     Flag,
     FlagError,
@@ -33,7 +35,9 @@ from loopgen.flags import (
     callback_support,
     lightning_callback,
     lightning_logger,
+    lightning_profiler,
     logger_support,
+    profiler_support,
     same,
 )
 
@@ -454,6 +458,8 @@ class _Reader:
                 values[flag.name] = self.callbacks(flag, key, raw.get(flag.name), added)
             elif flag.name == "logger" and own:
                 values[flag.name] = self.loggers(flag, key, own[0][1])
+            elif flag.name == "profiler" and own:
+                values[flag.name] = self.profiler(flag, key, own[0][1])
             else:
                 values[flag.name] = self.flag_value(flag, key, own + added)
 
@@ -555,6 +561,32 @@ class _Reader:
                 self.problem(where, f"{ref.name} needs `save_dir` (the directory of its logs)")
             refs.append(ClassRef(ref.class_path, args, ref.line))
         return tuple(refs) if refs else False
+
+    def profiler(self, flag: Flag, key: KeyPath, raw: Any) -> ClassRef | None:
+        """`trainer.profiler`: one of Lightning's names (simple, advanced, pytorch) or a profiler entry (checked by
+        profiler_support, its init_args like trainer flags); normalised to a class ref with every argument."""
+        try:
+            value = flag.parse(raw)
+        except FlagError as error:
+            self.problem((*key, *error.at), error.message)
+            return _INVALID
+        if isinstance(value, str) and value in PROFILER_NAMES:
+            name = PROFILER_NAMES[value]
+            reason = profiler_support(name)
+            if reason:
+                self.problem(key, reason)
+                return _INVALID
+            ref = ClassRef(f"pytorch_lightning.profilers.{name}", {}, self.line(key))
+            return ClassRef(ref.class_path, self.init_args_of(key, ref, PROFILER_ARGS), ref.line)
+        ref = self.class_ref(key, value, canonical=lightning_profiler)
+        if ref is None:
+            return _INVALID
+        reason = profiler_support(ref.class_path)
+        if reason:
+            self.problem(key, f"{ref.name}: {reason}")
+            return _INVALID
+        args = self.init_args_of(key if isinstance(value, str) else (*key, "init_args"), ref, PROFILER_ARGS)
+        return ClassRef(ref.class_path, args, ref.line)
 
     def callback_args(self, path: KeyPath, ref: ClassRef) -> dict[str, Any]:
         """The init_args of one of Lightning's callbacks, checked and normalised like trainer flags; every

@@ -406,7 +406,7 @@ def test_learning_rate_monitor_without_logging_steps_logs_at_epoch_starts_only(t
 def test_learning_rate_monitor_sits_among_the_callbacks_in_the_specs_order(tmp_path: Path) -> None:
     spec = "trainer:\n  callbacks: [ModelCheckpoint, LearningRateMonitor, pkg.models.Reader]\n"
     callbacks = plan_of(tmp_path, extra=CALLBACK, spec=spec).hooks.callbacks
-    assert [cb.kind for cb in callbacks] == ["lr_monitor", "user", "checkpoint"]
+    assert [cb.kind for cb in callbacks] == ["lr_monitor", "user", "summary", "checkpoint"]
 
 
 @pytest.mark.parametrize(
@@ -543,3 +543,70 @@ def test_log_graph_needs_an_example_input_array(tmp_path: Path) -> None:
     for extra in (set_in_init, class_attribute):
         logging = plan_of(tmp_path, extra=extra, model="Traced", spec=GRAPH).logging
         assert logging.graphs and logging.starts and not logging.traces_lightning_module
+
+
+# --- model summary and profilers
+
+
+@pytest.mark.parametrize(
+    "trainer, kinds",
+    [
+        ("callbacks: [pkg.models.Passer]", ["user", "summary", "checkpoint"]),  # the default one, after the spec's
+        (
+            "callbacks: [pkg.models.Passer, {class_path: ModelSummary, init_args: {max_depth: 2}}, pkg.models.Reader]",
+            ["user", "summary", "user", "checkpoint"],
+        ),
+        ("enable_model_summary: false\n  callbacks: [pkg.models.Passer]", ["user", "checkpoint"]),
+        ("enable_model_summary: false\n  callbacks: [ModelSummary]", ["summary", "checkpoint"]),
+    ],
+)
+def test_model_summary_prints_among_the_callbacks_in_lightnings_order(tmp_path: Path, trainer: str, kinds) -> None:
+    plan = plan_of(tmp_path, extra=CALLBACK, spec=f"trainer:\n  {trainer}\n")
+    assert [cb.kind for cb in plan.hooks.callbacks] == kinds
+    assert [cb.kind for cb in plan.hooks.callbacks_with("on_fit_start")] == ["summary"] * ("summary" in kinds)
+    assert plan.summary.enabled == ("summary" in kinds)
+    assert all(cb.kind != "summary" for cb in plan.build.callbacks)  # a function prints it: nothing to build
+
+
+def test_model_summary_max_depth_0_prints_nothing(tmp_path: Path) -> None:
+    plan = plan_of(tmp_path, spec="trainer:\n  callbacks: [{class_path: ModelSummary, init_args: {max_depth: 0}}]\n")
+    assert not plan.summary.enabled and not plan.hooks.callbacks_with("on_fit_start")
+    assert not plan.imports.math
+
+
+@pytest.mark.parametrize(
+    "trainer, bits, warned",
+    [("precision: 64", 64, None), ("precision: bf16-mixed", 32, "bf16-mixed"), ("precision: 16", 32, "bf16-mixed")],
+)
+def test_model_summary_size_follows_lightnings_precision_table(tmp_path: Path, trainer: str, bits, warned) -> None:
+    summary = plan_of(tmp_path, spec=f"trainer:\n  accelerator: cpu\n  {trainer}\n").summary
+    assert (summary.precision_bits, summary.unsupported_precision) == (bits, warned)
+
+
+@pytest.mark.parametrize(
+    "trainer, directory, report_file",
+    [
+        ("profiler: simple", "logger", None),  # printed
+        ("profiler: {class_path: SimpleProfiler, init_args: {filename: 'a/b:c'}}", "logger", "fit-a_b_c.txt"),
+        ("profiler: {class_path: SimpleProfiler, init_args: {filename: p}}\n  logger: false", "root", "fit-p.txt"),
+        ("profiler: {class_path: SimpleProfiler, init_args: {filename: p, dirpath: out}}", "spec", "fit-p.txt"),
+        # fast_dev_run: Lightning's dummy logger has no directory, so the report is printed
+        ("profiler: {class_path: SimpleProfiler, init_args: {filename: p}}\n  fast_dev_run: true", None, None),
+        (
+            "profiler: {class_path: SimpleProfiler, init_args: {filename: p}}\n  fast_dev_run: true\n  logger: false",
+            "root",
+            "fit-p.txt",
+        ),
+    ],
+)
+def test_profiler_reports_where_lightning_writes_them(tmp_path: Path, trainer: str, directory, report_file) -> None:
+    profiling = plan_of(tmp_path, spec=f"trainer:\n  {trainer}\n").profiling
+    assert (profiling.directory, profiling.report_file) == (directory, report_file)
+
+
+def test_pytorch_profiler_trace_name_and_arguments(tmp_path: Path) -> None:
+    spec = "trainer:\n  profiler: {class_path: PyTorchProfiler, init_args: {filename: p, profile_memory: true}}\n"
+    profiling = plan_of(tmp_path, spec=spec).profiling
+    assert profiling.trace and profiling.trace_name == "fit-p-[Strategy]SingleDeviceStrategy.training_step"
+    assert profiling.profile_args == {"profile_memory": True}
+    assert not plan_of(tmp_path, spec="trainer:\n  logger: false\n").profiling.enabled

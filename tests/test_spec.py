@@ -469,6 +469,74 @@ def test_wrong_logger_entries_are_refused(tmp_path: Path, flags: str, message: s
     assert trainer_problem(tmp_path, flags).startswith(message)
 
 
+def test_profiler_names_and_entries_are_read_as_lightningcli_writes_them(tmp_path: Path) -> None:
+    simple = trainer(tmp_path, "profiler: Simple").profiler  # Lightning lower-cases the name
+    assert simple.class_path == "pytorch_lightning.profilers.SimpleProfiler"
+    assert simple.init_args == {"dirpath": None, "filename": None, "extended": True}
+    advanced = trainer(
+        tmp_path,
+        """
+        profiler:
+          class_path: lightning.pytorch.profilers.advanced.AdvancedProfiler
+          init_args: {filename: perf, line_count_restriction: 10}
+        """,
+    ).profiler
+    assert advanced.class_path == "pytorch_lightning.profilers.AdvancedProfiler"
+    assert advanced.init_args == {
+        "dirpath": None,
+        "filename": "perf",
+        "line_count_restriction": 10,
+        "dump_stats": False,
+    }
+    pytorch = trainer(
+        tmp_path, "profiler: {class_path: PyTorchProfiler, dict_kwargs: {record_shapes: true}}"
+    ).profiler  # LightningCLI puts torch.profiler's own arguments in dict_kwargs
+    assert pytorch.init_args["record_shapes"] is True and pytorch.init_args["row_limit"] == 20
+    assert trainer(tmp_path, "profiler: null").profiler is None
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        ("profiler: 3", "trainer.profiler (line 3): expected a profiler name (simple, advanced, pytorch, xla) or a"),
+        (
+            "profiler: {class_path: XLAProfiler}",
+            "trainer.profiler (line 3): XLAProfiler: not supported by loopgen (it profiles XLA devices;",
+        ),
+        (
+            "profiler: {class_path: my.profilers.Timer}",
+            "trainer.profiler (line 3): Timer: not supported by loopgen (its profilers are SimpleProfiler,",
+        ),
+        (
+            "profiler: {class_path: SimpleProfiler, init_args: {extend: false}}",
+            "trainer.profiler.init_args.extend (line 3): unknown argument of SimpleProfiler (did you mean 'extended'?)",
+        ),
+        (
+            "profiler: {class_path: AdvancedProfiler, init_args: {line_count_restriction: 1.5}}",
+            "trainer.profiler.init_args.line_count_restriction (line 3): expected an integer >= 0 (a count) or a",
+        ),
+        (
+            "profiler: {class_path: PyTorchProfiler, init_args: {emit_nvtx: true}}",
+            "trainer.profiler.init_args.emit_nvtx (line 3): PyTorchProfiler(emit_nvtx=true) is not supported by",
+        ),
+        (
+            "profiler: {class_path: PyTorchProfiler, init_args: {sort_by_key: wall}}",
+            "trainer.profiler.init_args.sort_by_key (line 3): expected one of cpu_time, cuda_time,",
+        ),
+        (
+            "callbacks: [{class_path: ModelSummary, init_args: {max_depth: -2}}]",
+            "trainer.callbacks[0].init_args.max_depth (line 3): expected an integer >= -1 (-1: every level, 0: no",
+        ),
+        (
+            "callbacks: [{class_path: pytorch_lightning.callbacks.RichModelSummary}]",
+            "trainer.callbacks[0] (line 3): RichModelSummary: not supported by loopgen: of Lightning's callbacks,",
+        ),
+    ],
+)
+def test_wrong_profiler_and_summary_entries_are_refused(tmp_path: Path, flags: str, message: str) -> None:
+    assert trainer_problem(tmp_path, flags).startswith(message)
+
+
 def test_check_val_every_n_epoch_null_is_kept(tmp_path: Path) -> None:
     # null is a value of its own (count batches across epochs); its rule with a fractional
     # val_check_interval is the plan stage's (tests/test_plan.py)
@@ -490,7 +558,6 @@ def test_check_val_every_n_epoch_null_is_kept(tmp_path: Path) -> None:
         "devices: -1",
         "devices: [1]",
         "num_nodes: 2",
-        "profiler: simple",
         "enable_progress_bar: true",
     ],
 )
@@ -505,7 +572,7 @@ def test_contract_flags_not_implemented_yet(tmp_path: Path, flags: str) -> None:
         "accelerator: mps",
         "strategy: fsdp",
         "precision: 16-true",
-        "profiler: advanced",
+        "profiler: xla",
         "deterministic: warn",
         "val_check_interval: '00:00:10:00'",
     ],
@@ -523,7 +590,6 @@ def test_lightning_values_outside_the_contract_are_refused(tmp_path: Path, flags
         ("barebones: true", "false"),
         ("inference_mode: false", "true"),
         ("use_distributed_sampler: false", "true"),
-        ("enable_model_summary: false", "true"),
         ("enable_autolog_hparams: false", "true"),
         ("limit_test_batches: 0.5", "1.0"),
         ("limit_predict_batches: 1", "1.0"),  # 1 batch, not 100%

@@ -79,6 +79,16 @@ class Rich(torch.nn.Module):
     )
 )
 
+RICH_MODEL += """
+
+class RichExample(Rich):
+    \"\"\"Gives an example input: the model summary runs it through the model.\"\"\"
+
+    def __init__(self):
+        super().__init__()
+        self.example_input_array = torch.zeros(2, 4)
+"""
+
 SEED_MODEL = '''
 import torch
 from torch.utils.data import DataLoader, TensorDataset
@@ -187,6 +197,7 @@ BASE = {
         "logger": False,
         "enable_checkpointing": False,
         "enable_progress_bar": False,
+        "enable_model_summary": False,
         "max_epochs": 2,
     },
 }
@@ -280,6 +291,29 @@ FLAG_SETS = {
         ],
         "min_epochs": 1,
     },
+    "model_summary": {"enable_model_summary": True},
+    "model_summary_depth": {"callbacks": [{"class_path": "ModelSummary", "init_args": {"max_depth": 2}}]},
+    "model_summary_example": {"enable_model_summary": True, "accelerator": "auto", "precision": "bf16-mixed"},
+    "profiler_simple": {"profiler": "simple"},
+    "profiler_advanced": {
+        "profiler": {"class_path": "AdvancedProfiler", "init_args": {"dump_stats": True, "line_count_restriction": 5}}
+    },
+    "profiler_pytorch": {
+        "profiler": {
+            "class_path": "PyTorchProfiler",
+            "init_args": {"dirpath": "prof", "filename": "p", "record_shapes": True, "group_by_input_shapes": True},
+        }
+    },
+    "profiler_everything": {
+        "profiler": {"class_path": "SimpleProfiler", "init_args": {"filename": "perf", "extended": False}},
+        "enable_checkpointing": True,
+        "logger": None,
+        "callbacks": [{"class_path": "proj.callbacks.Recorder"}],
+        "accelerator": "cuda",
+        "precision": "16-mixed",
+        "gradient_clip_val": 0.5,
+        "accumulate_grad_batches": 2,
+    },
 }
 
 
@@ -304,6 +338,7 @@ SEED_FLAG_SETS = {
     "seed_nan": {"terminate_on_nan": True},
     "seed_accumulate_clip": {"accumulate_grad_batches": 2, "gradient_clip_val": 1.0},
     "seed_apex": {"accelerator": "cuda", "precision": "16-mixed", "amp_backend": "apex", "amp_level": "O1"},
+    "seed_profiler": {"profiler": "advanced", "truncated_bptt_steps": 2},
 }
 
 
@@ -314,6 +349,7 @@ def spec_with(project: Path, name: str, flags: dict) -> Path:
         "seed_apex": "proj.seed.SeedApex",
         "seed_tbptt_frequencies": "proj.seed.SeedRichFrequencies",
         "logger_every_kind_hparams": "proj.saver.Saver",
+        "model_summary_example": "proj.models.RichExample",
     }
     model = special.get(name, "proj.seed.SeedRich" if name.startswith("seed") else BASE["model"])
     spec = {**BASE, "model": model, "trainer": {**BASE["trainer"], **flags}}
@@ -437,6 +473,41 @@ TRACES = {
     "checkpoint_monitor": ["def update_best_and_save", "def link_atomically", "self.defer_until_validation = True"],
     "checkpoint_time": ["time.monotonic()", "timedelta(seconds=seconds)"],
     "early_stopping": ["class EarlyStopping", "early_stopping.on_train_epoch_end(trainer)"],
+    "model_summary": ["import math", "def print_model_summary", "print_model_summary(model", "def readable_count"],
+    "model_summary_depth": ["print_model_summary(model, 2)"],
+    "model_summary_example": [
+        "from torch.utils.flop_counter import FlopCounterMode",
+        "print_model_summary(model, 1, device)",
+        "def batch_shape",
+        "Precision bf16-mixed is not supported by the model summary.",
+    ],
+    "profiler_simple": [
+        "profiler = SimpleProfiler()",
+        "class SimpleProfiler",
+        'with profiler.profile("[Strategy]SingleDeviceStrategy.training_step"):',
+        'with profiler.profile("[LightningModule]Rich.on_train_epoch_start"):',
+        'with profiler.profile("[_EvaluationLoop].val_next"):',
+        "profiler.describe()",
+        "import time",
+    ],
+    "profiler_advanced": ["import cProfile", "import pstats", "class AdvancedProfiler", "dump_stats", "print_stats(5)"],
+    "profiler_pytorch": [
+        "class PyTorchProfiler",
+        'PyTorchProfiler(os.path.join("prof", "fit-p.txt"), "prof")',
+        "profiler.start(model, num_training_batches)",
+        "tensorboard_trace_handler",
+        "record_shapes=True",
+        "group_by_input_shapes=True",
+        "[pl][module]",
+    ],
+    "profiler_everything": [
+        'SimpleProfiler(os.path.join(loggers[0].log_dir, "fit-perf.txt"))',
+        'with profiler.profile("save_checkpoint"):',
+        'with profiler.profile("[Callback]Recorder.on_train_start"):',
+        'with profiler.profile("[Callback]ModelCheckpoint.on_train_epoch_end"):',
+        'with profiler.profile("[Strategy]SingleDeviceStrategy.batch_to_device"):',
+        '"[LightningModule]Rich.configure_gradient_clipping"',
+    ],
 }
 
 
@@ -447,6 +518,10 @@ SEED_TRACES = {
     "seed_grad_norm_inf": ['TRACK_GRAD_NORM = float("inf")'],
     "seed_nan": ["torch.isfinite(loss)", "Detected nan and/or inf values"],
     "seed_accumulate_clip": ["ACCUMULATE_GRAD_BATCHES", "clip_grad_norm_", "should_step=should_step"],
+    "seed_profiler": [
+        'with profiler.profile("[LightningModule]SeedRich.optimizer_step"):',
+        'with profiler.profile("[LightningModule]SeedRich.training_epoch_end"):',
+    ],
     "seed_apex": [
         "from apex import amp",
         "amp.initialize(model, optimizers, opt_level=AMP_LEVEL)",
