@@ -183,6 +183,8 @@ def verify(text: str, plan: Plan) -> None:
     user = {imp.module.split(".")[0] for imp in plan.build.imports}
     if plan.precision.apex:
         user.add("apex")  # asked for by the spec (amp_backend: apex)
+    if plan.progress.kind in ("tqdm", "rich"):
+        user.add(plan.progress.kind)  # asked for by the spec (a TQDMProgressBar or RichProgressBar callback)
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from loopgen.errors import LoopgenError
+from loopgen.flags import lightning_callback
 from loopgen.inspect import inspect_class
 from loopgen.plan import Plan, make_plan
 from loopgen.spec import load_spec
@@ -54,7 +55,7 @@ def plan_of(tmp_path: Path, configure_optimizers: str = "return torch.optim.SGD(
     roots = [tmp_path]
     model = inspect_class(loaded.model.class_path, roots, where="model.class_path")
     callbacks = tuple(
-        inspect_class(ref.class_path, roots, where="trainer.callbacks", callback=True)
+        None if lightning_callback(ref.class_path) else inspect_class(ref.class_path, roots, where="", callback=True)
         for ref in loaded.trainer.callbacks
     )
     return make_plan(loaded, model, None, callbacks)
@@ -359,3 +360,111 @@ def test_save_hyperparameters_with_a_computed_logger_argument_is_refused(tmp_pat
     (found,) = plan_problems(tmp_path, extra=extra, model="Saver")
     assert "calls save_hyperparameters(logger=...) with a value loopgen cannot read" in found
     assert plan_of(tmp_path, extra=extra, model="Saver", spec="trainer:\n  logger: false\n").logging.loggers == ()
+
+
+# --- the progress bar
+
+
+def test_default_progress_bar_is_the_scripts_own_with_a_notice(tmp_path: Path) -> None:
+    plan = plan_of(tmp_path, spec="trainer:\n  enable_checkpointing: true\n")
+    progress = plan.progress
+    assert (progress.kind, progress.refresh_rate, progress.line_every) == ("own", 1, 50)
+    assert progress.version and not progress.metrics  # Net logs nothing with prog_bar=True
+    assert progress.validation and progress.sanity and not progress.steps_total
+    assert any("RichProgressBar when rich is installed" in notice for notice in plan.notices)
+    # called among the callbacks, where Lightning appends its default bar: before the ModelCheckpoint
+    assert [cb.kind for cb in plan.hooks.callbacks] == ["progress", "checkpoint"]
+    plan = plan_of(tmp_path, spec="trainer:\n  enable_checkpointing: false\n")
+    assert plan.hooks.validation_callbacks and not plan.hooks.validation_trainer  # the bar takes no `trainer`
+
+
+@pytest.mark.parametrize(
+    "log, shows",
+    [
+        ('self.log("loss", loss, prog_bar=True)', True),
+        ('self.log("loss", loss, True)', True),  # prog_bar is log's third parameter
+        ('self.log_dict({"loss": loss}, prog_bar=flag)', True),  # not a literal: it may be true
+        ('self.log("loss", loss, **options)', True),
+        ('self.log("loss", loss, prog_bar=False)', False),
+        ('self.log("loss", loss, logger=True)', False),
+        ('return {"loss": loss, "progress_bar": {"loss": loss}}', True),  # the seed's dict
+    ],
+)
+def test_the_bar_shows_values_only_when_something_logs_to_it(tmp_path: Path, log: str, shows: bool) -> None:
+    extra = f"""
+
+class Shown(Net):
+    def training_step(self, batch, batch_idx):
+        loss, flag, options = batch.sum(), True, {{}}
+        {log}
+"""
+    plan = plan_of(tmp_path, extra=extra, model="Shown", spec="trainer:\n  logger: false\n")
+    assert plan.progress.metrics is shows and not plan.progress.version  # no logger: no v_num
+    assert plan.metrics.collect is shows  # the collector only for the bar
+
+
+@pytest.mark.parametrize(
+    "trainer, kind, refresh_rate, line_every",
+    [
+        ("enable_progress_bar: false", None, 1, 50),
+        ("progress_bar_refresh_rate: 20", "own", 20, 20),  # the seed's flag: Lightning 1.5's refresh rate
+        ("progress_bar_refresh_rate: 0", None, 1, 50),
+        (
+            "callbacks: [{class_path: TQDMProgressBar, init_args: {refresh_rate: 5, process_position: 1}}]",
+            "tqdm",
+            5,
+            50,
+        ),
+        ("callbacks: [{class_path: TQDMProgressBar, init_args: {refresh_rate: 0}}]", None, 0, 50),
+        ("callbacks: [RichProgressBar]", "rich", 100, 50),
+    ],
+)
+def test_which_bar(tmp_path: Path, trainer: str, kind: str | None, refresh_rate: int, line_every: int) -> None:
+    plan = plan_of(tmp_path, spec=f"trainer:\n  enable_checkpointing: false\n  {trainer}\n")
+    progress = plan.progress
+    assert (progress.kind, progress.refresh_rate, progress.line_every) == (kind, refresh_rate, line_every)
+    assert progress.enabled is (kind is not None)
+    assert any(cb.kind == "progress" for cb in plan.hooks.callbacks) is progress.enabled
+    assert plan.imports.tqdm is (kind == "tqdm") and plan.imports.rich is (kind == "rich")
+    assert plan.imports.shutil is (kind == "own")
+    assert not plan.state.exists  # a bar needs no `trainer` object
+
+
+def test_a_named_bar_keeps_its_place_among_the_callbacks(tmp_path: Path) -> None:
+    extra = "\n\nclass Printer:\n    def on_train_start(self, trainer, pl_module):\n        pass\n"
+    spec = "trainer:\n  enable_checkpointing: false\n  callbacks: [TQDMProgressBar, pkg.models.Printer]\n"
+    assert [cb.kind for cb in plan_of(tmp_path, extra=extra, spec=spec).hooks.callbacks] == ["progress", "user"]
+    spec = "trainer:\n  enable_checkpointing: false\n  callbacks: [pkg.models.Printer]\n"
+    assert [cb.kind for cb in plan_of(tmp_path, extra=extra, spec=spec).hooks.callbacks] == ["user", "progress"]
+
+
+def test_an_epochs_total_is_at_most_the_steps_left_without_max_epochs(tmp_path: Path) -> None:
+    assert plan_of(tmp_path, spec="trainer:\n  max_steps: 5\n").progress.steps_total  # Lightning's rule
+    assert not plan_of(tmp_path, spec="trainer:\n  max_steps: 5\n  max_epochs: 3\n").progress.steps_total
+
+
+@pytest.mark.parametrize(
+    "trainer, expected",
+    [
+        (
+            "enable_progress_bar: false\n  callbacks: [TQDMProgressBar]",
+            (
+                "trainer.enable_progress_bar (line 3): is false, but the callbacks have a TQDMProgressBar"
+                " (Lightning refuses this too)"
+            ),
+        ),
+        (
+            "callbacks: [TQDMProgressBar, RichProgressBar]",
+            "trainer.callbacks (line 3): RichProgressBar: a second progress bar (Lightning supports one)",
+        ),
+        (
+            "progress_bar_refresh_rate: 5\n  callbacks: [RichProgressBar]",
+            (
+                "trainer.progress_bar_refresh_rate (line 3): and a RichProgressBar in the callbacks: give the"
+                " refresh rate to the RichProgressBar"
+            ),
+        ),
+    ],
+)
+def test_progress_bars_lightning_refuses(tmp_path: Path, trainer: str, expected: str) -> None:
+    assert plan_problems(tmp_path, spec=f"trainer:\n  {trainer}\n") == [expected]
