@@ -111,7 +111,8 @@ def cli_configure_optimizers(model: Any, spec: Mapping[str, Any]) -> None:
 # checkpoints
 
 # Lightning's callbacks that loopgen implements, and the submodule each is defined in
-LIGHTNING_CALLBACKS = {"ModelCheckpoint": "model_checkpoint", "EarlyStopping": "early_stopping"}
+LIGHTNING_CALLBACKS = {"ModelCheckpoint": "model_checkpoint", "EarlyStopping": "early_stopping",
+                       "TQDMProgressBar": "progress", "RichProgressBar": "progress"}  # fmt: skip
 CALLBACK_PACKAGES = ("pytorch_lightning.callbacks", "lightning.pytorch.callbacks")
 # Keys of a checkpoint file that are not compared: Lightning's version, and the script's own state (its key's
 # name starts with "loopgen")
@@ -122,7 +123,7 @@ CALLBACK_PATHS = ("dirpath", "best_model_path", "kth_best_model_path", "last_mod
 
 
 def lightning_callback(class_path: str) -> str | None:
-    """The name of the Lightning callback (ModelCheckpoint or EarlyStopping) that `class_path` names as a spec may
+    """The name of the Lightning callback (LIGHTNING_CALLBACKS) that `class_path` names as a spec may
     spell it (the short name, pytorch_lightning.callbacks.NAME, lightning.pytorch.callbacks.NAME, or the class in
     its own submodule), else None."""
     module, _, name = class_path.rpartition(".")
