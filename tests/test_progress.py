@@ -285,3 +285,27 @@ def test_a_bar_off_leaves_no_progress_code(project):
             assert "progress_bar" not in text and "PROGRESS" not in text and "class Bar" not in text
     finally:
         os.chdir(cwd)
+
+
+def test_a_run_resumed_mid_epoch_counts_on_a_training_bar(project):
+    """Lightning skips on_train_epoch_start when it resumes in the middle of an epoch: its bar stays "Training",
+    without a total, and counts the epoch's batches."""
+    every_3 = {"class_path": "ModelCheckpoint", "init_args": {"every_n_train_steps": 3, "save_top_k": -1}}
+    spec = spec_of(max_epochs=2, enable_checkpointing=True, callbacks=[every_3])
+    run_script(project, spec, "resumed", terminal=False)
+    directory = project / "resumed"
+    result = subprocess.run(
+        [sys.executable, "train.py", "--ckpt-path", "lightning_logs/version_0/checkpoints/epoch=1-step=15.ckpt"],
+        cwd=directory,
+        env=env_with_root(project),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    bars = [PLAIN.fullmatch(line) for line in result.stdout.splitlines() if PLAIN.fullmatch(line)]
+    assert [(bar["description"], bar["n"], bar["total"]) for bar in bars] == [
+        ("Validation DataLoader 0", "5", "5"),
+        ("Training", "10", "?"),
+    ]
+    assert bars[-1]["postfix"].startswith("v_num=1, loss_step=")
