@@ -224,6 +224,7 @@ class MetricLog:
         self,
         name,
         value,
+        _prog_bar=False,
         logger=None,
         on_step=None,
         on_epoch=None,

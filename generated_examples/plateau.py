@@ -188,6 +188,7 @@ class MetricLog:
         self,
         name,
         value,
+        _prog_bar=False,
         logger=None,
         on_step=None,
         on_epoch=None,

@@ -456,18 +456,26 @@ def _track_grad_norm() -> Kind:
 # ---------------------------------------------------------------------------
 # Lightning's own callbacks
 
-# name: submodule
-LIGHTNING_CALLBACKS = {"ModelCheckpoint": "model_checkpoint", "EarlyStopping": "early_stopping",
-                       "LearningRateMonitor": "lr_monitor", "ModelSummary": "model_summary"}  # fmt: skip
+# name: the submodules of pytorch_lightning.callbacks it can be imported from
+LIGHTNING_CALLBACKS = {
+    "ModelCheckpoint": ("model_checkpoint",),
+    "EarlyStopping": ("early_stopping",),
+    "LearningRateMonitor": ("lr_monitor",),
+    "ModelSummary": ("model_summary",),
+    "TQDMProgressBar": ("progress", "progress.tqdm_progress"),
+    "RichProgressBar": ("progress", "progress.rich_progress"),
+}
+PROGRESS_BARS = ("TQDMProgressBar", "RichProgressBar")
 
 
 def lightning_callback(class_path: str) -> str | None:
-    """pytorch_lightning.callbacks.NAME for one of LIGHTNING_CALLBACKS however spelled, else None."""
+    """pytorch_lightning.callbacks.NAME for one of Lightning's callbacks that loopgen implements (LIGHTNING_CALLBACKS)
+    however spelled, else None."""
     module, _, name = class_path.rpartition(".")
     if name not in LIGHTNING_CALLBACKS:
         return None
     packages = ("pytorch_lightning.callbacks", "lightning.pytorch.callbacks")
-    spellings = {"", *packages, *(f"{package}.{LIGHTNING_CALLBACKS[name]}" for package in packages)}
+    spellings = {"", *packages, *(f"{package}.{sub}" for package in packages for sub in LIGHTNING_CALLBACKS[name])}
     return f"pytorch_lightning.callbacks.{name}" if module in spellings else None
 
 
@@ -476,7 +484,8 @@ def callback_support(class_path: str) -> str | None:
     if lightning_callback(class_path) is not None:
         return None
     if class_path.startswith(LIGHTNING_PACKAGES):
-        return f"not supported by loopgen: of Lightning's callbacks, only {', '.join(LIGHTNING_CALLBACKS)}"
+        known = ", ".join(LIGHTNING_CALLBACKS)
+        return f"not supported by loopgen: of Lightning's callbacks, only {known}"
     return None  # the user's own callback
 
 
@@ -656,9 +665,8 @@ FLAGS: tuple[Flag, ...] = (
          " (0: only epoch values)", support=implemented),
     Flag("enable_checkpointing", boolean(), True, "save checkpoints (a ModelCheckpoint with Lightning's defaults"
          " when the callbacks have none)", support=implemented),
-    Flag("enable_progress_bar", boolean(), None, "show a progress bar (null: Lightning's default, true)",
-         support=only(False),
-         default_notice=_default_not_implemented("progress bar", "the script shows none", "enable_progress_bar")),
+    Flag("enable_progress_bar", boolean(), True, "show a progress bar (Lightning's TQDMProgressBar, without tqdm;"
+         " a TQDMProgressBar or RichProgressBar callback uses tqdm or rich)", support=implemented),
     Flag("enable_model_summary", boolean(), True, "print Lightning's model summary table when training starts",
          support=implemented),
     Flag("accumulate_grad_batches", _accumulate(), 1,
@@ -753,6 +761,17 @@ CALLBACK_ARGS: Mapping[str, tuple[Flag, ...]] = {
     ),
     "ModelSummary": (
         _arg("max_depth", integer(-1, "-1: every level, 0: no summary"), 1, "the deepest level of submodules listed"),
+    ),
+    "TQDMProgressBar": (
+        _arg("refresh_rate", integer(0, "0: no bar"), 1, "redraw every n batches"),
+        _arg("process_position", integer(0), 0, "draw below this many other bars"),
+        _arg("leave", boolean(), False, "keep each epoch's bar (a line per epoch)"),
+    ),
+    "RichProgressBar": (
+        _arg("refresh_rate", integer(0, "0: no bar"), 100, "redraw this many times a second"),
+        _arg("leave", boolean(), False, "keep each epoch's bar (a line per epoch)"),
+        _arg("theme", anything(), None, "the bar's styles", support=lightning_default(None)),
+        _arg("console_kwargs", anything(), None, "arguments of rich's Console", support=lightning_default(None)),
     ),
 }
 
@@ -914,7 +933,10 @@ def _early_stop_callback(raw: Any) -> dict[str, Any]:
 
 
 def _progress_bar_refresh_rate(raw: Any) -> dict[str, Any]:
-    return {"enable_progress_bar": integer(0).parse(raw) > 0}
+    """Lightning 1.5's meaning: 0 turns the bar off, n redraws it every n batches (`progress_bar_refresh_rate` is
+    not a modern flag: spec.py gives it to the plan as Spec.progress_bar_refresh_rate)."""
+    rate = integer(0).parse(raw)
+    return {"enable_progress_bar": True, "progress_bar_refresh_rate": rate} if rate else {"enable_progress_bar": False}
 
 
 # fmt: off
@@ -930,7 +952,7 @@ ALIASES: tuple[Alias, ...] = (
     Alias("early_stop_callback", Kind(_early_stop_callback, {"anyOf": [{"type": "boolean"}, CLASS_REF_SCHEMA]}),
           "seed-era: true adds an EarlyStopping callback monitoring val_loss"),
     Alias("progress_bar_refresh_rate", Kind(_progress_bar_refresh_rate, {"type": "integer", "minimum": 0}),
-          "seed-era: 0 is enable_progress_bar false, else true"),
+          "seed-era: 0 is enable_progress_bar false; n is true, the bar redrawn every n batches"),
 )
 # fmt: on
 
@@ -942,10 +964,12 @@ def alias_notice(modern: Mapping[str, Any]) -> str:
     """The one-line notice for a seed-era spelling read as `modern` (Alias.kind.parse's result)."""
     if not modern:
         return "seed-era flag with no effect here; remove it"
-    parts = []
+    parts, after = [], ""
     for name, value in modern.items():
         if name == "callbacks":
             parts.append("callbacks: + " + ", ".join(entry["class_path"] for entry in value))
+        elif name == "progress_bar_refresh_rate":
+            after = f", the bar redrawn every {value} batch{'es' if value != 1 else ''}"
         else:
             parts.append(f"{name}: {show(value)}")
-    return "seed-era spelling, read as `" + "`, `".join(parts) + "`"
+    return "seed-era spelling, read as `" + "`, `".join(parts) + "`" + after

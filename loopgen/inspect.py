@@ -36,6 +36,8 @@ class ClassFacts:
     mentions_scheduler: bool = False  # configure_optimizers mentions an LR scheduler (name or "lr_scheduler" key)
     mentions_lbfgs: bool = False  # configure_optimizers mentions LBFGS (a closure optimizer)
     returns_log_dicts: bool = False  # a step or epoch-end hook mentions the seed's "log" / "progress_bar" keys
+    # a `.log(...)` / `.log_dict(...)` call may pass prog_bar=True, or a step hook mentions the seed's "progress_bar"
+    logs_to_progress_bar: bool = False
     # what the methods read from the trainer (`self.trainer.X` in a module; the `trainer` parameter or
     # `pl_module.trainer.X` in a callback); None: the trainer itself is passed on or stored, so anything may be read
     trainer_reads: frozenset[str] | None = frozenset()
@@ -92,7 +94,7 @@ def inspect_class(class_path: str, roots: Sequence[Path], *, where: str, callbac
     class_attributes: set[str] = set()
     trainer_reads: set[str] | None = set()
     module_reads: set[str] = set()
-    scheduler = lbfgs = log_dicts = False
+    scheduler = lbfgs = log_dicts = prog_bar = False
     optimizers: OptimizersFacts | None = None
     optimizers_unknown = ""
     for ancestor in _linearize([c for c in found if isinstance(c, _Class)]):
@@ -112,8 +114,10 @@ def inspect_class(class_path: str, roots: Sequence[Path], *, where: str, callbac
             fn.body.visit(use)
             module_reads |= use.module_reads
             trainer_reads = None if trainer_reads is None or use.escapes else trainer_reads | use.reads
+            prog_bar = prog_bar or _logs_to_progress_bar(fn)
             if first and fn.name.value in _LOG_DICT_HOOKS:
                 log_dicts = log_dicts or bool(words.strings & {"log", "progress_bar"})
+                prog_bar = prog_bar or "progress_bar" in words.strings
             if first and fn.name.value == "configure_optimizers":
                 scheduler = any("sched" in w.lower() or w.endswith("LR") or "LROn" in w for w in words.words)
                 lbfgs = "LBFGS" in words.words
@@ -134,6 +138,7 @@ def inspect_class(class_path: str, roots: Sequence[Path], *, where: str, callbac
         mentions_scheduler=scheduler,
         mentions_lbfgs=lbfgs,
         returns_log_dicts=log_dicts,
+        logs_to_progress_bar=prog_bar,
         trainer_reads=None if trainer_reads is None else frozenset(trainer_reads),
         module_reads=frozenset(module_reads),
         optimizers=optimizers,
@@ -354,6 +359,37 @@ class _HparamsCalls(cst.CSTVisitor):
             elif arg.star:
                 value = None  # **kwargs may hold it
         self.loggers.append(value)
+
+
+# prog_bar's position: LightningModule.log(name, value, prog_bar, ...), log_dict(dictionary, prog_bar, ...)
+_PROG_BAR_POSITION = {"log": 2, "log_dict": 1}
+
+
+class _ProgressBarLogs(cst.CSTVisitor):
+    """Whether a `X.log(...)` / `X.log_dict(...)` call (self.log, pl_module.log) may pass prog_bar=True: its
+    `prog_bar` argument (by keyword, or the position Lightning gives it) is there and not the literal False, or
+    *args / **kwargs may hold it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.found = False
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not isinstance(node.func, cst.Attribute) or node.func.attr.value not in _PROG_BAR_POSITION:
+            return
+        positional = [arg for arg in node.args if arg.keyword is None and not arg.star]
+        values = [arg.value for arg in node.args if arg.keyword is not None and arg.keyword.value == "prog_bar"]
+        if len(positional) > _PROG_BAR_POSITION[node.func.attr.value]:
+            values.append(positional[_PROG_BAR_POSITION[node.func.attr.value]].value)
+        starred = any(arg.star for arg in node.args)
+        literal_false = [isinstance(value, cst.Name) and value.value == "False" for value in values]
+        self.found = self.found or starred or not all(literal_false)
+
+
+def _logs_to_progress_bar(fn: cst.FunctionDef) -> bool:
+    finder = _ProgressBarLogs()
+    fn.body.visit(finder)
+    return finder.found
 
 
 def _hparams_logger(fn: cst.FunctionDef, me: str, so_far: bool | None) -> bool | None:

@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 
 from loopgen import __version__
 from loopgen.errors import LoopgenError, Problem
-from loopgen.flags import same
+from loopgen.flags import PROGRESS_BARS, same
 from loopgen.inspect import ClassFacts, OptimizersFacts, SchedulerFacts
 from loopgen.spec import ClassRef, Spec
 
@@ -99,7 +99,7 @@ class Callback:
     var: str  # the script variable holding the instance
     hooks: frozenset[str]
     # "user" | "checkpoint" (ModelCheckpoint) | "early_stopping" | "lr_monitor" (LearningRateMonitor) | "summary"
-    # (ModelSummary): the script implements Lightning's callbacks itself
+    # (ModelSummary) | "progress" (the progress bar): the script implements Lightning's callbacks itself
     kind: str = "user"
     monitoring: bool = (
         False  # Lightning runs its on_train_epoch_end after the module's (ModelCheckpoint, EarlyStopping)
@@ -339,6 +339,11 @@ class Hooks:
     callbacks: tuple[Callback, ...]
     validation_callbacks: tuple[Callback, ...]  # callbacks validate() must be given
 
+    @property
+    def validation_trainer(self) -> bool:
+        """validate() passes `trainer` to a callback (the progress bar takes none)."""
+        return any(c.kind != "progress" for c in self.validation_callbacks)
+
     def model_has(self, name: str) -> bool:
         return name in self.model
 
@@ -377,6 +382,7 @@ class Imports:
     re: bool
     signal: bool
     subprocess: bool
+    shutil: bool
     time: bool
     timedelta: bool
     os: bool
@@ -398,6 +404,8 @@ class Imports:
     mlflow: bool
     mlflow_params: bool
     wandb: bool
+    tqdm: bool
+    rich: bool
 
 
 @dataclass(frozen=True)
@@ -525,6 +533,39 @@ class Logging:
 
 
 @dataclass(frozen=True)
+class Progress:
+    """The progress bar: Lightning's default TQDMProgressBar, drawn by the script itself ("own"), or the spec's
+    TQDMProgressBar / RichProgressBar, drawn by tqdm / rich."""
+
+    kind: str | None  # None: no bar | "own" | "tqdm" | "rich"
+    refresh_rate: int  # own, tqdm: redraw every n batches; rich: n times a second
+    line_every: int  # own, when the output is not a terminal: a plain line every n batches
+    leave: bool  # tqdm, rich: each epoch's bar stays (a line per epoch)
+    process_position: int  # tqdm: the bars start this many lines down
+    version: bool  # v_num: the loggers' version, which Lightning shows when there is a logger
+    joined_version: bool  # ... of several loggers, joined with "_"
+    text_version: bool  # ... a string (the last 4 characters; none when empty)
+    metrics: bool  # the values logged with prog_bar=True (and the seed's "progress_bar" dicts)
+    steps_total: bool  # max_epochs -1 with max_steps: an epoch's total is at most the steps left (Lightning)
+    validation: bool  # a validation bar
+    sanity: bool  # a sanity check bar
+    last_epoch: int  # rich: "Epoch N/last" (max_epochs - 1, as Lightning writes it)
+
+    @property
+    def enabled(self) -> bool:
+        return self.kind is not None
+
+    @property
+    def own(self) -> bool:
+        return self.kind == "own"
+
+    @property
+    def postfix(self) -> bool:
+        """Something is shown after the timings (Lightning's get_metrics)."""
+        return self.version or self.metrics
+
+
+@dataclass(frozen=True)
 class Constants:
     """The configuration constants the script declares, beside those a single flag decides."""
 
@@ -634,6 +675,7 @@ class Plan:
     logging: Logging
     summary: Summary
     profiling: Profiling
+    progress: Progress
     constants: Constants
     helpers: Helpers
     imports: Imports
@@ -673,10 +715,11 @@ def make_plan(
     )
     summary, summaries = resolve_summary(spec, model, precision)
     profiling = resolve_profiling(spec, logging, problems, notices)
+    progress = resolve_progress(spec, model, user_callbacks, bounds, validation, logging, problems, notices)
     if problems:
         raise LoopgenError(problems)
-    hooks = with_lightning_callbacks(spec, hooks, checkpointing, logging, summaries)
-    metrics = resolve_metrics(model, user_callbacks, optimizers, optimization, checkpointing, logging)
+    hooks = with_lightning_callbacks(spec, hooks, checkpointing, logging, summaries, progress)
+    metrics = resolve_metrics(model, user_callbacks, optimizers, optimization, checkpointing, logging, progress)
     state = resolve_state(spec, model, user_callbacks, metrics, checkpointing)
     epoch_start = (
         state.mirror_epoch
@@ -709,6 +752,7 @@ def make_plan(
         logging=logging,
         summary=summary,
         profiling=profiling,
+        progress=progress,
         constants=resolve_constants(build, state, bounds, validation, checkpointing, logging, profiling),
         helpers=Helpers(
             map_tensors=precision.double
@@ -729,6 +773,7 @@ def make_plan(
             logging,
             summary,
             profiling,
+            progress,
         ),
         notices=tuple(notices),
     )
@@ -773,13 +818,20 @@ def resolve_hooks(
 
 
 def with_lightning_callbacks(
-    spec: Spec, hooks: Hooks, checkpointing: Checkpointing, logging: Logging, summaries: tuple[Callback, ...]
+    spec: Spec,
+    hooks: Hooks,
+    checkpointing: Checkpointing,
+    logging: Logging,
+    summaries: tuple[Callback, ...],
+    progress: Progress,
 ) -> Hooks:
-    """All the callbacks in the order Lightning calls them: the spec's order, then the default ModelSummary
-    (enable_model_summary), with every ModelCheckpoint (the default one included) moved to the end."""
+    """All the callbacks in the order Lightning calls them: the spec's order, then the default progress bar (a
+    TQDMProgressBar or RichProgressBar the spec names stays where it is) and the default ModelSummary, with every
+    ModelCheckpoint (the default one included) moved to the end."""
     user = iter(hooks.callbacks)
     early = iter(checkpointing.early_stopping)
     summary = iter(summaries)
+    bar = _progress_callback(progress)
     ordered: list[Callback | None] = []
     for ref in spec.trainer.callbacks:
         if _is_lightning(ref, "EarlyStopping"):
@@ -789,9 +841,12 @@ def with_lightning_callbacks(
                 ordered.append(logging.lr_monitor.callback)
         elif _is_lightning(ref, "ModelSummary"):
             ordered.append(next(summary))
+        elif _is_progress_bar(ref):
+            ordered.append(bar)
+            bar = None
         elif not _is_lightning(ref, "ModelCheckpoint"):
             ordered.append(next(user))
-    ordered += [*summary, *checkpointing.checkpoints]
+    ordered += [bar, *summary, *checkpointing.checkpoints]
     callbacks = tuple(cb for cb in ordered if cb is not None)
     return Hooks(
         model=hooks.model,
@@ -1582,6 +1637,93 @@ def resolve_profiling(spec: Spec, logging: Logging, problems: list[Problem], not
     )
 
 
+PLAIN_LINE_EVERY = 50  # the script's own bar, when the output is not a terminal: a line every n batches
+
+
+def resolve_progress(
+    spec: Spec,
+    model: ClassFacts,
+    callbacks: tuple[ClassFacts, ...],
+    bounds: Bounds,
+    validation: Validation,
+    logging: Logging,
+    problems: list[Problem],
+    notices: list[str],
+) -> Progress:
+    """The progress bar, by Lightning's _configure_progress_bar rules: the spec's TQDMProgressBar or
+    RichProgressBar (one at most, refused with `enable_progress_bar: false`), else with enable_progress_bar
+    Lightning's default TQDMProgressBar, which the script draws itself. A refresh rate of 0 shows nothing."""
+    t = spec.trainer
+    given = [ref for ref in t.callbacks if _is_progress_bar(ref)]
+    if len(given) > 1:
+        message = f"{given[1].name}: a second progress bar (Lightning supports one)"
+        problems.append(Problem("trainer.callbacks", message, given[1].line))
+    if given and not t.enable_progress_bar:
+        message = f"is false, but the callbacks have a {given[0].name} (Lightning refuses this too)"
+        problems.append(_flag_problem(spec, "enable_progress_bar", message))
+    if given and spec.progress_bar_refresh_rate is not None:
+        message = f"and a {given[0].name} in the callbacks: give the refresh rate to the {given[0].name}"
+        problems.append(_flag_problem(spec, "progress_bar_refresh_rate", message))
+    if given:
+        args = given[0].init_args
+        kind: str | None = "tqdm" if given[0].name == "TQDMProgressBar" else "rich"
+        rate, leave, position = args["refresh_rate"], args["leave"], args.get("process_position", 0)
+    else:
+        kind = "own" if t.enable_progress_bar else None
+        rate, leave, position = spec.progress_bar_refresh_rate or 1, False, 0
+    if rate == 0:
+        kind = None
+    if kind == "own":
+        notices.append(
+            "enable_progress_bar: Lightning's default bar is RichProgressBar when rich is installed, else"
+            " TQDMProgressBar; the script draws TQDMProgressBar's, without tqdm. For rich's, name it:"
+            " `callbacks: [RichProgressBar]`"
+        )
+    loggers = logging.loggers
+    version = kind is not None and bool(loggers)
+    return Progress(
+        kind=kind,
+        refresh_rate=rate,
+        line_every=spec.progress_bar_refresh_rate or PLAIN_LINE_EVERY,
+        leave=leave,
+        process_position=position,
+        version=version,
+        joined_version=version and len(loggers) > 1,
+        # Lightning shows a version that is a string (a name, a run id) by its last 4 characters
+        text_version=version
+        and (
+            len(loggers) > 1
+            or loggers[0].kind in ("mlflow", "wandb")
+            or isinstance(loggers[0].args.get("version"), str)
+        ),
+        metrics=kind is not None and any(facts.logs_to_progress_bar for facts in (model, *callbacks)),
+        steps_total=kind is not None and bounds.max_epochs == -1 and bounds.max_steps > 0,
+        validation=kind is not None and validation.enabled,
+        sanity=kind is not None and validation.sanity,
+        last_epoch=bounds.max_epochs - 1,
+    )
+
+
+def _progress_callback(progress: Progress) -> Callback | None:
+    """The progress bar as a callback of the script (called among the callbacks, where Lightning calls it)."""
+    if progress.kind is None:
+        return None
+    hooks = {"on_train_start", "on_train_epoch_start", "on_train_batch_end"}
+    hooks.add("teardown" if progress.kind == "rich" else "on_train_end")  # rich's display stops at teardown
+    if progress.own or progress.postfix or (progress.kind == "tqdm" and progress.leave):
+        hooks.add("on_train_epoch_end")
+    if progress.sanity:
+        hooks |= {"on_sanity_check_start", "on_sanity_check_end"}
+    if progress.validation:
+        hooks |= {"on_validation_start", "on_validation_batch_end", "on_validation_end"}
+    cls = {"own": "ProgressBar", "tqdm": "TQDMProgressBar", "rich": "RichProgressBar"}[progress.kind]
+    return Callback(construct=Construct("", cls), var="progress_bar", hooks=frozenset(hooks), kind="progress")
+
+
+def _is_progress_bar(ref: ClassRef) -> bool:
+    return any(_is_lightning(ref, name) for name in PROGRESS_BARS)
+
+
 def resolve_metrics(
     model: ClassFacts,
     callbacks: tuple[ClassFacts, ...],
@@ -1589,11 +1731,12 @@ def resolve_metrics(
     optimization: Optimization,
     checkpointing: Checkpointing,
     logging: Logging,
+    progress: Progress,
 ) -> Metrics:
     """self.log needs a collector only when something reads what is logged (a plateau scheduler, EarlyStopping,
     a ModelCheckpoint ranking or naming files by a metric, the model or a callback through
-    trainer.callback_metrics / logged_metrics); the gradient norms of track_grad_norm and the seed's dict returns
-    are logged values too."""
+    trainer.callback_metrics / logged_metrics, the progress bar showing prog_bar values); the gradient norms of
+    track_grad_norm and the seed's dict returns are logged values too."""
     readers = any(_reads_trainer(facts, *METRIC_ATTRIBUTES) for facts in (model, *callbacks))
     collect = (
         readers
@@ -1601,6 +1744,7 @@ def resolve_metrics(
         or optimization.track_grad_norm is not None
         or checkpointing.reads_metrics
         or logging.values
+        or progress.metrics
     )
     model_logs = model.uses_log or any(facts.module_reads & {"log", "log_dict"} for facts in callbacks)
     log_dicts = collect and model.returns_log_dicts
@@ -1770,6 +1914,7 @@ def resolve_imports(
     logging: Logging,
     summary: Summary,
     profiling: Profiling,
+    progress: Progress,
 ) -> Imports:
     saves = checkpointing.saves
     profiles = profiling.enabled
@@ -1781,9 +1926,9 @@ def resolve_imports(
         csv="csv" in logging.kinds,
         enum=logging.writes_yaml,
         json=logging.hparams and "wandb" in logging.kinds,
-        os=build.deterministic or checkpointing.resumes or logging.enabled or profiles,
+        os=build.deterministic or checkpointing.resumes or logging.enabled or profiles or progress.kind == "tqdm",
         random=build.seeds or validation.sanity or saves,
-        sys=build.seeds or validation.sanity or saves,
+        sys=build.seeds or validation.sanity or saves or progress.own or progress.kind == "tqdm",
         warnings=optimizers.general_schedulers
         or optimizers.lenient_plateau
         or bounds.holds_stop
@@ -1792,7 +1937,8 @@ def resolve_imports(
         or logging.enabled
         or (logging.lr_monitor is not None and logging.lr_monitor.momentum)
         or (summary.enabled and summary.unsupported_precision is not None)
-        or profiling.kind == "pytorch",
+        or profiling.kind == "pytorch"
+        or (progress.version and progress.metrics),
         argparse=checkpointing.resumes or logging.flattens,
         copy=checkpointing.saves,
         glob=checkpointing.searches_versions,
@@ -1803,8 +1949,9 @@ def resolve_imports(
         or profiling.dump_stats,
         signal=checkpointing.stops_on_signals,
         subprocess=checkpointing.requeues,
-        time=checkpointing.time_triggered or "mlflow" in logging.kinds or profiling.kind == "simple",
-        timedelta=checkpointing.time_triggered,
+        shutil=progress.own,
+        time=checkpointing.time_triggered or "mlflow" in logging.kinds or profiling.kind == "simple" or progress.own,
+        timedelta=checkpointing.time_triggered or progress.kind == "rich",
         sequence=optimization.tbptt and not optimization.tbptt_split_hook,
         contextmanager=precision.double or profiles,
         dataclass=metrics.collect
@@ -1823,6 +1970,8 @@ def resolve_imports(
         mlflow="mlflow" in logging.kinds,
         mlflow_params="mlflow" in logging.kinds and logging.hparams,
         wandb="wandb" in logging.kinds,
+        tqdm=progress.kind == "tqdm",
+        rich=progress.kind == "rich",
     )
 
 

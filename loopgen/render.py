@@ -185,6 +185,8 @@ def verify(text: str, plan: Plan) -> None:
     if plan.precision.apex:
         user.add("apex")  # asked for by the spec (amp_backend: apex)
     user |= plan.logging.kinds & {"mlflow", "wandb"}  # ... (its loggers; TensorBoard's writer is torch's)
+    if plan.progress.kind in ("tqdm", "rich"):
+        user.add(plan.progress.kind)  # asked for by the spec (a TQDMProgressBar or RichProgressBar callback)
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]

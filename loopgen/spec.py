@@ -107,6 +107,7 @@ class Spec:
     ckpt_path: str | None = None
     notices: tuple[str, ...] = ()  # one-line notices (seed-era spellings, defaults not implemented, ...)
     trainer_given: frozenset[str] = frozenset()  # the trainer flags the spec sets (null counts only where nullable)
+    progress_bar_refresh_rate: int | None = None  # the seed's `progress_bar_refresh_rate: n` (n >= 1)
     lines: Mapping[str, int] = field(default_factory=dict)  # the YAML line of each key, by its dotted path
 
     def line(self, key: str) -> int | None:
@@ -250,6 +251,7 @@ class _Reader:
         self.problems = problems
         self.notices: list[Problem] = []  # notices are reported like problems: key path, line, message
         self.trainer_given: set[str] = set()
+        self.progress_bar_refresh_rate: int | None = None
 
     # --- reporting
 
@@ -305,6 +307,7 @@ class _Reader:
             ckpt_path=ckpt_path,
             notices=tuple(str(notice) for notice in sorted(self.notices, key=_by_line)),
             trainer_given=frozenset(self.trainer_given),
+            progress_bar_refresh_rate=self.progress_bar_refresh_rate,
             lines={dotted(key): line for key, line in self.lines.items()},
         )
 
@@ -466,6 +469,8 @@ class _Reader:
         if len(self.problems) > problems_before:
             return None
         self.trainer_given = given
+        for _, rate in from_aliases.get("progress_bar_refresh_rate", []):
+            self.progress_bar_refresh_rate = rate
         return TrainerFlags(**values)
 
     def flag_value(self, flag: Flag, key: KeyPath, candidates: list[tuple[KeyPath, Any]]) -> Any:

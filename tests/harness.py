@@ -115,6 +115,9 @@ LIGHTNING_CALLBACKS = {
     "ModelCheckpoint": "model_checkpoint",
     "EarlyStopping": "early_stopping",
     "LearningRateMonitor": "lr_monitor",
+    "ModelSummary": "model_summary",
+    "TQDMProgressBar": "progress",
+    "RichProgressBar": "progress",
 }
 CALLBACK_PACKAGES = ("pytorch_lightning.callbacks", "lightning.pytorch.callbacks")
 # Keys of a checkpoint file that are not compared: Lightning's version, and the script's own state (its key's
@@ -126,7 +129,7 @@ CALLBACK_PATHS = ("dirpath", "best_model_path", "kth_best_model_path", "last_mod
 
 
 def lightning_callback(class_path: str) -> str | None:
-    """The name of the Lightning callback (one of LIGHTNING_CALLBACKS) that `class_path` names as a spec may
+    """The name of the Lightning callback (LIGHTNING_CALLBACKS) that `class_path` names as a spec may
     spell it (the short name, pytorch_lightning.callbacks.NAME, lightning.pytorch.callbacks.NAME, or the class in
     its own submodule), else None."""
     module, _, name = class_path.rpartition(".")

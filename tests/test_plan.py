@@ -406,7 +406,7 @@ def test_learning_rate_monitor_without_logging_steps_logs_at_epoch_starts_only(t
 def test_learning_rate_monitor_sits_among_the_callbacks_in_the_specs_order(tmp_path: Path) -> None:
     spec = "trainer:\n  callbacks: [ModelCheckpoint, LearningRateMonitor, pkg.models.Reader]\n"
     callbacks = plan_of(tmp_path, extra=CALLBACK, spec=spec).hooks.callbacks
-    assert [cb.kind for cb in callbacks] == ["lr_monitor", "user", "summary", "checkpoint"]
+    assert [cb.kind for cb in callbacks] == ["lr_monitor", "user", "progress", "summary", "checkpoint"]
 
 
 @pytest.mark.parametrize(
@@ -551,13 +551,14 @@ def test_log_graph_needs_an_example_input_array(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "trainer, kinds",
     [
-        ("callbacks: [pkg.models.Passer]", ["user", "summary", "checkpoint"]),  # the default one, after the spec's
+        # the default one after the spec's (and after the default bar, as Lightning appends them)
+        ("callbacks: [pkg.models.Passer]", ["user", "progress", "summary", "checkpoint"]),
         (
             "callbacks: [pkg.models.Passer, {class_path: ModelSummary, init_args: {max_depth: 2}}, pkg.models.Reader]",
-            ["user", "summary", "user", "checkpoint"],
+            ["user", "summary", "user", "progress", "checkpoint"],
         ),
-        ("enable_model_summary: false\n  callbacks: [pkg.models.Passer]", ["user", "checkpoint"]),
-        ("enable_model_summary: false\n  callbacks: [ModelSummary]", ["summary", "checkpoint"]),
+        ("enable_model_summary: false\n  callbacks: [pkg.models.Passer]", ["user", "progress", "checkpoint"]),
+        ("enable_model_summary: false\n  callbacks: [ModelSummary]", ["summary", "progress", "checkpoint"]),
     ],
 )
 def test_model_summary_prints_among_the_callbacks_in_lightnings_order(tmp_path: Path, trainer: str, kinds) -> None:
@@ -610,3 +611,113 @@ def test_pytorch_profiler_trace_name_and_arguments(tmp_path: Path) -> None:
     assert profiling.trace and profiling.trace_name == "fit-p-[Strategy]SingleDeviceStrategy.training_step"
     assert profiling.profile_args == {"profile_memory": True}
     assert not plan_of(tmp_path, spec="trainer:\n  logger: false\n").profiling.enabled
+
+
+# --- the progress bar
+
+
+def test_default_progress_bar_is_the_scripts_own_with_a_notice(tmp_path: Path) -> None:
+    plan = plan_of(tmp_path, spec="trainer:\n  enable_checkpointing: true\n")
+    progress = plan.progress
+    assert (progress.kind, progress.refresh_rate, progress.line_every) == ("own", 1, 50)
+    assert progress.version and not progress.metrics  # Net logs nothing with prog_bar=True
+    assert progress.validation and progress.sanity and not progress.steps_total
+    assert any("RichProgressBar when rich is installed" in notice for notice in plan.notices)
+    # called among the callbacks, where Lightning appends its default bar: before the ModelCheckpoint
+    assert [cb.kind for cb in plan.hooks.callbacks] == ["progress", "summary", "checkpoint"]
+    plan = plan_of(tmp_path, spec="trainer:\n  enable_checkpointing: false\n")
+    assert plan.hooks.validation_callbacks and not plan.hooks.validation_trainer  # the bar takes no `trainer`
+
+
+@pytest.mark.parametrize(
+    "log, shows",
+    [
+        ('self.log("loss", loss, prog_bar=True)', True),
+        ('self.log("loss", loss, True)', True),  # prog_bar is log's third parameter
+        ('self.log_dict({"loss": loss}, prog_bar=flag)', True),  # not a literal: it may be true
+        ('self.log("loss", loss, **options)', True),
+        ('self.log("loss", loss, prog_bar=False)', False),
+        ('self.log("loss", loss, logger=True)', False),
+        ('return {"loss": loss, "progress_bar": {"loss": loss}}', True),  # the seed's dict
+    ],
+)
+def test_the_bar_shows_values_only_when_something_logs_to_it(tmp_path: Path, log: str, shows: bool) -> None:
+    extra = f"""
+
+class Shown(Net):
+    def training_step(self, batch, batch_idx):
+        loss, flag, options = batch.sum(), True, {{}}
+        {log}
+"""
+    plan = plan_of(tmp_path, extra=extra, model="Shown", spec="trainer:\n  logger: false\n")
+    assert plan.progress.metrics is shows and not plan.progress.version  # no logger: no v_num
+    assert plan.metrics.collect is shows  # the collector only for the bar
+
+
+@pytest.mark.parametrize(
+    "trainer, kind, refresh_rate, line_every",
+    [
+        ("enable_progress_bar: false", None, 1, 50),
+        ("progress_bar_refresh_rate: 20", "own", 20, 20),  # the seed's flag: Lightning 1.5's refresh rate
+        ("progress_bar_refresh_rate: 0", None, 1, 50),
+        (
+            "callbacks: [{class_path: TQDMProgressBar, init_args: {refresh_rate: 5, process_position: 1}}]",
+            "tqdm",
+            5,
+            50,
+        ),
+        ("callbacks: [{class_path: TQDMProgressBar, init_args: {refresh_rate: 0}}]", None, 0, 50),
+        ("callbacks: [RichProgressBar]", "rich", 100, 50),
+    ],
+)
+def test_which_bar(tmp_path: Path, trainer: str, kind: str | None, refresh_rate: int, line_every: int) -> None:
+    plan = plan_of(tmp_path, spec=f"trainer:\n  enable_checkpointing: false\n  {trainer}\n")
+    progress = plan.progress
+    assert (progress.kind, progress.refresh_rate, progress.line_every) == (kind, refresh_rate, line_every)
+    assert progress.enabled is (kind is not None)
+    assert any(cb.kind == "progress" for cb in plan.hooks.callbacks) is progress.enabled
+    assert plan.imports.tqdm is (kind == "tqdm") and plan.imports.rich is (kind == "rich")
+    assert plan.imports.shutil is (kind == "own")
+    assert not plan.state.exists  # a bar needs no `trainer` object
+
+
+def test_a_named_bar_keeps_its_place_among_the_callbacks(tmp_path: Path) -> None:
+    extra = "\n\nclass Printer:\n    def on_train_start(self, trainer, pl_module):\n        pass\n"
+    spec = "trainer:\n  enable_checkpointing: false\n  callbacks: [TQDMProgressBar, pkg.models.Printer]\n"
+    kinds = [cb.kind for cb in plan_of(tmp_path, extra=extra, spec=spec).hooks.callbacks]
+    assert kinds == ["progress", "user", "summary"]
+    spec = "trainer:\n  enable_checkpointing: false\n  callbacks: [pkg.models.Printer]\n"
+    kinds = [cb.kind for cb in plan_of(tmp_path, extra=extra, spec=spec).hooks.callbacks]
+    assert kinds == ["user", "progress", "summary"]
+
+
+def test_an_epochs_total_is_at_most_the_steps_left_without_max_epochs(tmp_path: Path) -> None:
+    assert plan_of(tmp_path, spec="trainer:\n  max_steps: 5\n").progress.steps_total  # Lightning's rule
+    assert not plan_of(tmp_path, spec="trainer:\n  max_steps: 5\n  max_epochs: 3\n").progress.steps_total
+
+
+@pytest.mark.parametrize(
+    "trainer, expected",
+    [
+        (
+            "enable_progress_bar: false\n  callbacks: [TQDMProgressBar]",
+            (
+                "trainer.enable_progress_bar (line 3): is false, but the callbacks have a TQDMProgressBar"
+                " (Lightning refuses this too)"
+            ),
+        ),
+        (
+            "callbacks: [TQDMProgressBar, RichProgressBar]",
+            "trainer.callbacks (line 3): RichProgressBar: a second progress bar (Lightning supports one)",
+        ),
+        (
+            "progress_bar_refresh_rate: 5\n  callbacks: [RichProgressBar]",
+            (
+                "trainer.progress_bar_refresh_rate (line 3): and a RichProgressBar in the callbacks: give the"
+                " refresh rate to the RichProgressBar"
+            ),
+        ),
+    ],
+)
+def test_progress_bars_lightning_refuses(tmp_path: Path, trainer: str, expected: str) -> None:
+    assert plan_problems(tmp_path, spec=f"trainer:\n  {trainer}\n") == [expected]

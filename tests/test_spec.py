@@ -78,7 +78,8 @@ def test_minimal_spec_gets_lightning_defaults(tmp_path: Path) -> None:
     assert spec.loop == LoopFlags()
     assert spec.trainer == TrainerFlags()
     assert spec.trainer.precision == "32" and spec.trainer.devices == 1 and spec.trainer.max_epochs is None
-    assert notice_keys(spec) == ["trainer.enable_progress_bar"]
+    assert notice_keys(spec) == []
+    assert spec.trainer.enable_progress_bar is True  # Lightning's default: a progress bar
     assert spec.trainer.enable_checkpointing is True and spec.trainer.logger is True  # Lightning's defaults
 
 
@@ -141,7 +142,7 @@ def test_lightning_cli_print_config_loads_unchanged() -> None:
     assert (t.max_epochs, t.gradient_clip_val, t.logger) == (3, 0.5, False)
     # every other argument is null or Lightning's default, so the rest is as if absent
     assert t == TrainerFlags(max_epochs=3, gradient_clip_val=0.5, logger=False, callbacks=t.callbacks)
-    assert notice_keys(spec) == ["trainer.enable_progress_bar"]
+    assert notice_keys(spec) == []
 
 
 def test_bare_class_paths_and_dict_kwargs(tmp_path: Path) -> None:
@@ -558,7 +559,6 @@ def test_check_val_every_n_epoch_null_is_kept(tmp_path: Path) -> None:
         "devices: -1",
         "devices: [1]",
         "num_nodes: 2",
-        "enable_progress_bar: true",
     ],
 )
 def test_contract_flags_not_implemented_yet(tmp_path: Path, flags: str) -> None:
@@ -717,6 +717,62 @@ def test_train_time_interval_forms(tmp_path: Path, interval, seconds: float) -> 
     assert ref.init_args["train_time_interval"] == seconds
 
 
+@pytest.mark.parametrize(
+    "class_path",
+    [
+        "TQDMProgressBar",
+        "pytorch_lightning.callbacks.TQDMProgressBar",
+        "pytorch_lightning.callbacks.progress.TQDMProgressBar",
+        "lightning.pytorch.callbacks.progress.tqdm_progress.TQDMProgressBar",
+        "RichProgressBar",
+        "lightning.pytorch.callbacks.progress.rich_progress.RichProgressBar",
+    ],
+)
+def test_progress_bar_callbacks_in_every_spelling(tmp_path: Path, class_path: str) -> None:
+    name = class_path.rpartition(".")[2]
+    (ref,) = trainer(tmp_path, f"callbacks: [{class_path}]").callbacks
+    assert ref.class_path == f"pytorch_lightning.callbacks.{name}"
+    assert ref.init_args["refresh_rate"] == (1 if name == "TQDMProgressBar" else 100)  # Lightning's defaults
+    assert ref.init_args["leave"] is False
+
+
+@pytest.mark.parametrize(
+    "entry, expected",
+    [
+        (
+            "{class_path: TQDMProgressBar, init_args: {refresh_rate: -1}}",
+            "trainer.callbacks[0].init_args.refresh_rate (line 4): expected an integer >= 0 (0: no bar), got -1",
+        ),
+        (
+            "{class_path: TQDMProgressBar, init_args: {refresh: 5}}",
+            "trainer.callbacks[0].init_args.refresh (line 4): unknown argument of TQDMProgressBar",
+        ),
+        (
+            "{class_path: RichProgressBar, init_args: {theme: {class_path: RichProgressBarTheme}}}",
+            "trainer.callbacks[0].init_args.theme (line 4): RichProgressBar(theme=",
+        ),
+    ],
+)
+def test_progress_bar_arguments_are_checked(tmp_path: Path, entry: str, expected: str) -> None:
+    assert trainer_problem(tmp_path, f"callbacks:\n  - {entry}").startswith(expected)
+
+
+def test_seed_progress_bar_refresh_rate_is_the_bars_refresh_rate(tmp_path: Path) -> None:
+    spec = load(tmp_path, "model: pkg.Net\ntrainer:\n  progress_bar_refresh_rate: 20\n")
+    assert spec.trainer.enable_progress_bar is True and spec.progress_bar_refresh_rate == 20
+    (notice,) = spec.notices
+    assert notice == (
+        "trainer.progress_bar_refresh_rate (line 3): seed-era spelling, read as `enable_progress_bar: true`, the bar"
+        " redrawn every 20 batches"
+    )
+    off = load(tmp_path, "model: pkg.Net\ntrainer:\n  progress_bar_refresh_rate: 0\n")
+    assert off.trainer.enable_progress_bar is False and off.progress_bar_refresh_rate is None
+    assert trainer_problem(tmp_path, "progress_bar_refresh_rate: 5\nenable_progress_bar: false") == (
+        "trainer.progress_bar_refresh_rate (line 3): means enable_progress_bar: true, which conflicts with"
+        " trainer.enable_progress_bar: false"
+    )
+
+
 def test_other_lightning_callbacks_are_refused(tmp_path: Path) -> None:
     text = trainer_problem(tmp_path, "callbacks: [pytorch_lightning.callbacks.StochasticWeightAveraging]")
     assert text.startswith("trainer.callbacks[0] (line 3): StochasticWeightAveraging: not supported by loopgen")
@@ -763,9 +819,6 @@ def test_seed_era_spelling_that_maps_to_an_unimplemented_value(tmp_path: Path) -
     assert trainer_problem(tmp_path, "gpus: 2") == "trainer.gpus (line 3): devices: 2 is not supported yet"
     assert trainer_problem(tmp_path, "distributed_backend: ddp") == (
         "trainer.distributed_backend (line 3): strategy: ddp is not supported yet"
-    )
-    assert trainer_problem(tmp_path, "progress_bar_refresh_rate: 1") == (
-        "trainer.progress_bar_refresh_rate (line 3): enable_progress_bar: true is not supported yet"
     )
     (early_stopping,) = trainer(tmp_path, "early_stop_callback: true").callbacks  # the seed's default monitor
     assert early_stopping.name == "EarlyStopping" and early_stopping.init_args["monitor"] == "val_loss"

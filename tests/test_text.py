@@ -88,6 +88,21 @@ class RichExample(Rich):
         super().__init__()
         self.example_input_array = torch.zeros(2, 4)
 """
+RICH_MODEL += '''
+
+class RichBar(Rich):
+    """Logs to the progress bar."""
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        loss = torch.nn.functional.mse_loss(self.layer(x), y)
+        self.log("loss", loss, prog_bar=True, on_epoch=True)
+        return loss
+
+    def validation_step(self, batch, batch_idx):
+        x, y = batch
+        self.log("val_loss", torch.nn.functional.mse_loss(self.layer(x), y), prog_bar=True)
+'''
 
 SEED_MODEL = '''
 import torch
@@ -314,6 +329,19 @@ FLAG_SETS = {
         "gradient_clip_val": 0.5,
         "accumulate_grad_batches": 2,
     },
+    "progress_bar": {"enable_progress_bar": True, "logger": True},
+    "progress_bar_metrics": {"enable_progress_bar": True},  # RichBar logs with prog_bar=True
+    "progress_bar_max_steps": {"enable_progress_bar": True, "max_steps": 5, "max_epochs": None},
+    "progress_bar_tqdm": {
+        "enable_progress_bar": True,
+        "callbacks": [{"class_path": "TQDMProgressBar", "init_args": {"refresh_rate": 5, "leave": True}}],
+        "logger": {"class_path": "CSVLogger", "init_args": {"save_dir": "logs", "version": "run"}},
+    },
+    "progress_bar_rich": {
+        "enable_progress_bar": True,
+        "callbacks": ["pytorch_lightning.callbacks.RichProgressBar"],
+        "logger": True,
+    },
 }
 
 
@@ -350,6 +378,8 @@ def spec_with(project: Path, name: str, flags: dict) -> Path:
         "seed_tbptt_frequencies": "proj.seed.SeedRichFrequencies",
         "logger_every_kind_hparams": "proj.saver.Saver",
         "model_summary_example": "proj.models.RichExample",
+        "progress_bar_metrics": "proj.models.RichBar",
+        "progress_bar_rich": "proj.models.RichBar",
     }
     model = special.get(name, "proj.seed.SeedRich" if name.startswith("seed") else BASE["model"])
     spec = {**BASE, "model": model, "trainer": {**BASE["trainer"], **flags}}
@@ -507,6 +537,42 @@ TRACES = {
         'with profiler.profile("[Callback]ModelCheckpoint.on_train_epoch_end"):',
         'with profiler.profile("[Strategy]SingleDeviceStrategy.batch_to_device"):',
         '"[LightningModule]Rich.configure_gradient_clipping"',
+    ],
+    "progress_bar": [
+        "class ProgressBar",
+        "PROGRESS_BAR_REFRESH_RATE = 1",
+        "PROGRESS_BAR_LINE_EVERY = 50",
+        "import shutil",
+        "progress_bar = ProgressBar(loggers[0].version)",
+        "progress_bar.on_train_epoch_start(current_epoch, num_training_batches)",
+        "progress_bar.on_train_batch_end(batch_idx)",
+        "progress_bar.on_validation_end()",
+        "sys.stdout.isatty()",
+        "def format_number",
+    ],
+    "progress_bar_metrics": [
+        "progress_bar = ProgressBar(metrics)",
+        "def progress_bar(self)",
+        "prog_bar: bool = False",
+        "self.progress_bar_metrics[forked] = value",
+        "metrics.progress_bar_metrics.clear()",
+    ],
+    "progress_bar_max_steps": ["min(num_training_batches, MAX_STEPS - global_step)"],
+    "progress_bar_tqdm": [
+        "from tqdm import tqdm",
+        "class Tqdm(tqdm)",
+        "class TQDMProgressBar",
+        "PROGRESS_BAR_REFRESH_RATE = 5",
+        "PROGRESS_BAR_PROCESS_POSITION = 0",
+        "TQDM_MINITERS",
+        "version[-4:]",
+    ],
+    "progress_bar_rich": [
+        "from rich.progress import",
+        "class RichProgressBar",
+        "PROGRESS_BAR_REFRESH_RATE = 100",
+        'f"Epoch {epoch}/1"',
+        "already tracks a metric with the name(s) 'v_num'",
     ],
 }
 

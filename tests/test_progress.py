@@ -1,0 +1,311 @@
+"""The progress bar, as a user sees it: what a rendered script draws on a terminal (a pseudo-terminal here) and
+prints into a pipe, compared with what pytorch_lightning.Trainer's own bar draws for the same module, flags and
+seed (tests/parity/runner.py trains the Lightning side).
+
+Each drawing is read back as its frames (`frames`): description, batches done, total, and the postfix (v_num and
+the prog_bar=True values). Timings differ between any two runs; the frames' other fields do not.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import pty
+import re
+import select
+import struct
+import subprocess
+import sys
+import termios
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers import env_with_root, render, write_spec
+
+pytest.importorskip("pytorch_lightning")
+
+pytestmark = pytest.mark.slow
+
+MODEL = '''
+import pytorch_lightning as pl
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+
+class Shown(pl.LightningModule):
+    """Logs to the progress bar: a step and epoch value, a step-only value, a validation value."""
+
+    def __init__(self):
+        super().__init__()
+        self.layer = torch.nn.Linear(4, 1)
+
+    def _loader(self, n):
+        g = torch.Generator().manual_seed(n)
+        return DataLoader(TensorDataset(torch.randn(n, 4, generator=g), torch.randn(n, 1, generator=g)), batch_size=4)
+
+    def train_dataloader(self):
+        return self._loader(40)
+
+    def val_dataloader(self):
+        return self._loader(20)
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        loss = torch.nn.functional.mse_loss(self.layer(x), y)
+        self.log("loss", loss, prog_bar=True, on_step=True, on_epoch=True)
+        self.log("shift", -loss.detach() / 2, prog_bar=True)  # a negative number
+        self.log("hidden", loss)  # not on the bar
+        return loss
+
+    def validation_step(self, batch, batch_idx):
+        x, y = batch
+        self.log("val_loss", torch.nn.functional.mse_loss(self.layer(x), y), prog_bar=True)
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.1)
+'''
+
+BASE = {
+    "seed_everything": 0,
+    "model": "barproj.models.Shown",
+    # the default logger (v_num) and the bar, said explicitly: the Lightning runner's defaults are off
+    "trainer": {"accelerator": "cpu", "enable_checkpointing": False, "logger": True, "enable_progress_bar": True},
+}
+CASES = {
+    # a sanity check, validation at each epoch's end
+    "epochs": {"max_epochs": 2},
+    # validation in the middle of the epochs, the last epoch's total cut to the steps left (13 - 10)
+    "steps": {"max_steps": 13, "val_check_interval": 0.5, "num_sanity_val_steps": 0},
+}
+COLUMNS = 250  # wide enough for every frame: none is cut
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+FRAME = re.compile(
+    r"(?P<description>[^\r\n]+?): +(?:(?P<percent>\d+)%)?\|(?P<bar>[^|]*)\| (?P<n>\d+)/(?P<total>\d+|\?) "
+    r"\[(?P<elapsed>\d\d:\d\d)<(?P<remaining>\d\d:\d\d|\?), (?P<rate>[ \d.]+|\?)it/s(?:, (?P<postfix>[^\]]*))?\]"
+)
+PLAIN = re.compile(
+    r"(?P<description>.+?):(?: +(?P<percent>\d+)%)? (?P<n>\d+)/(?P<total>\d+|\?) "
+    r"\[(?P<elapsed>\d\d:\d\d)<(?P<remaining>\d\d:\d\d|\?), (?P<rate>[ \d.]+|\?)it/s(?:, (?P<postfix>[^\]]*))?\]"
+)
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("bar")
+    (root / "barproj").mkdir()
+    (root / "barproj" / "__init__.py").write_text("")
+    (root / "barproj" / "models.py").write_text(MODEL)
+    return root
+
+
+def spec_of(**trainer: Any) -> dict[str, Any]:
+    return {**BASE, "trainer": {**BASE["trainer"], **trainer}}
+
+
+def in_pty(command: list[str], cwd: Path, env: dict[str, str]) -> str:
+    """What `command` writes to its terminal: a pseudo-terminal COLUMNS wide (stderr apart)."""
+    main, terminal = pty.openpty()
+    fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 50, COLUMNS, 0, 0))
+    env = {**env, "COLUMNS": str(COLUMNS), "PYTHONIOENCODING": "utf-8"}
+    process = subprocess.Popen(command, stdin=terminal, stdout=terminal, stderr=subprocess.PIPE, cwd=cwd, env=env)
+    os.close(terminal)
+    output = b""
+    while True:
+        ready, _, _ = select.select([main], [], [], 0.2)
+        if ready:
+            try:
+                data = os.read(main, 1 << 16)
+            except OSError:  # the child closed the terminal
+                break
+            if not data:
+                break
+            output += data
+        elif process.poll() is not None:
+            break
+    stderr = process.communicate(timeout=300)[1]
+    os.close(main)
+    assert process.returncode == 0, stderr.decode()[-4000:]
+    return output.decode("utf-8")
+
+
+def run_script(project: Path, spec: dict[str, Any], name: str, terminal: bool) -> str:
+    """Render `spec`, run the script in its own directory, on a terminal or into a pipe; what it wrote."""
+    directory = project / name
+    directory.mkdir(exist_ok=True)
+    script = directory / "train.py"
+    cwd = os.getcwd()
+    os.chdir(project)
+    try:
+        script.write_text(render(write_spec(directory, spec)))
+    finally:
+        os.chdir(cwd)
+    env = env_with_root(project)
+    if terminal:
+        return in_pty([sys.executable, str(script)], directory, env)
+    result = subprocess.run(
+        [sys.executable, str(script)], cwd=directory, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    return result.stdout
+
+
+def run_lightning(project: Path, spec: dict[str, Any], name: str) -> str:
+    """pytorch_lightning.Trainer on the same spec, on a terminal, in its own directory (its CSVLogger's
+    version_0, as the script's)."""
+    directory = project / name
+    directory.mkdir(exist_ok=True)
+    spec_file = write_spec(directory, spec)
+    code = f"import yaml; from tests.parity.runner import run_lightning; run_lightning(yaml.safe_load(open({str(spec_file)!r})))"
+    return in_pty([sys.executable, "-c", code], directory, env_with_root(project))
+
+
+def frames(output: str) -> list[dict[str, str]]:
+    """Every bar drawn on the terminal, in order (tqdm's format)."""
+    return [match.groupdict() for match in FRAME.finditer(ANSI.sub("", output))]
+
+
+def states(output: str) -> list[tuple[str, int, str, str]]:
+    """What each bar shows once its batch is done: (description, n, total, postfix) per run of frames of one
+    description and count, the last of the run. Frames at n = 0 are left out: tqdm draws a bar when it is made
+    and reset, before any batch."""
+    found: list[tuple[str, int, str, str]] = []
+    for frame in frames(output):
+        state = (frame["description"], int(frame["n"]), frame["total"], frame["postfix"] or "")
+        if state[1] == 0:
+            continue
+        if found and found[-1][:3] == state[:3]:
+            found[-1] = state
+        else:
+            found.append(state)
+    return found
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_the_bar_redraws_in_place_and_shows_what_lightnings_shows(project, case):
+    ours = run_script(project, spec_of(**CASES[case]), f"ours_{case}", terminal=True)
+    lightning = run_lightning(project, spec_of(callbacks=["TQDMProgressBar"], **CASES[case]), f"lightning_{case}")
+    # redrawn in place: one frame after another on the same line, the next epoch on it too
+    assert re.search(r"\rEpoch 0:  10%\|[^\n]*\rEpoch 0:  20%\|[^\n]*\rEpoch 0:  50%\|", ours)
+    assert re.search(r"\rEpoch 0: 100%\|[^\n]*\rEpoch 1:   0%\|", ours)
+    for frame in frames(ours):
+        assert len(frame["bar"]) > 10 and set(frame["bar"]) <= set(" ▏▎▍▌▋▊▉█")  # the bar fills the line
+    assert states(ours) == states(lightning)
+    shown = [postfix for description, *_, postfix in states(ours) if description.startswith("Epoch")]
+    assert shown[0].startswith("v_num=0, loss_step=") and ", shift=-0." in shown[0]
+    assert any("val_loss=" in postfix and "loss_epoch=" in postfix for postfix in shown)
+    assert not any("hidden" in postfix for postfix in shown)
+    if case == "steps":
+        assert ("Epoch 1", 3, "3") in [state[:3] for state in states(ours)]  # the 3 steps left
+
+
+def test_without_a_terminal_a_plain_line_every_n_batches(project):
+    lightning = run_lightning(project, spec_of(callbacks=["TQDMProgressBar"], max_epochs=2), "lightning_plain")
+    settled = {state[:3]: state[3] for state in states(lightning)}
+    # (flags, the batches of epoch 0 with a line, the batches of each validation with a line)
+    for flags, train, val in (({}, [10], [5]), ({"progress_bar_refresh_rate": 4}, [4, 8, 10], [4, 5])):
+        ours = run_script(project, spec_of(max_epochs=2, **flags), f"ours_plain_{len(train)}", terminal=False)
+        assert "\r" not in ours and "\x1b" not in ours
+        lines = ours.splitlines()
+        bars = [
+            PLAIN.fullmatch(line)
+            for line in lines[: lines.index("Training stopped after 2 epochs and 20 optimizer steps.")]
+        ]
+        assert all(bars), lines
+        assert [(bar["description"], bar["n"]) for bar in bars[:1]] == [("Sanity Checking DataLoader 0", "2")]
+        epoch_0 = [bar for bar in bars if bar["description"] == "Epoch 0"]
+        assert [int(bar["n"]) for bar in epoch_0] == train
+        for bar in epoch_0:
+            n = int(bar["n"])
+            assert bar["percent"] == str(100 * n // 10) and bar["total"] == "10"
+            # the postfix is Lightning's at that batch; at the epoch's end, after its validation
+            assert bar["postfix"] == settled[("Epoch 0", n, "10")]
+        validation = [int(bar["n"]) for bar in bars if bar["description"] == "Validation DataLoader 0"]
+        assert validation == val * 2
+
+
+def test_tqdm_when_the_spec_names_tqdmprogressbar(project):
+    bar = {"class_path": "TQDMProgressBar", "init_args": {"refresh_rate": 2, "leave": True}}
+    ours = run_script(project, spec_of(callbacks=[bar], max_epochs=2), "ours_tqdm", terminal=True)
+    lightning = run_lightning(project, spec_of(callbacks=[bar], max_epochs=2), "lightning_tqdm")
+    assert states(ours) == states(lightning)
+    # every 2 batches, and the last again after the validation
+    assert [state[1] for state in states(ours) if state[0] == "Epoch 0"] == [2, 4, 6, 8, 10, 10]
+    assert re.search(r"Epoch 0: 100%\|[^\r\n]*\]\r\n", ours)  # leave: each epoch's bar stays on its line
+
+
+def test_rich_when_the_spec_names_richprogressbar(project):
+    bar = {"class_path": "RichProgressBar"}
+    ours = ANSI.sub("", run_script(project, spec_of(callbacks=[bar], max_epochs=2), "ours_rich", terminal=True))
+    lightning = ANSI.sub("", run_lightning(project, spec_of(callbacks=[bar], max_epochs=2), "lightning_rich"))
+
+    def last_epoch_line(output: str) -> list[str]:
+        line = [line for line in re.split(r"[\r\n]", output) if line.startswith("Epoch 1/1")][-1]
+        words = line.split()
+        return [word for word in words if not re.fullmatch(r"[━╺╸]+|[\d:]+|•|[\d.]+it/s", word)]
+
+    ours_words = last_epoch_line(ours)
+    assert ours_words == last_epoch_line(lightning)
+    assert ours_words[:2] == ["Epoch", "1/1"] and "10/10" in ours_words and "v_num:" in ours_words
+
+
+def test_scripts_import_a_bar_package_only_when_the_spec_names_its_bar(project):
+    import ast
+
+    def imported(spec: dict[str, Any]) -> set[str]:
+        cwd = os.getcwd()
+        os.chdir(project)
+        try:
+            tree = ast.parse(render(spec, project))
+        finally:
+            os.chdir(cwd)
+        names = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names |= {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                names.add((node.module or "").split(".")[0])
+        return names - set(sys.stdlib_module_names)
+
+    assert imported(spec_of(max_epochs=1)) == {"torch", "barproj"}
+    assert imported(spec_of(max_epochs=1, enable_progress_bar=False)) == {"torch", "barproj"}
+    assert imported(spec_of(max_epochs=1, callbacks=["TQDMProgressBar"])) == {"torch", "barproj", "tqdm"}
+    assert imported(spec_of(max_epochs=1, callbacks=["RichProgressBar"])) == {"torch", "barproj", "rich"}
+
+
+def test_a_bar_off_leaves_no_progress_code(project):
+    cwd = os.getcwd()
+    os.chdir(project)
+    try:
+        no_rate = {"class_path": "TQDMProgressBar", "init_args": {"refresh_rate": 0}}
+        for trainer in ({"enable_progress_bar": False}, {"callbacks": [no_rate]}):
+            text = render(spec_of(max_epochs=1, **trainer), project)
+            assert "progress_bar" not in text and "PROGRESS" not in text and "class Bar" not in text
+    finally:
+        os.chdir(cwd)
+
+
+def test_a_run_resumed_mid_epoch_counts_on_a_training_bar(project):
+    """Lightning skips on_train_epoch_start when it resumes in the middle of an epoch: its bar stays "Training",
+    without a total, and counts the epoch's batches."""
+    every_3 = {"class_path": "ModelCheckpoint", "init_args": {"every_n_train_steps": 3, "save_top_k": -1}}
+    spec = spec_of(max_epochs=2, enable_checkpointing=True, callbacks=[every_3])
+    run_script(project, spec, "resumed", terminal=False)
+    directory = project / "resumed"
+    result = subprocess.run(
+        [sys.executable, "train.py", "--ckpt-path", "lightning_logs/version_0/checkpoints/epoch=1-step=15.ckpt"],
+        cwd=directory,
+        env=env_with_root(project),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    bars = [PLAIN.fullmatch(line) for line in result.stdout.splitlines() if PLAIN.fullmatch(line)]
+    assert [(bar["description"], bar["n"], bar["total"]) for bar in bars] == [
+        ("Validation DataLoader 0", "5", "5"),
+        ("Training", "10", "?"),
+    ]
+    assert bars[-1]["postfix"].startswith("v_num=1, loss_step=")
