@@ -9,7 +9,6 @@ PYTHONPATH. Edit the spec, not this file, and render again: `loopgen render
 limits.yaml -o limits.py`.
 """
 
-import math
 import random
 import sys
 
@@ -167,8 +166,7 @@ def count(parameters):
 
 def readable_count(number):
     """Lightning's get_human_readable_count: 123 -> "123  ", 1234 -> "1.2 K"."""
-    digits = math.floor(math.log10(number)) + 1 if number > 0 else 1
-    groups = min(math.ceil(digits / 3), 5)
+    groups = min((len(str(number)) + 2) // 3, 5)  # of 3 digits, up to trillions
     number = number * (10 ** (-3 * (groups - 1)))
     unit = [" ", "K", "M", "B", "T"][groups - 1]
     if groups == 1 or number >= 100:

@@ -1919,7 +1919,7 @@ def resolve_imports(
     saves = checkpointing.saves
     profiles = profiling.enabled
     return Imports(
-        math=summary.enabled or profiling.kind == "simple",
+        math=profiling.kind == "simple",
         cprofile=profiling.kind == "advanced",
         io=profiling.kind == "advanced",
         pstats=profiling.kind == "advanced",

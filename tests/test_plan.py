@@ -572,7 +572,6 @@ def test_model_summary_prints_among_the_callbacks_in_lightnings_order(tmp_path: 
 def test_model_summary_max_depth_0_prints_nothing(tmp_path: Path) -> None:
     plan = plan_of(tmp_path, spec="trainer:\n  callbacks: [{class_path: ModelSummary, init_args: {max_depth: 0}}]\n")
     assert not plan.summary.enabled and not plan.hooks.callbacks_with("on_fit_start")
-    assert not plan.imports.math
 
 
 @pytest.mark.parametrize(

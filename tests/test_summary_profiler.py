@@ -238,6 +238,17 @@ def test_summary_is_lightnings_table(project: Path, model: str) -> None:
     assert "In sizes" in printed.getvalue() if model == "WithExample" else "In sizes" not in printed.getvalue()
 
 
+def test_counts_are_written_as_lightning_writes_them(project: Path) -> None:
+    from pytorch_lightning.utilities.model_summary.model_summary import get_human_readable_count
+
+    readable_count = script_namespace(rendered(project, "counts", spec("Own", enable_model_summary=True)))[
+        "readable_count"
+    ]
+    edges = [0, 1, 99, 100, 999, 1000, 1049, 1050, 99_949, 99_950, 100_000, 999_999, 10**6, 10**12 - 1, 10**12]
+    numbers = edges + [10**15, 5 * 10**15] + [int(1.0001**k) for k in range(0, 300_000, 97)]
+    assert [readable_count(n) for n in numbers] == [get_human_readable_count(n) for n in numbers]
+
+
 def lightning_summary_log(project: Path, model: str, **trainer) -> str:
     """What Lightning's Trainer logs for its model summary, fitting `model` with `trainer` flags."""
     import pytorch_lightning as pl
@@ -298,7 +309,7 @@ def test_no_summary_leaves_no_code(project: Path) -> None:
         ),
     ).read_text()
     for text in (off, zero):
-        assert "summary" not in text.split('"""', 2)[2] and "import math" not in text
+        assert "summary" not in text.split('"""', 2)[2] and "readable_count" not in text
     # a ModelSummary entry prints even with the default one off, as in Lightning
     entry = spec("Nested", callbacks=[{"class_path": "pytorch_lightning.callbacks.ModelSummary"}])
     assert "print_model_summary(model)" in rendered(project, "summary_entry", entry).read_text()

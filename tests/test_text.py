@@ -503,7 +503,7 @@ TRACES = {
     "checkpoint_monitor": ["def update_best_and_save", "def link_atomically", "self.defer_until_validation = True"],
     "checkpoint_time": ["time.monotonic()", "timedelta(seconds=seconds)"],
     "early_stopping": ["class EarlyStopping", "early_stopping.on_train_epoch_end(trainer)"],
-    "model_summary": ["import math", "def print_model_summary", "print_model_summary(model", "def readable_count"],
+    "model_summary": ["def print_model_summary", "print_model_summary(model", "def readable_count"],
     "model_summary_depth": ["print_model_summary(model, 2)"],
     "model_summary_example": [
         "from torch.utils.flop_counter import FlopCounterMode",
@@ -519,6 +519,7 @@ TRACES = {
         'with profiler.profile("[_EvaluationLoop].val_next"):',
         "profiler.describe()",
         "import time",
+        "import math",
     ],
     "profiler_advanced": ["import cProfile", "import pstats", "class AdvancedProfiler", "dump_stats", "print_stats(5)"],
     "profiler_pytorch": [
