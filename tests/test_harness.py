@@ -99,7 +99,8 @@ def test_lightning_callback_spellings() -> None:
         assert callback_entry(spelling) == {"class_path": "pytorch_lightning.callbacks.ModelCheckpoint"}
     assert lightning_callback("lightning.pytorch.callbacks.early_stopping.EarlyStopping") == "EarlyStopping"
     assert lightning_callback("my.callbacks.ModelCheckpoint") is None
-    assert lightning_callback("pytorch_lightning.callbacks.LearningRateMonitor") is None
+    assert lightning_callback("pytorch_lightning.callbacks.LearningRateMonitor") == "LearningRateMonitor"
+    assert lightning_callback("pytorch_lightning.callbacks.StochasticWeightAveraging") is None
     mine = {"class_path": "tests.parity.callbacks.StopRequest", "init_args": {"at_step": 2}}
     assert callback_entry(mine) == mine
 

@@ -71,7 +71,14 @@ BASE = {
     "seed_everything": 0,
     "model": "barproj.models.Shown",
     # the default logger (v_num) and the bar, said explicitly: the Lightning runner's defaults are off
-    "trainer": {"accelerator": "cpu", "enable_checkpointing": False, "logger": True, "enable_progress_bar": True},
+    # the model summary off: what the script prints before training is the bar's alone
+    "trainer": {
+        "accelerator": "cpu",
+        "enable_checkpointing": False,
+        "logger": True,
+        "enable_progress_bar": True,
+        "enable_model_summary": False,
+    },
 }
 CASES = {
     # a sanity check, validation at each epoch's end
