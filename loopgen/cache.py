@@ -22,6 +22,16 @@ PACKAGE = Path(__file__).resolve().parent
 def cache_dir() -> Path | None:
     if os.environ.get("LOOPGEN_NO_CACHE"):
         return None
+    return _base_dir()
+
+
+def templates_dir() -> Path:
+    """Where the templates are kept compiled (Jinja's bytecode, keyed by each template's checksum, as Python's
+    __pycache__ keeps modules): LOOPGEN_NO_CACHE does not turn this off, it turns off the cache of scripts."""
+    return _base_dir() / "templates"
+
+
+def _base_dir() -> Path:
     if os.environ.get("LOOPGEN_CACHE_DIR"):
         return Path(os.environ["LOOPGEN_CACHE_DIR"])
     base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
@@ -55,8 +65,8 @@ def entry_path(spec_path: Path, script_name: str, roots: list[Path], formatting:
     return directory / f"{key}.json"
 
 
-def load(entry: Path | None) -> tuple[str, tuple[str, ...]] | None:
-    """The cached (script, notices), when every source file it was made from is unchanged."""
+def load(entry: Path | None) -> tuple[str, tuple[str, ...], tuple[Path, ...]] | None:
+    """The cached (script, notices, sources), when every source file it was made from is unchanged."""
     if entry is None:
         return None
     try:
@@ -64,7 +74,7 @@ def load(entry: Path | None) -> tuple[str, tuple[str, ...]] | None:
         for file, digest in data["sources"].items():
             if _sha(Path(file).read_bytes()) != digest:
                 return None
-        return data["text"], tuple(data["notices"])
+        return data["text"], tuple(data["notices"]), tuple(Path(file) for file in data["sources"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
 

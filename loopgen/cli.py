@@ -17,6 +17,11 @@ from loopgen.errors import LoopgenError
 EXIT_BAD_INPUT = 2
 
 
+EXIT_INTERNAL = 3
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what a C tool killed by a closed pipe exits with
+REPORT_URL = "https://github.com/loopgen/loopgen/issues"
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
@@ -27,6 +32,30 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        return _closed_pipe()
+    except Exception as error:  # noqa: BLE001 - a bug in loopgen: one line, the traceback on request
+        if args.debug:
+            import traceback
+
+            traceback.print_exc()
+        print(
+            f"loopgen: internal error ({type(error).__name__}{f': {error}' if str(error) else ''}); this is a bug in loopgen, please report it"
+            f" at {REPORT_URL}" + ("" if args.debug else " with the output of the same command run with --debug"),
+            file=sys.stderr,
+        )
+        return EXIT_INTERNAL
+
+
+def _closed_pipe() -> int:
+    """The reader of stdout went away (`loopgen schema | head`): end quietly, as `cat` would. Python would
+    otherwise complain again when it flushes stdout at exit, so stdout is pointed at /dev/null first."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    return EXIT_BROKEN_PIPE
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -34,6 +63,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="loopgen", description="Compile a training spec into one flat PyTorch script."
     )
     parser.add_argument("--version", action="version", version=f"loopgen {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show the traceback of an internal error")
     commands = parser.add_subparsers(required=True, metavar="COMMAND")
 
     render = commands.add_parser("render", help="print the script (or write it to OUT)")
@@ -72,21 +102,38 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _render_text(spec: Path, output: Path = Path("train.py")) -> str:
-    """The script as written to `output`: named after it, formatted as black is configured there."""
-    from loopgen.pipeline import render_spec
+def _render_text(spec: Path, output: Path = Path("train.py"), inputs: bool = False) -> str:
+    """The script as written to `output`: named after it, formatted as black is configured there.
 
-    text, notices = render_spec(spec, output)
+    `inputs`: `output` is where it will be written; refuse it when it is the spec or one of the modules read.
+    """
+    from loopgen.pipeline import render_spec_sources
+
+    text, notices, sources = render_spec_sources(spec, output)
+    if inputs:
+        for source in (spec, *sources):
+            if _same_file(output, source):
+                what = "the spec" if source is spec else "a module the script is made from"
+                raise LoopgenError(f"-o {output}: that is {what} ({source}); name another file")
     for notice in notices:
         print(f"loopgen: note: {notice}", file=sys.stderr)
     return text
 
 
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.exists() and b.exists() and os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
 def _render(args: argparse.Namespace) -> int:
     if args.output is None:
         sys.stdout.write(_render_text(args.spec))
+        sys.stdout.flush()  # a closed pipe shows here, inside main's handlers
         return 0
-    text = _render_text(args.spec, args.output)
+    _output_directory(args.output)
+    text = _render_text(args.spec, args.output, inputs=True)
     write_atomically(args.output, text)
     return 0
 
@@ -120,11 +167,17 @@ def write_atomically(path: Path, content: str | bytes) -> None:
 
 
 def _output_directory(path: Path) -> Path:
+    """The directory `path` is to be written into; a LoopgenError when it cannot be (checked before rendering)."""
     directory = path.parent if str(path.parent) else Path(".")
-    if not directory.is_dir():
-        raise LoopgenError(f"-o {path}: directory {directory} does not exist")
     if path.is_dir():
-        raise LoopgenError(f"-o {path}: is a directory")
+        raise LoopgenError(f"-o {path}: is a directory; name a file in it")
+    if not directory.is_dir():
+        what = "is not a directory" if directory.exists() else "does not exist"
+        raise LoopgenError(f"-o {path}: directory {directory} {what}")
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise LoopgenError(f"-o {path}: cannot write in {directory}: permission denied")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise LoopgenError(f"-o {path}: the file is read-only")
     return directory
 
 

@@ -12,6 +12,7 @@ from typing import Any
 import libcst as cst
 
 from loopgen.errors import LoopgenError, Problem
+from loopgen.signatures import Signature
 
 _LIGHTNING_PACKAGES = ("pytorch_lightning", "lightning")
 
@@ -44,6 +45,7 @@ class ClassFacts:
     module_reads: frozenset[str] = frozenset()  # a callback's `pl_module.X` attributes
     optimizers: OptimizersFacts | None = None  # configure_optimizers' return, when its source shows it
     optimizers_unknown: str = ""  # why its source does not show it (with configure_optimizers defined)
+    init: Signature | None = None  # what its constructor takes (None: the source does not show it)
 
     def defines(self, hook: str) -> bool:
         return hook in self.methods
@@ -71,18 +73,23 @@ class OptimizersFacts:
     frequencies: tuple[int, ...] | None = None  # the dicts' "frequency" values, when each dict has one
 
 
-def find_class_source(class_path: str, roots: Sequence[Path], *, where: str = "") -> tuple[Path, Path]:
+def find_class_source(
+    class_path: str, roots: Sequence[Path], *, where: str = "", line: int | None = None
+) -> tuple[Path, Path]:
     """(root, file) of the module under `roots` that defines the class `class_path` names."""
-    cls = _Reader(roots, where).find(class_path)
+    cls = _Reader(roots, where, line).find(class_path)
     return cls.module.root, cls.module.file
 
 
-def inspect_class(class_path: str, roots: Sequence[Path], *, where: str, callback: bool = False) -> ClassFacts:
-    """What the source of `class_path` and of its bases in the user's code says; `where` is the spec key.
+def inspect_class(
+    class_path: str, roots: Sequence[Path], *, where: str, callback: bool = False, line: int | None = None
+) -> ClassFacts:
+    """What the source of `class_path` and of its bases in the user's code says; `where` is the spec key (on
+    YAML `line`).
 
     `callback`: the class is used as a callback (its hooks get `(trainer, pl_module, ...)`), whatever its bases.
     """
-    reader = _Reader(roots, where)
+    reader = _Reader(roots, where, line)
     cls = reader.find(class_path)
     found = list(reader.ancestry(cls))
     outside = [name for name in found if isinstance(name, str)]
@@ -144,6 +151,53 @@ def inspect_class(class_path: str, roots: Sequence[Path], *, where: str, callbac
         optimizers=optimizers,
         optimizers_unknown=optimizers_unknown,
         sources=tuple(reader.files_read),
+        init=init_signature(found),
+    )
+
+
+# ---------------------------------------------------------------------------
+# what the constructor takes
+
+# bases outside the user's code whose constructors take no arguments (torch.nn.Module's takes none by name)
+_NO_ARGUMENT_BASES = {
+    "torch": ("Module",),
+    "pytorch_lightning": ("LightningModule", "LightningDataModule", "Callback"),
+    "lightning": ("LightningModule", "LightningDataModule", "Callback"),
+}
+
+
+def init_signature(found: Sequence[_Class | str], skip: int = 1) -> Signature | None:
+    """The `__init__` a class gets (its own, else the first of its bases' in method resolution order), read
+    from the source: its parameters after the first `skip` (self); None when the source does not show it (a
+    decorated class such as a dataclass, an `__init__` assigned, a base outside the user's code whose
+    constructor is not known to take no arguments)."""
+    classes = _linearize([c for c in found if isinstance(c, _Class)])
+    for cls in classes:
+        if cls.node.decorators or "__init__" in cls.assigned() or "__new__" in {f.name.value for f in cls.methods()}:
+            return None
+        init = next((fn for fn in cls.methods() if fn.name.value == "__init__"), None)
+        if init is not None:
+            return _signature(init, skip)
+    outside = [name for name in found if isinstance(name, str)]
+    for name in outside:
+        top, last = name.split(".")[0], name.rpartition(".")[2]
+        if last not in _NO_ARGUMENT_BASES.get(top, ()) and name not in ("object", "builtins.object"):
+            return None
+    return Signature(names=())
+
+
+def _signature(fn: cst.FunctionDef, skip: int) -> Signature | None:
+    if fn.decorators:
+        return None
+    p = fn.params
+    positional_only = [param for param in p.posonly_params][skip:]
+    rest = [param for param in p.params][max(0, skip - len(p.posonly_params)) :]
+    keyword = [*rest, *p.kwonly_params]
+    return Signature(
+        names=tuple(param.name.value for param in keyword),
+        required=tuple(param.name.value for param in [*positional_only, *keyword] if param.default is None),
+        var_keyword=p.star_kwarg is not None,
+        positional_only=tuple(param.name.value for param in positional_only),
     )
 
 
@@ -190,9 +244,10 @@ class _Class:
 class _Reader:
     """Finds and parses user modules under `roots`; each file is parsed at most once."""
 
-    def __init__(self, roots: Sequence[Path], where: str):
+    def __init__(self, roots: Sequence[Path], where: str, line: int | None = None):
         self.roots = list(roots)
         self.where = where
+        self.line = line
         self._modules: dict[str, _Module | None] = {}
         self._files: dict[Path, list[cst.CSTNode]] = {}
 
@@ -312,7 +367,7 @@ class _Reader:
         return LoopgenError(Problem(str(file), f"syntax error: {message}{reading}", line))
 
     def _error(self, message: str) -> LoopgenError:
-        return LoopgenError(Problem(self.where, message))
+        return LoopgenError(Problem(self.where, message, self.line))
 
 
 class _BindingStatements(cst.CSTVisitor):

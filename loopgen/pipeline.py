@@ -6,8 +6,10 @@ The stages are imported when a render needs them: a render found in the cache im
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from loopgen import cache
+from loopgen.errors import Problem
 from loopgen.formatting import find_config
 from loopgen.roots import default_roots
 
@@ -18,6 +20,14 @@ def render_spec(spec_path: Path, output: Path | str = "train.py") -> tuple[str, 
     `output` is where the script is to be written: its name is the one the script gives for itself, and the
     black configuration of the project it is in formats the script (a bare name: the current directory's).
     """
+    text, notices, _ = render_spec_sources(spec_path, output)
+    return text, notices
+
+
+def render_spec_sources(
+    spec_path: Path, output: Path | str = "train.py"
+) -> tuple[str, tuple[str, ...], tuple[Path, ...]]:
+    """`render_spec`, and every user source file the script was made from."""
     output = Path(output)
     script_name = output.name
     black_config = find_config(output.absolute().parent)
@@ -27,28 +37,103 @@ def render_spec(spec_path: Path, output: Path | str = "train.py") -> tuple[str, 
     if cached is not None:
         return cached
 
-    from loopgen.flags import lightning_callback
-    from loopgen.inspect import inspect_class
+    from loopgen.errors import LoopgenError
     from loopgen.plan import make_plan
     from loopgen.render import render
     from loopgen.spec import load_spec
 
     spec = load_spec(spec_path)
-    model = inspect_class(spec.model.class_path, roots, where="model.class_path")
-    data = inspect_class(spec.data.class_path, roots, where="data.class_path") if spec.data else None
+    model, data, callbacks, problems = read_classes(spec, roots)
+    problems.sort(key=lambda p: p.line or 0)
+    if any(p.where.endswith("class_path") for p in problems):  # a class not found: no plan without it
+        raise LoopgenError(problems)
+    try:
+        plan = make_plan(spec, model, data, callbacks, script_name)
+    except LoopgenError as error:
+        raise LoopgenError(sorted(problems + error.problems, key=lambda p: p.line or 0)) from None
+    if problems:
+        raise LoopgenError(problems)
+    text, notices = render(plan, black_config), spec.notices + plan.notices
+    sources = {file for facts in (model, data, *callbacks) if facts is not None for file in facts.sources}
+    cache.store(entry, text, notices, sources)
+    return text, notices, tuple(sorted(sources))
+
+
+def read_classes(spec: Any, roots: list[Path]) -> tuple[Any, Any, tuple[Any, ...], list[Any]]:
+    """The facts of the spec's model, data and callbacks, and every problem with their class paths and
+    init_args (all of them, each with its key and YAML line); the model's facts are None when it is not found."""
+    from loopgen.errors import LoopgenError
+    from loopgen.flags import lightning_callback
+    from loopgen.inspect import inspect_class
+    from loopgen.signatures import check_arguments, torch_signature
+
+    problems = []
+
+    def facts(ref: Any, key: str, callback: bool = False, optional: bool = False) -> Any:
+        """The facts of the class `ref` names (the spec's `key`), after checking its init_args (an optional
+        class: an optimizer or scheduler, whose first argument the script passes)."""
+        try:
+            found = inspect_class(
+                ref.class_path, roots, where=f"{key}.class_path", callback=callback, line=spec.line(f"{key}.class_path")
+            )
+        except LoopgenError as error:
+            if optional and any("cannot find module" in p.message for p in error.problems):
+                return None  # a package loopgen cannot read: its arguments are checked when the script runs
+            problems.extend(error.problems)
+            return None
+        signature = found.init
+        if signature is not None and optional:
+            signature = _passed_first(signature)
+        if signature is not None:
+            problems.extend(check_arguments(_args_key(spec, key), ref.name, ref.init_args, signature, spec.line))
+        return found
+
+    model = facts(spec.model, "model")
+    data = facts(spec.data, "data") if spec.data else None
     callbacks = tuple(
         (
             None  # Lightning's ModelCheckpoint / EarlyStopping: the script has its own
             if lightning_callback(ref.class_path)
-            else inspect_class(ref.class_path, roots, where=f"trainer.callbacks[{i}].class_path", callback=True)
+            else facts(ref, f"trainer.callbacks[{i}]", callback=True)
         )
         for i, ref in enumerate(spec.trainer.callbacks)
     )
-    plan = make_plan(spec, model, data, callbacks, script_name)
-    text, notices = render(plan, black_config), spec.notices + plan.notices
-    sources = {file for facts in (model, data, *callbacks) if facts is not None for file in facts.sources}
-    cache.store(entry, text, notices, sources)
-    return text, notices
+    for kind in ("optimizer", "lr_scheduler"):
+        ref = getattr(spec, kind)
+        if ref is None:
+            continue
+        signature = torch_signature(ref.class_path, kind)
+        if isinstance(signature, str):
+            problems.append(Problem(f"{kind}.class_path", signature, spec.line(f"{kind}.class_path")))
+        elif signature is not None:
+            problems.extend(check_arguments(_args_key(spec, kind), ref.name, ref.init_args, signature, spec.line))
+        else:
+            facts(ref, kind, optional=True)
+    return model, data, callbacks, problems
+
+
+def _args_key(spec: Any, key: str) -> str:
+    """Where the spec writes `key`'s arguments: init_args (or dict_kwargs, when only that is there)."""
+    if f"{key}.init_args" not in spec.lines and f"{key}.dict_kwargs" in spec.lines:
+        return f"{key}.dict_kwargs"
+    return f"{key}.init_args"
+
+
+def _passed_first(signature: Any) -> Any:
+    """`signature` less its first parameter (an optimizer's params, a scheduler's optimizer: the script's)."""
+    import dataclasses
+
+    first = (*signature.positional_only, *signature.names)[:1]
+    if not first:
+        return None  # it takes no parameters object: only *args could; not checked
+    name = first[0]
+    return dataclasses.replace(
+        signature,
+        names=tuple(n for n in signature.names if n != name),
+        required=tuple(n for n in signature.required if n != name),
+        positional_only=tuple(n for n in signature.positional_only if n != name),
+        fixed={name: "the script passes it"},
+    )
 
 
 def project_root(spec_path: Path) -> Path:

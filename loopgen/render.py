@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import keyword
 import math
+import os
 import sys
 from functools import lru_cache
 from pathlib import Path
@@ -111,17 +112,18 @@ def _place_blocks(text: str) -> str:
 
 
 def _bytecode_cache() -> jinja2.BytecodeCache | None:
-    """The templates, compiled once into the render cache's directory (each keyed by its source's checksum)."""
-    from loopgen.cache import cache_dir
+    """The templates, compiled once into the cache's directory (each keyed by its source's checksum), even with
+    the cache of scripts off: compiling them is most of a cold render's time."""
+    from loopgen.cache import templates_dir
 
-    directory = cache_dir()
-    if directory is None:
-        return None
+    directory = templates_dir()
     try:
-        (directory / "templates").mkdir(parents=True, exist_ok=True)
+        directory.mkdir(parents=True, exist_ok=True)
     except OSError:
         return None  # the cache never makes a render fail
-    return jinja2.FileSystemBytecodeCache(str(directory / "templates"))
+    if not os.access(directory, os.W_OK):
+        return None
+    return jinja2.FileSystemBytecodeCache(str(directory))
 
 
 @lru_cache(maxsize=1)

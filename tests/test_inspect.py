@@ -11,6 +11,7 @@ import pytest
 from loopgen.errors import LoopgenError, Problem
 from loopgen.inspect import ClassFacts, OptimizersFacts, find_class_source, inspect_class
 from loopgen.roots import default_roots
+from loopgen.signatures import Signature
 
 
 def write(root: Path, files: dict[str, str]) -> Path:
@@ -71,6 +72,7 @@ def test_plain_module(tmp_path: Path) -> None:
         attributes_read=frozenset({"layer", "parameters"}),
         sources=(tmp_path / "proj" / "models.py",),
         optimizers=OptimizersFacts("optimizer", ("SGD",)),
+        init=Signature(names=("hidden",)),
     )
     assert found.defines("training_step") and not found.defines("train_dataloader")
 
