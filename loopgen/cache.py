@@ -42,11 +42,21 @@ def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def _templates() -> list[Path]:
+    templates = next((d for d in (PACKAGE / "templates", PACKAGE.parent / "templates") if d.is_dir()), PACKAGE)
+    return sorted(templates.glob("*.j2"))
+
+
 def _fingerprint() -> str:
     """loopgen's code and templates: any change to either makes earlier entries unreachable."""
-    templates = next((d for d in (PACKAGE / "templates", PACKAGE.parent / "templates") if d.is_dir()), PACKAGE)
-    files = sorted(PACKAGE.glob("*.py")) + sorted(templates.glob("*.j2"))
+    files = sorted(PACKAGE.glob("*.py")) + _templates()
     return _sha(b"".join(f.name.encode() + b"\0" + f.read_bytes() for f in files))
+
+
+def templates_sha256() -> str:
+    """The templates' names and bytes: a script's header carries it, so `loopgen check` tells a change of the
+    templates from a change of the spec or an edit."""
+    return _sha(b"".join(f.name.encode() + b"\0" + f.read_bytes() + b"\0" for f in _templates()))
 
 
 def entry_path(spec_path: Path, script_name: str, roots: list[Path], formatting: str) -> Path | None:

@@ -73,17 +73,24 @@ def _parser() -> argparse.ArgumentParser:
 
     run = commands.add_parser("run", help="render the script and run it; its exit status is loopgen's")
     run.add_argument("spec", type=Path)
+    run.add_argument(
+        "--keep", type=Path, metavar="DIR", help="write the script into DIR (as SPEC's name .py) and keep it there"
+    )
     run.add_argument("script_args", nargs=argparse.REMAINDER, help="after --: arguments for the script")
     run.set_defaults(command=_run)
 
     check = commands.add_parser(
-        "check", help="exit 0 when SCRIPT is what SPEC renders to now; else show the difference"
+        "check",
+        help="exit 0 when SCRIPT is what SPEC renders to now; else say what changed (the spec, loopgen, or the"
+        " script by hand), show the difference and exit 1",
     )
     check.add_argument("spec", type=Path)
     check.add_argument("script", type=Path)
     check.set_defaults(command=_check)
 
-    diff = commands.add_parser("diff", help="unified diff of the scripts two specs render to")
+    diff = commands.add_parser(
+        "diff", help="unified diff of the scripts two specs render to; exit 1 when they differ, as diff does"
+    )
     diff.add_argument("spec_a", type=Path)
     diff.add_argument("spec_b", type=Path)
     diff.set_defaults(command=_diff)
@@ -185,24 +192,38 @@ def _run(args: argparse.Namespace) -> int:
     from loopgen.pipeline import project_root
 
     script_args = args.script_args[1:] if args.script_args[:1] == ["--"] else args.script_args
-    text = _render_text(args.spec)
+    name = f"{args.spec.stem}.py" if args.keep else "train.py"
+    if args.keep is not None:
+        _output_directory(args.keep / name)
+    text = _render_text(args.spec, args.keep / name if args.keep else Path(name), inputs=args.keep is not None)
     root = project_root(args.spec)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH")]))
+    if args.keep is not None:
+        script = args.keep / name
+        write_atomically(script, text)
+        print(f"loopgen: the script is kept at {script}", file=sys.stderr)
+        return subprocess.call([sys.executable, str(script), *script_args], env=env)
     with tempfile.TemporaryDirectory(prefix="loopgen-") as tmp:
-        script = Path(tmp) / "train.py"
+        script = Path(tmp) / name
         script.write_text(text, encoding="utf-8")
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH")]))
         return subprocess.call([sys.executable, str(script), *script_args], env=env)
 
 
 def _check(args: argparse.Namespace) -> int:
+    from loopgen.header import what_changed
+
     expected = _render_text(args.spec, args.script)
     try:
         actual = args.script.read_text(encoding="utf-8")
-    except OSError as error:
-        raise LoopgenError(f"{args.script}: cannot read: {error.strerror}") from None
+    except FileNotFoundError:
+        raise LoopgenError(f"{args.script}: no such file; render it first: loopgen render {args.spec} -o {args.script}")
+    except (OSError, UnicodeDecodeError) as error:
+        raise LoopgenError(f"{args.script}: cannot read: {getattr(error, 'strerror', None) or error}") from None
     if actual == expected:
         return 0
+    for reason in what_changed(actual, expected):
+        print(f"loopgen: {args.script} is not what {args.spec} renders to: {reason}", file=sys.stderr)
     sys.stdout.writelines(
         difflib.unified_diff(
             actual.splitlines(keepends=True),
@@ -211,23 +232,28 @@ def _check(args: argparse.Namespace) -> int:
             tofile=f"rendered from {args.spec}",
         )
     )
+    sys.stdout.flush()
     return 1
 
 
 def _diff(args: argparse.Namespace) -> int:
+    """Like diff(1): exit 0 when the scripts are the same, 1 when they differ."""
     a, b = _render_text(args.spec_a), _render_text(args.spec_b)
-    sys.stdout.writelines(
+    lines = list(
         difflib.unified_diff(
             a.splitlines(keepends=True), b.splitlines(keepends=True), fromfile=str(args.spec_a), tofile=str(args.spec_b)
         )
     )
-    return 0
+    sys.stdout.writelines(lines)
+    sys.stdout.flush()
+    return 1 if lines else 0
 
 
 def _schema(args: argparse.Namespace) -> int:
     from loopgen.schema import spec_schema
 
     print(json.dumps(spec_schema(), indent=2))
+    sys.stdout.flush()
     return 0
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 from loopgen import __version__
+from loopgen.cache import templates_sha256
 from loopgen.errors import LoopgenError, Problem
 from loopgen.flags import PROGRESS_BARS, same
 from loopgen.inspect import ClassFacts, OptimizersFacts, SchedulerFacts
@@ -108,6 +109,9 @@ class Callback:
     state_key: str | None = None  # the key of its state in a checkpoint; None: its `state_key` attribute
 
 
+SCRIPT_SHA256_PLACEHOLDER = "-" * 64  # the script's own sha256 is of its text with this in its place
+
+
 @dataclass(frozen=True)
 class Header:
     version: str
@@ -119,6 +123,8 @@ class Header:
     choices: tuple[str, ...]  # what the script was specialised for
     launch: str  # the command that runs it
     notes: tuple[str, ...]  # where the script is general, and why
+    templates_sha256: str = ""  # of loopgen's templates (`loopgen check` tells a change of loopgen by it)
+    script_sha256: str = SCRIPT_SHA256_PLACEHOLDER  # of the script itself: filled in once formatted
 
 
 @dataclass(frozen=True)
@@ -1876,6 +1882,7 @@ def resolve_header(
         choices=tuple(choices),
         launch=f"python {script_name}",
         notes=tuple(notes),
+        templates_sha256=templates_sha256(),
     )
 
 

@@ -13,6 +13,7 @@ that renders nothing leaves no line behind.
 from __future__ import annotations
 
 import ast
+import hashlib
 import keyword
 import math
 import os
@@ -25,7 +26,7 @@ import jinja2
 
 from loopgen.errors import LoopgenError, Problem
 from loopgen.formatting import DEFAULTS, BlackConfig, format_script
-from loopgen.plan import Plan
+from loopgen.plan import SCRIPT_SHA256_PLACEHOLDER, Plan
 
 _PLAIN = (type(None), bool, int, float, str)
 
@@ -148,7 +149,15 @@ def render(plan: Plan, black_config: BlackConfig = DEFAULTS) -> str:
     text = _environment().get_template("train.py.j2").render(plan=plan)
     text = format_source(_section_spacing(_place_blocks(text)), black_config)
     verify(text, plan)
-    return text
+    return stamp(text)
+
+
+def stamp(text: str) -> str:
+    """The script with its own sha256 in its header (of its text with the placeholder there)."""
+    line = f"script sha256: {SCRIPT_SHA256_PLACEHOLDER}\n"
+    if line not in text:
+        return text
+    return text.replace(line, f"script sha256: {hashlib.sha256(text.encode()).hexdigest()}\n", 1)
 
 
 def _section_spacing(text: str) -> str:
