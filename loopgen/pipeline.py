@@ -50,7 +50,8 @@ def render_spec_sources(
     try:
         plan = make_plan(spec, model, data, callbacks, script_name)
     except LoopgenError as error:
-        raise LoopgenError(sorted(problems + error.problems, key=lambda p: p.line or 0)) from None
+        found = problems + [_with_line(problem, spec) for problem in error.problems]
+        raise LoopgenError(sorted(found, key=lambda p: p.line or 0)) from None
     if problems:
         raise LoopgenError(problems)
     text, notices = render(plan, black_config), spec.notices + plan.notices
@@ -110,6 +111,13 @@ def read_classes(spec: Any, roots: list[Path]) -> tuple[Any, Any, tuple[Any, ...
         else:
             facts(ref, kind, optional=True)
     return model, data, callbacks, problems
+
+
+def _with_line(problem: Problem, spec: Any) -> Problem:
+    """`problem` with the YAML line of the key it names, when it has none and the spec has that key."""
+    if problem.line is not None or problem.where not in spec.lines:
+        return problem
+    return Problem(problem.where, problem.message, spec.lines[problem.where])
 
 
 def _args_key(spec: Any, key: str) -> str:
