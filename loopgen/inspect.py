@@ -15,6 +15,8 @@ from loopgen.errors import LoopgenError, Problem
 from loopgen.signatures import Signature
 
 _LIGHTNING_PACKAGES = ("pytorch_lightning", "lightning")
+# packages found on sys.path that are never read as the user's code: loopgen knows their classes by name
+_NOT_USER_CODE = frozenset({"torch", "pytorch_lightning", "lightning", "lightning_fabric", "torchmetrics"})
 
 
 @dataclass(frozen=True)
@@ -262,7 +264,7 @@ class _Reader:
             raise self._error(f"'{class_path}' is not a class path of the form 'package.module.ClassName'")
         module = self._module(module_name)
         if module is None:
-            roots = ", ".join(str(root) for root in self.roots)
+            roots = ", ".join(str(root) for root in self.roots[:4]) + (", ..." if len(self.roots) > 4 else "")
             close = self._close_module(module_name)
             hint = _hint(f"{close}.{name}" if close else None)
             raise self._error(f"cannot find module '{module_name}' of '{class_path}' (searched {roots}){hint}")
@@ -323,7 +325,8 @@ class _Reader:
         """The module `name` from the first root that has it as a package or a .py file."""
         if name not in self._modules:
             self._modules[name] = None
-            for root in self.roots if name else ():
+            outside = name.partition(".")[0] in _NOT_USER_CODE  # their classes are known by name
+            for root in self.roots if name and not outside else ():
                 base = root.joinpath(*name.split("."))
                 file = next((f for f in (base / "__init__.py", base.parent / f"{base.name}.py") if f.is_file()), None)
                 if file is not None:
