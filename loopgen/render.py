@@ -41,17 +41,62 @@ def template_dir() -> Path:
 
 
 def literal(value: Any) -> str:
-    """The Python source of a plain value (None, bool, int, float, str, and lists/tuples/dicts of them)."""
+    """The Python source of a plain value (None, bool, int, float, str, and lists/tuples/dicts of them): an
+    expression of literals that evaluates to the value exactly (an infinite or NaN float as `float("inf")`)."""
     _check_plain(value)
-    text = repr(value)
-    if ast.literal_eval(text) != value:
+    text = _source(value)
+    if not _same(_evaluate(text), value):
         raise LoopgenError(f"value {text} cannot be written into the script exactly")
     return text
 
 
-def _check_plain(value: Any) -> None:
+_NON_FINITE = {"inf": 'float("inf")', "-inf": 'float("-inf")', "nan": 'float("nan")'}
+
+
+def _source(value: Any) -> str:
     if isinstance(value, float) and not math.isfinite(value):
-        raise LoopgenError(f"value {value!r} cannot be written as a Python literal")
+        return _NON_FINITE[repr(value)]
+    if isinstance(value, list):
+        return "[" + ", ".join(_source(item) for item in value) + "]"
+    if isinstance(value, tuple):
+        return "(" + "".join(f"{_source(item)}, " for item in value).rstrip(" ") + ")"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_source(k)}: {_source(v)}" for k, v in value.items()) + "}"
+    return repr(value)
+
+
+def _evaluate(text: str) -> Any:
+    """The value of a `literal` text: literals only, and float() of the three non-finite spellings."""
+    tree = ast.parse(text, mode="eval")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and not (
+            isinstance(node.func, ast.Name)
+            and node.func.id == "float"
+            and len(node.args) == 1
+            and not node.keywords
+            and isinstance(node.args[0], ast.Constant)
+            and node.args[0].value in ("inf", "-inf", "nan")
+        ):
+            raise LoopgenError(f"value {text} cannot be written into the script exactly")
+    return eval(compile(tree, "<literal>", "eval"), {"__builtins__": {"float": float}})  # checked above
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal, with NaN equal to NaN and types compared (True is not 1, 1.0 is not 1)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, float):
+        return a == b or (math.isnan(a) and math.isnan(b))
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+    return a == b
+
+
+def _check_plain(value: Any) -> None:
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 13287:
+        raise LoopgenError("an integer of more than 4000 digits cannot be written into the script")
     if isinstance(value, _PLAIN):
         return
     if isinstance(value, (list, tuple)):

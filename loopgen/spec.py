@@ -164,7 +164,7 @@ def _parse_yaml(text: str, where: str) -> _Document:
         lines: dict[KeyPath, int] = {}
         problems: list[Problem] = []
         _walk(node, (), lines, problems, set())  # before constructing: that flattens `<<` merges in place
-        data = loader.construct_document(node)
+        data = _construct(loader, node)
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
         message = " ".join(str(part) for part in (error.context, error.problem) if part)
@@ -174,6 +174,25 @@ def _parse_yaml(text: str, where: str) -> _Document:
     finally:
         loader.dispose()
     return _Document(data, lines, tuple(problems))
+
+
+def _construct(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
+    """The document's data; an integer longer than Python's string conversion limit is read whole (and refused,
+    with its key, as a value the script cannot hold)."""
+    import sys
+
+    limit = sys.get_int_max_str_digits() if hasattr(sys, "get_int_max_str_digits") else None
+    if limit is not None:
+        sys.set_int_max_str_digits(0)
+    try:
+        return loader.construct_document(node)
+    finally:
+        if limit is not None:
+            sys.set_int_max_str_digits(limit)
+
+
+MAX_INT_DIGITS = 4000  # below Python's limit for reading an integer literal from source (4300)
+MAX_INT_BITS = 13287  # 2**13287 has 4000 digits
 
 
 def _walk(node: yaml.Node, path: KeyPath, lines: dict[KeyPath, int], problems: list[Problem], active: set[int]) -> None:
@@ -410,6 +429,9 @@ class _Reader:
 
     def plain(self, path: KeyPath, value: Any) -> bool:
         """Whether `value` is plain YAML data: null, booleans, numbers, strings, and lists and mappings of them."""
+        if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > MAX_INT_BITS:
+            self.problem(path, f"an integer of more than {MAX_INT_DIGITS} digits cannot be written into the script")
+            return False
         if value is None or isinstance(value, (bool, int, float, str)):
             return True
         if isinstance(value, list):
