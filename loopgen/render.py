@@ -24,7 +24,7 @@ import jinja2
 
 from loopgen.errors import LoopgenError, Problem
 from loopgen.formatting import DEFAULTS, BlackConfig, format_script
-from loopgen.plan import Plan
+from loopgen.plan import Construct, Name, Plan
 
 _PLAIN = (type(None), bool, int, float, str)
 
@@ -73,8 +73,33 @@ def ident(name: Any) -> str:
 
 
 def kwargs(args: dict[str, Any]) -> str:
-    """`name=value, ...` for keyword arguments."""
-    return ", ".join(f"{ident(k)}={literal(v)}" for k, v in args.items())
+    """`name=value, ...` for keyword arguments (values: plain, or objects the script builds, see `argument`)."""
+    return ", ".join(f"{ident(k)}={argument(v)}" for k, v in args.items())
+
+
+def argument(value: Any) -> str:
+    """The Python source of an argument value: a plain value, a script variable (plan.Name), an object to build
+    (plan.Construct: `Class(args)`), or a list / mapping holding those."""
+    if isinstance(value, Name):
+        return ident(value.name)
+    if isinstance(value, Construct):
+        return f"{value.ref}({kwargs(dict(value.args))})"
+    if not _holds_code(value):
+        return literal(value)
+    if isinstance(value, (list, tuple)):
+        items = ", ".join(argument(item) for item in value)
+        return f"[{items}]" if isinstance(value, list) else f"({items}{',' if len(value) == 1 else ''})"
+    return "{" + ", ".join(f"{literal(key)}: {argument(item)}" for key, item in value.items()) + "}"
+
+
+def _holds_code(value: Any) -> bool:
+    if isinstance(value, (Construct, Name)):
+        return True
+    if isinstance(value, (list, tuple)):
+        return any(_holds_code(item) for item in value)
+    if isinstance(value, dict):
+        return any(_holds_code(item) for item in value.values())
+    return False
 
 
 # Around the value of an expression that spans several lines: see `_place_blocks`.
@@ -137,7 +162,7 @@ def _environment() -> jinja2.Environment:
         finalize=_mark_blocks,
         bytecode_cache=_bytecode_cache(),
     )
-    env.filters.update(literal=literal, ident=ident, kwargs=kwargs)
+    env.filters.update(literal=literal, ident=ident, kwargs=kwargs, argument=argument)
     return env
 
 
