@@ -352,6 +352,9 @@ class Metrics:
     # Lightning 1.9.5, at an epoch's first batch: a hook that logs after another hook logged starts its values
     # over; with several optimizers and gradient norms, training_step's values of optimizer 0 are dropped
     first_batch_resets: bool
+    # torchmetrics Metric objects may be logged (the module's source imports torchmetrics): computed at epoch end
+    # and reset where Lightning resets them (see with_torchmetrics)
+    torchmetrics: bool = False
 
 
 @dataclass(frozen=True)
@@ -428,6 +431,7 @@ class Imports:
     wandb: bool
     tqdm: bool
     rich: bool
+    torchmetrics: bool = False
 
 
 @dataclass(frozen=True)
@@ -744,6 +748,9 @@ def make_plan(
         raise LoopgenError(problems)
     hooks = with_lightning_callbacks(spec, hooks, checkpointing, logging, summaries, progress)
     metrics = resolve_metrics(model, user_callbacks, optimizers, optimization, checkpointing, logging, progress)
+    metrics = with_torchmetrics(metrics, spec, model, user_callbacks, problems)
+    if problems:
+        raise LoopgenError(problems)
     state = resolve_state(spec, model, user_callbacks, metrics, checkpointing)
     epoch_start = (
         state.mirror_epoch
@@ -783,21 +790,24 @@ def make_plan(
             or optimization.tbptt
             or (device.moves and not hooks.model_has("transfer_batch_to_device"))
         ),
-        imports=resolve_imports(
-            build,
-            state,
-            data_plan,
-            bounds,
-            validation,
-            precision,
-            optimizers,
-            optimization,
-            metrics,
-            checkpointing,
-            logging,
-            summary,
-            profiling,
-            progress,
+        imports=replace(
+            resolve_imports(
+                build,
+                state,
+                data_plan,
+                bounds,
+                validation,
+                precision,
+                optimizers,
+                optimization,
+                metrics,
+                checkpointing,
+                logging,
+                summary,
+                profiling,
+                progress,
+            ),
+            torchmetrics=metrics.torchmetrics,
         ),
         notices=tuple(notices),
     )
@@ -2295,3 +2305,40 @@ def _script_names() -> set[str]:
         for path in sorted(template_dir().glob("*.j2"))
         for word in re.findall(_SCRIPT_NAMES_RE, path.read_text(encoding="utf-8"))
     }
+
+
+# ---------------------------------------------------------------------------
+# torchmetrics
+
+
+def with_torchmetrics(
+    metrics: Metrics, spec: Spec, model: ClassFacts, callbacks: tuple[ClassFacts, ...], problems: list[Problem]
+) -> Metrics:
+    """torchmetrics `Metric` objects (and MetricCollections) passed to self.log / self.log_dict, as Lightning 2.x's
+    result collection treats them: on_step values are the metric's forward value (`_forward_cache`), on_epoch
+    values its `compute()` at the epoch's end, and the metric is `reset()` where Lightning resets its results (after
+    the training epoch's loggers, at validation's end). Lightning resets them whether or not anything reads the
+    logged values, and a module may read the metric's state itself: so the collector is kept whenever the module
+    logs and its source imports torchmetrics (or an object argument is one of torchmetrics' classes)."""
+    given = any(
+        c.module.split(".")[0] == "torchmetrics"
+        for ref in (spec.model, spec.data, *spec.trainer.callbacks)
+        if ref is not None
+        for value in ref.init_args.values()
+        for c in _constructs_in(_argument(value))
+    )
+    uses = metrics.model_logs and (
+        given or model.imports_torchmetrics or any(facts.imports_torchmetrics for facts in callbacks)
+    )
+    if not uses:
+        return metrics
+    if spec.ckpt_path is not None:
+        problems.append(
+            Problem(
+                "ckpt_path",
+                "resuming a run whose module logs torchmetrics objects is not supported yet (Lightning restores the"
+                " metrics' states from the checkpoint's loops): train from the start",
+                spec.line("ckpt_path"),
+            )
+        )
+    return replace(metrics, collect=True, discards=False, torchmetrics=True)

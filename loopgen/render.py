@@ -212,6 +212,8 @@ def verify(text: str, plan: Plan) -> None:
     user |= plan.logging.kinds & {"mlflow", "wandb"}  # ... (its loggers; TensorBoard's writer is torch's)
     if plan.progress.kind in ("tqdm", "rich"):
         user.add(plan.progress.kind)  # asked for by the spec (a TQDMProgressBar or RichProgressBar callback)
+    if plan.imports.torchmetrics:
+        user.add("torchmetrics")  # the user's module imports it (its Metric objects are logged)
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]

@@ -163,3 +163,53 @@ def test_harness_builds_objects_as_lightning_cli_does() -> None:
     assert ours.state_dict().keys() == theirs.keys()
     assert all(torch.equal(ours.state_dict()[k], theirs[k]) for k in theirs)
     assert ours.backbone.options == cli.model.backbone.options == {"note": "hello"}
+
+
+def _render(tmp_path: Path, spec: dict, name: str = "train.py") -> str:
+    import yaml
+
+    from loopgen.pipeline import render_spec
+
+    path = tmp_path / f"{Path(name).stem}.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
+    text, _ = render_spec(path, tmp_path / name)
+    (tmp_path / name).write_text(text, encoding="utf-8")
+    return text
+
+
+METRIC_SPEC = {
+    "seed_everything": 1,
+    "model": {"class_path": "tests.parity.metric_models.MetricClassifier"},
+    "trainer": {"max_epochs": 1, "logger": False, "enable_checkpointing": False, "accelerator": "cpu"},
+}
+
+
+def test_torchmetrics_only_when_the_module_uses_it(tmp_path: Path) -> None:
+    """A module whose source imports torchmetrics and logs: the collector computes and resets its Metric objects,
+    even with nothing reading the logged values; a module that does not: no trace of torchmetrics."""
+    text = _render(tmp_path, METRIC_SPEC, "metrics.py")
+    assert "import torchmetrics\n" in text
+    for trace in ("isinstance(value, torchmetrics.Metric)", "entry.metric.reset()", "self.metric.compute()",
+                  "torchmetrics.MetricCollection"):  # fmt: skip
+        assert trace in text, trace
+    plain = _render(tmp_path, {**METRIC_SPEC, "model": {"class_path": "tests.parity.models.MLP"}}, "plain.py")
+    assert "torchmetrics" not in plain and "metric" not in plain.lower().replace("callback_metrics", "")
+
+
+def test_rendered_objects_and_metrics_scripts_are_clean_under_ruff(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    _render(tmp_path, METRIC_SPEC, "metrics.py")
+    _render(tmp_path, {**METRIC_SPEC, "model": BACKBONE_MODEL}, "objects.py")
+    result = subprocess.run(
+        [sys.executable, "-m", "ruff", "check", "--no-cache", "--isolated", "--select", "E,F,W,B,ARG",
+         "--line-length", "88", str(tmp_path / "metrics.py"), str(tmp_path / "objects.py")],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_resuming_a_torchmetrics_run_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(LoopgenError, match="ckpt_path.*torchmetrics"):
+        _render(tmp_path, {**METRIC_SPEC, "ckpt_path": "last.ckpt"})

@@ -47,6 +47,27 @@ BACKBONE = {
 
 CASES = [
     objects_case("objects_backbone_and_loss", "BackboneClassifier", BACKBONE, max_epochs=2),
+    # torchmetrics: an Accuracy logged on step and epoch in training, one updated in validation, a MetricCollection;
+    # validation twice an epoch (the validation metrics reset each time, the training ones not), and the sanity check
+    Case(
+        "torchmetrics_accuracy_and_collection",
+        {
+            "seed_everything": 3,
+            "model": {"class_path": "tests.parity.metric_models.MetricClassifier"},
+            "trainer": {"max_epochs": 2, "val_check_interval": 0.5},
+        },
+    ),
+    Case(
+        "torchmetrics_epoch_only",
+        {
+            "seed_everything": 4,
+            "model": {
+                "class_path": "tests.parity.metric_models.MetricClassifier",
+                "init_args": {"collection": False, "on_step": False},
+            },
+            "trainer": {"max_epochs": 2, "num_sanity_val_steps": 0},
+        },
+    ),
 ]
 
 
