@@ -98,6 +98,15 @@ def _parser() -> argparse.ArgumentParser:
     schema = commands.add_parser("schema", help="print the JSON Schema of the spec")
     schema.set_defaults(command=_schema)
 
+    verify = commands.add_parser(
+        "verify",
+        help="train SPEC with Lightning's Trainer and with its script; exit 0 when the weights are identical after"
+        " every optimizer step (needs Lightning: the `verify` extra)",
+    )
+    verify.add_argument("spec", type=Path)
+    verify.add_argument("--steps", type=_positive, metavar="N", help="compare the first N optimizer steps only")
+    verify.set_defaults(command=_verify)
+
     plot = commands.add_parser(
         "plot", help="draw a run's metrics.csv (losses, learning rate, each metric) as one PNG; needs matplotlib"
     )
@@ -186,6 +195,22 @@ def _output_directory(path: Path) -> Path:
     if path.exists() and not os.access(path, os.W_OK):
         raise LoopgenError(f"-o {path}: the file is read-only")
     return directory
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive number of steps, got {text!r}")
+    return value
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from loopgen.verify import verify
+
+    return verify(args.spec, args.steps)
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,6 +49,7 @@ class ClassFacts:
     optimizers: OptimizersFacts | None = None  # configure_optimizers' return, when its source shows it
     optimizers_unknown: str = ""  # why its source does not show it (with configure_optimizers defined)
     init: Signature | None = None  # what its constructor takes (None: the source does not show it)
+    imports_torchmetrics: bool = False  # a file it was read from imports torchmetrics (Metric objects may be logged)
 
     def defines(self, hook: str) -> bool:
         return hook in self.methods
@@ -154,6 +156,7 @@ def inspect_class(
         optimizers_unknown=optimizers_unknown,
         sources=tuple(reader.files_read),
         init=init_signature(found),
+        imports_torchmetrics=any(_imports_torchmetrics(file) for file in reader.files_read),
     )
 
 
@@ -201,6 +204,15 @@ def _signature(fn: cst.FunctionDef, skip: int) -> Signature | None:
         var_keyword=p.star_kwarg is not None,
         positional_only=tuple(param.name.value for param in positional_only),
     )
+
+
+def _imports_torchmetrics(file: Path) -> bool:
+    """Whether the module's source has an `import torchmetrics...` or `from torchmetrics... import` statement."""
+    try:
+        source = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    return re.search(r"^[ \t]*(?:import|from)[ \t]+torchmetrics\b", source, re.MULTILINE) is not None
 
 
 # A module-level name: a class defined there, the dotted name it was imported as, or unknown.

@@ -6,12 +6,16 @@ The stages are imported when a render needs them: a render found in the cache im
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from loopgen import cache
 from loopgen.errors import Problem
 from loopgen.formatting import find_config
 from loopgen.roots import default_roots
+
+if TYPE_CHECKING:
+    from loopgen.inspect import ClassFacts
+    from loopgen.spec import Spec
 
 
 def render_spec(spec_path: Path, output: Path | str = "train.py") -> tuple[str, tuple[str, ...]]:
@@ -47,15 +51,18 @@ def render_spec_sources(
     problems.sort(key=lambda p: p.line or 0)
     if any(p.where.endswith("class_path") for p in problems):  # a class not found: no plan without it
         raise LoopgenError(problems)
+    objects = inspect_objects(spec, roots)
     try:
-        plan = make_plan(spec, model, data, callbacks, script_name)
+        plan = make_plan(spec, model, data, callbacks, script_name, objects=objects)
     except LoopgenError as error:
         found = problems + [_with_line(problem, spec) for problem in error.problems]
         raise LoopgenError(sorted(found, key=lambda p: p.line or 0)) from None
     if problems:
         raise LoopgenError(problems)
     text, notices = render(plan, black_config), spec.notices + plan.notices
-    sources = {file for facts in (model, data, *callbacks) if facts is not None for file in facts.sources}
+    sources = {
+        file for facts in (model, data, *callbacks, *objects.values()) if facts is not None for file in facts.sources
+    }
     cache.store(entry, text, notices, sources)
     return text, notices, tuple(sorted(sources))
 
@@ -151,3 +158,49 @@ def project_root(spec_path: Path) -> Path:
 
     spec = load_spec(spec_path)
     return inspect_class(spec.model.class_path, default_roots(spec_path), where="model.class_path").root
+
+
+def _installed(root: Path) -> bool:
+    """Whether `root` is where the interpreter's installed packages or standard library live (their classes are
+    imported as they are, not read as the project's code)."""
+    import sys
+
+    prefixes = {Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+    return "site-packages" in root.parts or "dist-packages" in root.parts or any(p in root.parents for p in prefixes)
+
+
+def inspect_objects(spec: Spec, roots: list[Path]) -> dict[str, ClassFacts | None]:
+    """The facts of each class that the spec's init_args give objects of (nested class_path entries), by class
+    path: None for a class outside the project (torch's, a library's), which the script imports as it is; a class
+    the project's own packages should define but do not is an error, as for the model."""
+    from loopgen.errors import LoopgenError, Problem
+    from loopgen.inspect import inspect_class
+    from loopgen.spec import objects_in
+
+    found: dict[str, ClassFacts | None] = {}
+    pending = [
+        (value, where)
+        for ref, where in ((spec.model, "model"), (spec.data, "data"))
+        if ref is not None
+        for value in objects_in(list(ref.init_args.values()))
+    ] + [
+        (value, f"trainer.callbacks[{i}]")
+        for i, ref in enumerate(spec.trainer.callbacks)
+        for value in objects_in(list(ref.init_args.values()))
+    ]
+    problems = []
+    while pending:
+        obj, where = pending.pop(0)
+        pending += [(value, where) for value in objects_in(list(obj.init_args.values()))]
+        if obj.class_path in found:
+            continue
+        top = obj.class_path.split(".")[0]
+        ours = any((root / top).is_dir() or (root / f"{top}.py").is_file() for root in roots if not _installed(root))
+        try:
+            found[obj.class_path] = inspect_class(obj.class_path, roots, where=where) if ours else None
+        except LoopgenError as error:
+            problems += [Problem(p.where, p.message, obj.line) for p in error.problems]
+            found[obj.class_path] = None
+    if problems:
+        raise LoopgenError(problems)
+    return found

@@ -20,7 +20,7 @@ from loopgen.cache import templates_sha256
 from loopgen.errors import LoopgenError, Problem
 from loopgen.flags import PROGRESS_BARS, same
 from loopgen.inspect import ClassFacts, OptimizersFacts, SchedulerFacts
-from loopgen.spec import ClassRef, Spec
+from loopgen.spec import ClassRef, ObjectSpec, Spec
 
 # Hooks of the model a generated script may call (Lightning's names).
 MODEL_HOOKS = (
@@ -87,6 +87,22 @@ class Construct:
 
 
 @dataclass(frozen=True)
+class Name:
+    """An argument value that is a script variable (an object the script built before, see `Built`)."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class Built:
+    """An object argument the script builds before the object that takes it: `var = value`, where `value` is a
+    Construct or a list / mapping holding Constructs (each nested object inline, its own arguments first)."""
+
+    var: str
+    value: Any
+
+
+@dataclass(frozen=True)
 class Import:
     """`from module import names` of the user's classes."""
 
@@ -141,6 +157,12 @@ class Build:
     deterministic: bool
     benchmark: bool | None
     sets_benchmark: bool
+    # the object arguments (nested class_path entries) built before each owner, by the owner's script variable
+    # ("model", "data", a callback's var), in LightningCLI's order; the owner's Construct names them (`Name`)
+    objects: Mapping[str, tuple[Built, ...]] = field(default_factory=dict)
+
+    def objects_of(self, var: str) -> tuple[Built, ...]:
+        return self.objects.get(var, ())
 
 
 @dataclass(frozen=True)
@@ -336,6 +358,9 @@ class Metrics:
     # Lightning 1.9.5, at an epoch's first batch: a hook that logs after another hook logged starts its values
     # over; with several optimizers and gradient norms, training_step's values of optimizer 0 are dropped
     first_batch_resets: bool
+    # torchmetrics Metric objects may be logged (the module's source imports torchmetrics): computed at epoch end
+    # and reset where Lightning resets them (see with_torchmetrics)
+    torchmetrics: bool = False
 
 
 @dataclass(frozen=True)
@@ -412,6 +437,7 @@ class Imports:
     wandb: bool
     tqdm: bool
     rich: bool
+    torchmetrics: bool = False
 
 
 @dataclass(frozen=True)
@@ -698,11 +724,13 @@ def make_plan(
     data: ClassFacts | None,
     callbacks: tuple[ClassFacts | None, ...],
     script_name: str = "train.py",
+    objects: Mapping[str, ClassFacts | None] | None = None,
 ) -> Plan:
     """Every decision, from the spec and what the user's source says; all problems are reported together.
 
     `callbacks` holds the facts of each of the spec's callbacks, None for Lightning's own (ModelCheckpoint,
-    EarlyStopping, LearningRateMonitor), which the script implements itself."""
+    EarlyStopping, LearningRateMonitor), which the script implements itself. `objects` holds the facts of the
+    classes of the objects given as init args (None for a class outside the project), by class path."""
     problems: list[Problem] = []
     notices: list[str] = []
     check_model(spec, model, problems)
@@ -726,6 +754,9 @@ def make_plan(
         raise LoopgenError(problems)
     hooks = with_lightning_callbacks(spec, hooks, checkpointing, logging, summaries, progress)
     metrics = resolve_metrics(model, user_callbacks, optimizers, optimization, checkpointing, logging, progress)
+    metrics = with_torchmetrics(metrics, spec, model, user_callbacks, problems)
+    if problems:
+        raise LoopgenError(problems)
     state = resolve_state(spec, model, user_callbacks, metrics, checkpointing)
     epoch_start = (
         state.mirror_epoch
@@ -740,7 +771,7 @@ def make_plan(
         epoch_start_block=checkpointing.resumes and epoch_start,
         resume_variables=checkpointing.resume_variables + (("log_step",) if logging.counts_steps else ()),
     )
-    build = resolve_build(spec, hooks.callbacks)
+    build = with_objects(resolve_build(spec, hooks.callbacks), spec, model, data, callbacks, objects or {})
     return Plan(
         header=resolve_header(spec, optimizers, script_name, device, precision, bounds, optimization, validation),
         build=build,
@@ -765,21 +796,24 @@ def make_plan(
             or optimization.tbptt
             or (device.moves and not hooks.model_has("transfer_batch_to_device"))
         ),
-        imports=resolve_imports(
-            build,
-            state,
-            data_plan,
-            bounds,
-            validation,
-            precision,
-            optimizers,
-            optimization,
-            metrics,
-            checkpointing,
-            logging,
-            summary,
-            profiling,
-            progress,
+        imports=replace(
+            resolve_imports(
+                build,
+                state,
+                data_plan,
+                bounds,
+                validation,
+                precision,
+                optimizers,
+                optimization,
+                metrics,
+                checkpointing,
+                logging,
+                summary,
+                profiling,
+                progress,
+            ),
+            torchmetrics=metrics.torchmetrics,
         ),
         notices=tuple(notices),
     )
@@ -1991,7 +2025,33 @@ def _flag_problem(spec: Spec, flag: str, message: str) -> Problem:
 
 
 def _construct(ref: ClassRef) -> Construct:
-    return Construct(ref.module, ref.name, dict(ref.init_args))
+    """The class to build with its arguments; objects among them (ObjectSpecs) as Constructs, their
+    dict_kwargs after their init_args, as jsonargparse passes them."""
+    args = {name: _argument(value) for name, value in ref.init_args.items()}
+    if isinstance(ref, ObjectSpec):
+        args.update(ref.dict_kwargs)
+    return Construct(ref.module, ref.name, args)
+
+
+def _argument(value: Any) -> Any:
+    if isinstance(value, ObjectSpec):
+        return _construct(value)
+    if isinstance(value, list):
+        return [_argument(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _argument(item) for key, item in value.items()}
+    return value
+
+
+def _constructs_in(value: Any) -> list[Construct]:
+    """Every Construct in an argument value, at any depth."""
+    if isinstance(value, Construct):
+        return [value, *(c for item in value.args.values() for c in _constructs_in(item))]
+    if isinstance(value, (list, tuple)):
+        return [c for item in value for c in _constructs_in(item)]
+    if isinstance(value, Mapping):
+        return [c for item in value.values() for c in _constructs_in(item)]
+    return []
 
 
 def _check_unique_names(refs: list[ClassRef]) -> None:
@@ -2144,3 +2204,148 @@ def _frequencies(
         )
     frequencies = read if read is not None else declared
     return tuple(frequencies) if frequencies else None
+
+
+# ---------------------------------------------------------------------------
+# objects as init args (nested class_path entries)
+
+# Script variables an object argument's variable must not take (it gets a number instead).
+_SCRIPT_NAMES_RE = r"\b[A-Za-z_][A-Za-z0-9_]*\b"
+
+
+def with_objects(
+    build: Build,
+    spec: Spec,
+    model: ClassFacts,
+    data: ClassFacts | None,
+    callbacks: tuple[ClassFacts | None, ...],
+    objects: Mapping[str, ClassFacts | None],
+) -> Build:
+    """`build` with the object arguments of the model, the data and the user's callbacks taken out into `objects`,
+    built before their owner in LightningCLI's order, and their classes imported.
+
+    jsonargparse instantiates a class's object arguments before the class, in the order of the parameters of its
+    `__init__` (each one's own arguments first, to any depth), and a list's items in order. The script builds each
+    argument that holds an object (an object, or a list / mapping of them) as a variable `<owner>_<argument>`
+    before the owner, in that order: the owner's `__init__` parameters as its source gives them, the spec's order
+    for arguments it does not name (`**kwargs`). Deeper objects are written inline, which Python evaluates
+    argument by argument: their arguments are written in the order of their class's `__init__` parameters when
+    its source is in the project (`objects`), else in the spec's order.
+    """
+    refs = spec.trainer.callbacks
+    facts_by_var: dict[str, ClassFacts | None] = {"model": model, "data": data}
+    for i, facts in enumerate(callbacks):  # the user's callbacks' variables, as resolve_hooks names them
+        facts_by_var[f"callback_{i}" if len(refs) > 1 else "callback"] = facts
+    owners = [("model", build.model), ("data", build.data)] + [(cb.var, cb.construct) for cb in build.callbacks]
+    if not any(_constructs_in(list(c.args.values())) for _, c in owners if c is not None):
+        return build
+    taken = _script_names()
+    built_by_owner: dict[str, tuple[Built, ...]] = {}
+    replaced: dict[str, Construct] = {}
+    for var, construct in owners:
+        if construct is None:
+            continue
+        facts = facts_by_var.get(var)
+        params = facts.methods.get("__init__", ()) if facts is not None else ()
+        order = [name for name in params if name in construct.args]
+        order += [name for name in construct.args if name not in order]
+        built = []
+        args = dict(construct.args)
+        for name in order:
+            if not _constructs_in(args[name]):
+                continue
+            target = f"{var}_{name}"
+            while target in taken:
+                target += "_"
+            taken.add(target)
+            built.append(Built(target, _in_init_order(args[name], objects)))
+            args[name] = Name(target)
+        if built:
+            built_by_owner[var] = tuple(built)
+            replaced[var] = replace(construct, args=args)
+    nested = [c for var, _ in owners for b in built_by_owner.get(var, ()) for c in _constructs_in(b.value)]
+    by_module = {i.module: list(i.names) for i in build.imports}
+    for c in nested:
+        if c.from_torch or not c.module:
+            continue
+        if c.cls not in by_module.setdefault(c.module, []):
+            by_module[c.module].append(c.cls)
+    nested_refs = [ClassRef(f"{c.module}.{c.cls}") for c in nested if c.module]
+    _check_unique_names(
+        [spec.model] + ([spec.data] if spec.data else []) + [r for r, f in zip(refs, callbacks) if f] + nested_refs
+    )
+    return replace(
+        build,
+        model=replaced.get("model", build.model),
+        data=replaced.get("data", build.data),
+        callbacks=tuple(
+            replace(cb, construct=replaced[cb.var]) if cb.var in replaced else cb for cb in build.callbacks
+        ),
+        imports=tuple(Import(module, tuple(sorted(names))) for module, names in sorted(by_module.items())),
+        objects=built_by_owner,
+    )
+
+
+def _in_init_order(value: Any, objects: Mapping[str, ClassFacts | None]) -> Any:
+    """An argument value with the arguments of each object in it in the order of its class's `__init__`
+    parameters (where `objects` has its facts): the order Python evaluates them in, and jsonargparse builds them."""
+    if isinstance(value, Construct):
+        facts = objects.get(f"{value.module}.{value.cls}")
+        params = facts.methods.get("__init__", ()) if facts is not None else ()
+        order = [name for name in params if name in value.args] + [n for n in value.args if n not in params]
+        return replace(value, args={name: _in_init_order(value.args[name], objects) for name in order})
+    if isinstance(value, list):
+        return [_in_init_order(item, objects) for item in value]
+    if isinstance(value, dict):
+        return {key: _in_init_order(item, objects) for key, item in value.items()}
+    return value
+
+
+def _script_names() -> set[str]:
+    """Every identifier the templates write: names an object argument's variable must not shadow."""
+    import re
+
+    from loopgen.render import template_dir
+
+    return {
+        word
+        for path in sorted(template_dir().glob("*.j2"))
+        for word in re.findall(_SCRIPT_NAMES_RE, path.read_text(encoding="utf-8"))
+    }
+
+
+# ---------------------------------------------------------------------------
+# torchmetrics
+
+
+def with_torchmetrics(
+    metrics: Metrics, spec: Spec, model: ClassFacts, callbacks: tuple[ClassFacts, ...], problems: list[Problem]
+) -> Metrics:
+    """torchmetrics `Metric` objects (and MetricCollections) passed to self.log / self.log_dict, as Lightning 2.x's
+    result collection treats them: on_step values are the metric's forward value (`_forward_cache`), on_epoch
+    values its `compute()` at the epoch's end, and the metric is `reset()` where Lightning resets its results (after
+    the training epoch's loggers, at validation's end). Lightning resets them whether or not anything reads the
+    logged values, and a module may read the metric's state itself: so the collector is kept whenever the module
+    logs and its source imports torchmetrics (or an object argument is one of torchmetrics' classes)."""
+    given = any(
+        c.module.split(".")[0] == "torchmetrics"
+        for ref in (spec.model, spec.data, *spec.trainer.callbacks)
+        if ref is not None
+        for value in ref.init_args.values()
+        for c in _constructs_in(_argument(value))
+    )
+    uses = metrics.model_logs and (
+        given or model.imports_torchmetrics or any(facts.imports_torchmetrics for facts in callbacks)
+    )
+    if not uses:
+        return metrics
+    if spec.ckpt_path is not None:
+        problems.append(
+            Problem(
+                "ckpt_path",
+                "resuming a run whose module logs torchmetrics objects is not supported yet (Lightning restores the"
+                " metrics' states from the checkpoint's loops): train from the start",
+                spec.line("ckpt_path"),
+            )
+        )
+    return replace(metrics, collect=True, discards=False, torchmetrics=True)

@@ -26,7 +26,7 @@ import jinja2
 
 from loopgen.errors import LoopgenError, Problem
 from loopgen.formatting import DEFAULTS, BlackConfig, format_script
-from loopgen.plan import SCRIPT_SHA256_PLACEHOLDER, Plan
+from loopgen.plan import SCRIPT_SHA256_PLACEHOLDER, Construct, Name, Plan
 
 _PLAIN = (type(None), bool, int, float, str)
 
@@ -120,8 +120,33 @@ def ident(name: Any) -> str:
 
 
 def kwargs(args: dict[str, Any]) -> str:
-    """`name=value, ...` for keyword arguments."""
-    return ", ".join(f"{ident(k)}={literal(v)}" for k, v in args.items())
+    """`name=value, ...` for keyword arguments (values: plain, or objects the script builds, see `argument`)."""
+    return ", ".join(f"{ident(k)}={argument(v)}" for k, v in args.items())
+
+
+def argument(value: Any) -> str:
+    """The Python source of an argument value: a plain value, a script variable (plan.Name), an object to build
+    (plan.Construct: `Class(args)`), or a list / mapping holding those."""
+    if isinstance(value, Name):
+        return ident(value.name)
+    if isinstance(value, Construct):
+        return f"{value.ref}({kwargs(dict(value.args))})"
+    if not _holds_code(value):
+        return literal(value)
+    if isinstance(value, (list, tuple)):
+        items = ", ".join(argument(item) for item in value)
+        return f"[{items}]" if isinstance(value, list) else f"({items}{',' if len(value) == 1 else ''})"
+    return "{" + ", ".join(f"{literal(key)}: {argument(item)}" for key, item in value.items()) + "}"
+
+
+def _holds_code(value: Any) -> bool:
+    if isinstance(value, (Construct, Name)):
+        return True
+    if isinstance(value, (list, tuple)):
+        return any(_holds_code(item) for item in value)
+    if isinstance(value, dict):
+        return any(_holds_code(item) for item in value.values())
+    return False
 
 
 # Around the value of an expression that spans several lines: see `_place_blocks`.
@@ -185,7 +210,7 @@ def _environment() -> jinja2.Environment:
         finalize=_mark_blocks,
         bytecode_cache=_bytecode_cache(),
     )
-    env.filters.update(literal=literal, ident=ident, kwargs=kwargs)
+    env.filters.update(literal=literal, ident=ident, kwargs=kwargs, argument=argument)
     return env
 
 
@@ -243,6 +268,8 @@ def verify(text: str, plan: Plan) -> None:
     user |= plan.logging.kinds & {"mlflow", "wandb"}  # ... (its loggers; TensorBoard's writer is torch's)
     if plan.progress.kind in ("tqdm", "rich"):
         user.add(plan.progress.kind)  # asked for by the spec (a TQDMProgressBar or RichProgressBar callback)
+    if plan.imports.torchmetrics:
+        user.add("torchmetrics")  # the user's module imports it (its Metric objects are logged)
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]

@@ -59,6 +59,32 @@ class ClassRef:
         return self.class_path.rpartition(".")[2]
 
 
+@dataclass(frozen=True)
+class ObjectSpec(ClassRef):
+    """An object given as an argument: a `class_path` entry nested in `init_args` (at any depth, also as an item
+    of a list or a value of a mapping there), which LightningCLI (jsonargparse) instantiates before the object
+    that takes it.
+
+    `init_args` holds plain YAML values and further ObjectSpecs; `dict_kwargs` (jsonargparse's extra keyword
+    arguments, for a `**kwargs` parameter) holds plain values only: jsonargparse passes them as they are. The
+    top-level entries (model, data, callbacks, ...) stay ClassRefs with their dict_kwargs merged into init_args.
+    """
+
+    dict_kwargs: Mapping[str, Any] = field(default_factory=dict)
+
+
+def objects_in(value: Any) -> list[ObjectSpec]:
+    """The ObjectSpecs `value` holds at its top (itself, or items of its lists / values of its mappings), in order;
+    not those nested in their init_args."""
+    if isinstance(value, ObjectSpec):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [found for item in value for found in objects_in(item)]
+    if isinstance(value, Mapping):
+        return [found for item in value.values() for found in objects_in(item)]
+    return []
+
+
 def _default_field(flag: Flag) -> Any:
     """A field defaulting to `flag.default`; an unhashable (mutable) default is copied for each instance."""
     try:
@@ -297,8 +323,8 @@ class _Reader:
             subclass_mode = (
                 "(LightningCLI configs must come from subclass mode: LightningCLI(..., subclass_mode_model=True))"
             )
-            model = self.class_ref(("model",), top["model"], missing=subclass_mode)
-        data_ref = self.optional_class_ref(("data",), top.get("data"))
+            model = self.class_ref(("model",), top["model"], missing=subclass_mode, objects=True)
+        data_ref = None if top.get("data") is None else self.class_ref(("data",), top["data"], objects=True)
         trainer = self.trainer(top.get("trainer"))
         optimizer = self.optional_class_ref(("optimizer",), top.get("optimizer"))
         lr_scheduler = self.optional_class_ref(("lr_scheduler",), top.get("lr_scheduler"))
@@ -377,21 +403,27 @@ class _Reader:
         value: Any,
         canonical: Callable[[str], str | None] | None = None,
         missing: str = "",
+        objects: bool = False,
+        nested: bool = False,
     ) -> ClassRef | None:
         """A `class_path` + `init_args` (+ jsonargparse's `dict_kwargs`, merged in) entry, or a bare class path.
 
-        `canonical` maps a class path to its canonical spelling (None: keep it).
+        `canonical` maps a class path to its canonical spelling (None: keep it). `objects`: the init_args may hold
+        objects (nested `class_path` entries, read as ObjectSpecs); `nested`: this entry is one of those (an
+        ObjectSpec, its dict_kwargs kept apart).
         """
+        extra: dict[str, Any] = {}
         if isinstance(value, str):
             class_path, class_path_at, init_args = value, path, {}
         elif isinstance(value, dict):
             entry = self.mapping(path, value, CLASS_REF_KEYS, "a class entry has class_path, init_args and dict_kwargs")
             class_path, class_path_at = entry.get("class_path"), (*path, "class_path")
-            init_args = self.init_args((*path, "init_args"), entry.get("init_args"))
+            init_args = self.init_args((*path, "init_args"), entry.get("init_args"), objects=objects)
             extra = self.init_args((*path, "dict_kwargs"), entry.get("dict_kwargs"))
             for name in init_args.keys() & extra.keys():
                 self.problem((*path, "dict_kwargs", name), "also given in init_args")
-            init_args.update(extra)
+            if not nested:
+                init_args.update(extra)
             if "class_path" not in entry:
                 self.problem(path, f"missing class_path {missing}".rstrip())
                 return None
@@ -410,10 +442,13 @@ class _Reader:
         if len(parts) < 2:
             self.problem(class_path_at, f"{class_path!r} needs its module: write module.{class_path}")
             return None
+        if nested:
+            return ObjectSpec(class_path, init_args, self.line(path), extra)
         return ClassRef(class_path, init_args, self.line(path))
 
-    def init_args(self, path: KeyPath, value: Any) -> dict[str, Any]:
-        """Keyword arguments: identifier names, plain YAML data values."""
+    def init_args(self, path: KeyPath, value: Any, objects: bool = False) -> dict[str, Any]:
+        """Keyword arguments: identifier names, plain YAML data values; with `objects`, also nested `class_path`
+        entries (ObjectSpecs), as values or inside lists and mappings."""
         if value is None:
             return {}
         if not isinstance(value, dict):
@@ -423,9 +458,27 @@ class _Reader:
         for name, item in value.items():
             if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
                 self.problem((*path, show(name)), "argument names must be Python identifiers")
+            elif objects:
+                read = self.argument((*path, name), item)
+                if read is not _INVALID:
+                    args[name] = read
             elif self.plain((*path, name), item):
                 args[name] = item
         return args
+
+    def argument(self, path: KeyPath, value: Any) -> Any:
+        """An init_args value that may hold objects: a mapping with `class_path` is an ObjectSpec (read like a
+        class entry, its own init_args may hold objects), lists and other mappings are read item by item."""
+        if isinstance(value, dict) and "class_path" in value:
+            ref = self.class_ref(path, value, objects=True, nested=True)
+            return _INVALID if ref is None else ref
+        if isinstance(value, list):
+            items = [self.argument((*path, index), item) for index, item in enumerate(value)]
+            return _INVALID if any(item is _INVALID for item in items) else items
+        if isinstance(value, dict) and all(isinstance(key, str) for key in value):
+            items = {key: self.argument((*path, key), item) for key, item in value.items()}
+            return _INVALID if any(item is _INVALID for item in items.values()) else items
+        return value if self.plain(path, value) else _INVALID
 
     def plain(self, path: KeyPath, value: Any) -> bool:
         """Whether `value` is plain YAML data: null, booleans, numbers, strings, and lists and mappings of them."""
@@ -542,7 +595,9 @@ class _Reader:
         entries += added
         refs = []
         for where, entry in entries:
-            ref = self.class_ref(where, entry, canonical=lightning_callback)
+            named = entry if isinstance(entry, str) else entry.get("class_path") if isinstance(entry, dict) else None
+            own = not isinstance(named, str) or lightning_callback(named) is None  # the user's: may take objects
+            ref = self.class_ref(where, entry, canonical=lightning_callback, objects=own)
             if ref is None:
                 continue
             reason = callback_support(ref.class_path)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import copy
 import csv
 import importlib
+import inspect
 import os
 import types
 from collections.abc import Iterable, Mapping
@@ -66,13 +67,39 @@ def import_object(class_path: str) -> Any:
 
 
 def instantiate(entry: Any, *args: Any) -> Any:
-    """A `{class_path, init_args}` mapping (or a bare dotted string) -> an instance; `args` come first, as
-    LightningCLI passes the parameters to an optimizer and the optimizer to a scheduler."""
+    """A `{class_path, init_args, dict_kwargs}` mapping (or a bare dotted string) -> an instance; `args` come
+    first, as LightningCLI passes the parameters to an optimizer and the optimizer to a scheduler.
+
+    Objects among the init_args (nested class_path entries, to any depth, also as list items and mapping values)
+    are instantiated first, as jsonargparse does: in the order of the class's `__init__` parameters (those it does
+    not name after, in the entry's order), each one's own objects before it. dict_kwargs are passed as they are.
+    """
     if isinstance(entry, str):
         entry = {"class_path": entry}
     if not isinstance(entry, Mapping) or "class_path" not in entry:
         raise SpecError(f"expected a mapping with class_path (and init_args), got {entry!r}")
-    return import_object(entry["class_path"])(*args, **dict(entry.get("init_args") or {}))
+    cls = import_object(entry["class_path"])
+    given = dict(entry.get("init_args") or {})
+    try:
+        params = list(inspect.signature(cls).parameters)
+    except (TypeError, ValueError):
+        params = []
+    built = {}
+    for name in [p for p in params if p in given] + [n for n in given if n not in params]:
+        built[name] = _argument(given[name])
+    init_args = {name: built[name] for name in given}  # the entry's order
+    return cls(*args, **init_args, **dict(entry.get("dict_kwargs") or {}))
+
+
+def _argument(value: Any) -> Any:
+    """An init_args value with its objects instantiated (see `instantiate`)."""
+    if isinstance(value, Mapping) and "class_path" in value:
+        return instantiate(value)
+    if isinstance(value, list):
+        return [_argument(item) for item in value]
+    if isinstance(value, Mapping):
+        return {key: _argument(item) for key, item in value.items()}
+    return value
 
 
 def cli_configure_optimizers(model: Any, spec: Mapping[str, Any]) -> None:

@@ -1,0 +1,271 @@
+"""`loopgen verify SPEC [--steps N]`: train the spec with Lightning's Trainer and with the rendered script, each in
+a fresh process, and compare the weights after every optimizer step.
+
+Both runs get the same copy of the spec, with a recording callback added (a module written beside the copy) and
+each its own default_root_dir; with --steps N, trainer.max_steps is N. The callback saves the model's state_dict
+whenever trainer.global_step has moved (at on_train_batch_end, and at on_train_end), and the global steps at which
+each validation and each training epoch ended. The Lightning side is LightningCLI's: the spec is its `fit` config
+(subclass mode), instantiated by LightningCLI (seed, nested objects, optimizer and lr_scheduler, callbacks), then
+trainer.fit. The script side runs the rendered script as `python train.py`.
+
+Exit status: 0 identical; 1 a difference (or a side that failed); 2 bad usage (Lightning not installed, a spec that
+does not render, a spec whose runs cannot be compared).
+
+Run as a module (`python -m loopgen.verify lightning CONFIG`) it is the Lightning side's process.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from loopgen.errors import LoopgenError
+
+EXIT_IDENTICAL, EXIT_DIFFERENT, EXIT_USAGE = 0, 1, 2
+RECORDER_MODULE = "loopgen_verify_recorder"
+OUT_VARIABLE = "LOOPGEN_VERIFY_OUT"  # the directory a side's recorder writes to
+SIDE_VARIABLE = "LOOPGEN_VERIFY_SIDE"  # "lightning" or "script": set in each side's environment
+
+# The recording callback, written beside the spec's copy: both sides import it as a user callback.
+RECORDER_SOURCE = '''"""Written by `loopgen verify`: records the weights after each optimizer step."""
+
+import json
+import os
+
+import torch
+from pytorch_lightning import Callback
+
+
+class WeightRecorder(Callback):
+    def __init__(self):
+        self.directory = os.environ["{out}"]
+        self.last_step = 0
+        self.events = []
+
+    def record(self, trainer, pl_module):
+        if trainer.global_step != self.last_step:
+            self.last_step = trainer.global_step
+            state = {{k: v.detach().cpu().clone() for k, v in pl_module.state_dict().items()}}
+            torch.save(state, os.path.join(self.directory, f"step_{{trainer.global_step}}.pt"))
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        self.record(trainer, pl_module)
+
+    def on_validation_end(self, trainer, pl_module):
+        if not trainer.sanity_checking:
+            self.events.append(["validation", trainer.global_step])
+
+    def on_train_epoch_end(self, trainer, pl_module):
+        self.events.append(["epoch", trainer.global_step])
+
+    def on_train_end(self, trainer, pl_module):
+        self.record(trainer, pl_module)
+        with open(os.path.join(self.directory, "events.json"), "w") as file:
+            json.dump(self.events, file)
+'''
+
+
+@dataclass(frozen=True)
+class Difference:
+    step: int
+    tensor: str
+    max_abs: float
+    hint: str
+
+
+def lightning_package() -> str | None:
+    """`pytorch_lightning` or `lightning.pytorch`, whichever is installed (None: neither)."""
+    if importlib.util.find_spec("pytorch_lightning") is not None:
+        return "pytorch_lightning"
+    if importlib.util.find_spec("lightning") is not None:
+        return "lightning.pytorch"
+    return None
+
+
+def verify(spec_path: Path, steps: int | None, out: TextIO | None = None) -> int:
+    """Train both ways, print "identical: ..." or the first difference to `out` (stdout), return the exit status;
+    a LoopgenError for bad usage."""
+    import yaml
+
+    out = out or sys.stdout
+    from loopgen.pipeline import project_root, render_spec
+    from loopgen.spec import load_spec
+
+    package = lightning_package()
+    if package is None:
+        raise LoopgenError(
+            "verify needs Lightning to train the reference run: pip install 'loopgen[verify]' (pytorch-lightning)"
+        )
+    if importlib.util.find_spec("torch") is None:
+        raise LoopgenError("verify needs torch: pip install 'loopgen[verify]'")
+    spec = load_spec(spec_path)  # every spec problem, reported as render reports it
+    if spec.seed_everything is False:
+        raise LoopgenError(
+            "seed_everything: false: the two runs would start from different random weights; set a seed to verify"
+        )
+    data = yaml.safe_load(spec_path.read_text(encoding="utf-8"))
+    root = project_root(spec_path)
+    with tempfile.TemporaryDirectory(prefix="loopgen-verify-") as tmp:
+        work = Path(tmp)
+        (work / f"{RECORDER_MODULE}.py").write_text(
+            RECORDER_SOURCE.format(out=OUT_VARIABLE).replace("pytorch_lightning", package), encoding="utf-8"
+        )
+        config = _config(data, spec.seed_everything, steps)
+        sides = {}
+        for side in ("lightning", "script"):
+            (work / side).mkdir()
+            side_config = copy.deepcopy(config)
+            side_config["trainer"]["default_root_dir"] = str(work / side)
+            config_path = work / f"{side}.yaml"
+            config_path.write_text(yaml.safe_dump(side_config, sort_keys=False), encoding="utf-8")
+            sides[side] = config_path
+        script = work / "train.py"
+        text, _ = render_spec(sides["script"], script)  # the user's modules are found from the current directory
+        script.write_text(text, encoding="utf-8")
+        env = dict(os.environ)
+        paths = [str(root), str(work), str(Path(__file__).resolve().parent.parent)]
+        env["PYTHONPATH"] = os.pathsep.join([*paths, *filter(None, [env.get("PYTHONPATH")])])
+        commands = {
+            "lightning": [sys.executable, "-m", "loopgen.verify", "lightning", str(sides["lightning"])],
+            "script": [sys.executable, str(script)],
+        }
+        for side, command in commands.items():
+            result = subprocess.run(
+                command,
+                env={**env, OUT_VARIABLE: str(work / side), SIDE_VARIABLE: side},
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            if result.returncode != 0:
+                tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-15:])
+                print(f"different: the {side} run failed (exit status {result.returncode}):\n{tail}", file=out)
+                return EXIT_DIFFERENT
+        return _report(work / "lightning", work / "script", out)
+
+
+def _config(data: dict[str, Any], seed: int | bool, steps: int | None) -> dict[str, Any]:
+    """The spec's copy both sides train: a fixed seed, the recorder among the callbacks, max_steps for --steps."""
+    config = copy.deepcopy(data)
+    config.pop("loop", None)  # loopgen-only facts; Lightning finds them at run time
+    if seed is True:
+        config["seed_everything"] = 0  # a seed chosen at run time would differ between the runs
+    trainer = config["trainer"] = dict(config.get("trainer") or {})
+    trainer["callbacks"] = [*(trainer.get("callbacks") or []), {"class_path": f"{RECORDER_MODULE}.WeightRecorder"}]
+    if steps is not None:
+        trainer["max_steps"] = steps
+    return config
+
+
+def _report(lightning: Path, script: Path, out: TextIO) -> int:
+    import torch
+
+    theirs, ours = _steps(lightning), _steps(script)
+    events = json.loads((lightning / "events.json").read_text()) if (lightning / "events.json").is_file() else []
+    previous = 0
+    tensors = 0
+    for step in sorted(set(theirs) | set(ours)):
+        if step not in theirs or step not in ours:
+            last = (max(theirs, default=0), max(ours, default=0))
+            print(
+                f"different: the runs made different numbers of optimizer steps (Lightning {last[0]}, script"
+                f" {last[1]}): the loop's bounds, a stop request, or the data's length",
+                file=out,
+            )
+            return EXIT_DIFFERENT
+        a = torch.load(theirs[step], weights_only=True)
+        b = torch.load(ours[step], weights_only=True)
+        if a.keys() != b.keys():
+            print(
+                f"different: at step {step} the models hold different tensors: {sorted(a.keys() ^ b.keys())}", file=out
+            )
+            return EXIT_DIFFERENT
+        for name in a:
+            x, y = a[name], b[name]
+            if x.shape != y.shape or x.dtype != y.dtype or not torch.equal(x, y):
+                max_abs = _max_abs(x, y)
+                hint = _hint(step, previous, events)
+                print(f"different: step {step}, tensor {name}, max abs difference {max_abs:.6g}", file=out)
+                print(f"  {hint}", file=out)
+                return EXIT_DIFFERENT
+        tensors = len(a)
+        previous = step
+    steps = len(theirs)
+    if steps == 0:
+        print("different: no optimizer step was recorded on either side: nothing to compare", file=out)
+        return EXIT_DIFFERENT
+    print(f"identical: {steps} steps, {tensors} tensors", file=out)
+    return EXIT_IDENTICAL
+
+
+def _steps(directory: Path) -> dict[int, Path]:
+    return {int(path.stem.split("_")[1]): path for path in directory.glob("step_*.pt")}
+
+
+def _max_abs(x: Any, y: Any) -> float:
+    if x.shape != y.shape:
+        return float("inf")
+    return (x.double() - y.double()).abs().max().item() if x.numel() else 0.0
+
+
+def _hint(step: int, previous: int, events: list[list[Any]]) -> str:
+    """Which part of the loop the first differing step points to."""
+    if previous == 0:
+        return (
+            "the first optimizer step already differs: the model's construction (init args, seed), the first batch,"
+            " forward / loss / backward, precision, gradient clipping or the optimizer"
+        )
+    between = [(kind, at) for kind, at in events if previous <= at < step]
+    if any(kind == "validation" for kind, _ in between):
+        at = next(at for kind, at in between if kind == "validation")
+        return (
+            f"the first step after the validation at step {at}: validation (its hooks, what it logs, the random"
+            " state it leaves), or what acts on its results (ReduceLROnPlateau, monitoring callbacks)"
+        )
+    if between:
+        at = between[0][1]
+        return (
+            f"the first step after the epoch that ended at step {at}: epoch-end hooks, LR schedulers stepped per"
+            " epoch, the next epoch's data order (shuffling, reloading)"
+        )
+    return (
+        f"mid-epoch (steps up to {previous} identical): the data order, accumulation, an LR scheduler stepped per"
+        " step, or a hook acting at this step"
+    )
+
+
+def _train_lightning(config_path: Path) -> None:
+    """The Lightning side: LightningCLI reads the config (subclass mode) and builds everything, then fits."""
+    import yaml
+
+    package = lightning_package()
+    module = importlib.import_module(package or "pytorch_lightning")
+    cli_module = importlib.import_module(f"{package}.cli")
+    config = yaml.safe_load(config_path.read_text(encoding="utf-8"))
+    ckpt_path = config.pop("ckpt_path", None)
+    config.pop("weights_only", None)
+    cli = cli_module.LightningCLI(
+        module.LightningModule,
+        module.LightningDataModule if config.get("data") is not None else None,
+        subclass_mode_model=True,
+        subclass_mode_data=config.get("data") is not None,
+        run=False,
+        args=config,
+        save_config_callback=None,
+    )
+    cli.trainer.fit(cli.model, datamodule=cli.datamodule, ckpt_path=ckpt_path)
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["lightning"] and len(sys.argv) == 3:
+        _train_lightning(Path(sys.argv[2]))
+    else:
+        sys.exit("usage: python -m loopgen.verify lightning CONFIG.yaml")
