@@ -193,7 +193,7 @@ def test_bad_init_args_are_reported_together(project, spec, expected):
         model("Base", hidden=2, lr=0.5),
         model("Open", hidden=2, anything=1),  # **kwargs takes any name
         model("Fields", width=2, unknown=1),  # a dataclass's __init__ is not in its source: not checked
-        model("Base", hidden={"class_path": "proj.models.Whatever", "init_args": {"x": 1}}),  # an object: opaque
+        model("Base", hidden={"class_path": "proj.models.NoInit"}),  # an object: its own class, checked apart
         {**model("Base", hidden=2), "optimizer": {"class_path": "proj.models.MyOptimizer", "init_args": {"lr": 1}}},
         {**model("Base", hidden=2), "optimizer": "torch.optim.SGD",
          "lr_scheduler": {"class_path": "torch.optim.lr_scheduler.ReduceLROnPlateau", "init_args": {"monitor": "x"}}},
