@@ -94,7 +94,25 @@ def read_classes(spec: Any, roots: list[Path]) -> tuple[Any, Any, tuple[Any, ...
             signature = _passed_first(signature)
         if signature is not None:
             problems.extend(check_arguments(_args_key(spec, key), ref.name, ref.init_args, signature, spec.line))
+        nested(_args_key(spec, key), ref.init_args)
         return found
+
+    def nested(key: str, args: Any) -> None:
+        """Check the init_args of each object given as an argument (`{class_path, init_args}`) whose class is
+        in the user's code; a class loopgen cannot read is left to the script."""
+        for name, value in args.items() if isinstance(args, dict) else ():
+            if not (isinstance(value, dict) and isinstance(value.get("class_path"), str)):
+                continue
+            class_path, inner = value["class_path"], value.get("init_args") or {}
+            at = f"{key}.{name}"
+            try:
+                found = inspect_class(class_path, roots, where=f"{at}.class_path", line=spec.line(f"{at}.class_path"))
+            except LoopgenError:
+                continue  # not the user's code (or not found): the object's own check reports it
+            if found.init is not None and isinstance(inner, dict):
+                name_of = class_path.rpartition(".")[2]
+                problems.extend(check_arguments(f"{at}.init_args", name_of, inner, found.init, spec.line))
+            nested(f"{at}.init_args", inner)
 
     model = facts(spec.model, "model")
     data = facts(spec.data, "data") if spec.data else None

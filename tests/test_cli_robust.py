@@ -161,3 +161,12 @@ def test_run_keep_keeps_the_script_and_says_where(project):
     assert result.returncode == 0, result.stderr
     assert "the script is kept at kept/spec.py" in result.stderr
     assert loopgen("check", "spec.yaml", "kept/spec.py", cwd=project).returncode == 0
+
+
+def test_the_pre_commit_hook_runs_loopgen_check():
+    import yaml
+
+    from tests.helpers import ROOT
+
+    (hook,) = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
+    assert hook["id"] == "loopgen-check" and hook["entry"] == "loopgen check" and hook["pass_filenames"] is False

@@ -204,6 +204,15 @@ def test_good_init_args_pass_the_check(project, spec):
     assert not [p for p in problems(project, spec) if "init_args" in p or "class_path" in p], problems(project, spec)
 
 
+def test_an_object_argument_of_a_user_class_is_checked_too(project):
+    inner = {"class_path": "proj.models.Base", "init_args": {"hiddn": 2}}
+    found = problems(project, model("Open", hidden=2, depth=inner))
+    assert found == [
+        "model.init_args.depth.init_args (line 7): Base needs `hidden` (it has no default)",
+        "model.init_args.depth.init_args.hiddn (line 8): unknown argument of Base (did you mean 'hidden'?)",
+    ], found
+
+
 def test_every_class_problem_is_reported_at_once(project):
     spec = {
         **model("Bse", hidden=2),
