@@ -100,19 +100,24 @@ def read_classes(spec: Any, roots: list[Path]) -> tuple[Any, Any, tuple[Any, ...
     def nested(key: str, args: Any) -> None:
         """Check the init_args of each object given as an argument (`{class_path, init_args}`) whose class is
         in the user's code; a class loopgen cannot read is left to the script."""
-        for name, value in args.items() if isinstance(args, dict) else ():
-            if not (isinstance(value, dict) and isinstance(value.get("class_path"), str)):
+        from collections.abc import Mapping
+
+        from loopgen.spec import ObjectSpec
+
+        for name, value in args.items() if isinstance(args, Mapping) else ():
+            if not isinstance(value, ObjectSpec):
                 continue
-            class_path, inner = value["class_path"], value.get("init_args") or {}
+            inner = {**value.init_args, **value.dict_kwargs}
             at = f"{key}.{name}"
             try:
-                found = inspect_class(class_path, roots, where=f"{at}.class_path", line=spec.line(f"{at}.class_path"))
+                found = inspect_class(
+                    value.class_path, roots, where=f"{at}.class_path", line=spec.line(f"{at}.class_path")
+                )
             except LoopgenError:
                 continue  # not the user's code (or not found): the object's own check reports it
-            if found.init is not None and isinstance(inner, dict):
-                name_of = class_path.rpartition(".")[2]
-                problems.extend(check_arguments(f"{at}.init_args", name_of, inner, found.init, spec.line))
-            nested(f"{at}.init_args", inner)
+            if found.init is not None:
+                problems.extend(check_arguments(f"{at}.init_args", value.name, inner, found.init, spec.line))
+            nested(f"{at}.init_args", value.init_args)
 
     model = facts(spec.model, "model")
     data = facts(spec.data, "data") if spec.data else None
