@@ -1,6 +1,6 @@
 """The generated loop against a hand-written PyTorch loop and pytorch_lightning.Trainer, in one command.
 
-    python benchmarks/run.py            # the full run (about 10 minutes on 2 cores)
+    python benchmarks/run.py            # the full run (about 25 minutes on a busy 2-core machine)
     python benchmarks/run.py --quick    # a short one
     python benchmarks/run.py --compare  # ... and the change against the last saved run
 
