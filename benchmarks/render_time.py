@@ -65,26 +65,31 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
     specs = args.specs or sorted(str(p.relative_to(ROOT)) for p in (ROOT / "examples").glob("*.yaml"))
+    with tempfile.TemporaryDirectory(prefix="loopgen-bench-") as scratch:
+        measure(specs, args.runs, Path(scratch))
+
+
+def measure(specs: list[str], runs: int, scratch: Path) -> None:
     base = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    base["PYTHONPYCACHEPREFIX"] = tempfile.mkdtemp(prefix="loopgen-bench-pyc-")
-    base["LOOPGEN_CACHE_DIR"] = tempfile.mkdtemp(prefix="loopgen-bench-")
+    base["PYTHONPYCACHEPREFIX"] = str(scratch / "pyc")
+    base["LOOPGEN_CACHE_DIR"] = str(scratch / "cache")
     cold = {**base, "LOOPGEN_NO_CACHE": "1"}
     start = [timed_render(specs[0], cold) for _ in range(2)]  # bytecode and compiled templates written
     del start
-    print(f"{args.runs} runs each; median wall / median CPU seconds")
+    print(f"{runs} runs each; median wall / median CPU seconds")
     print(f"{'spec':<36} {'cold':>15} {'cached':>15}")
     colds, cacheds = [], []
     for spec in specs:
         timed_render(spec, base)  # fill the cache
         row = []
         for env, into in ((cold, colds), (base, cacheds)):
-            times = [timed_render(spec, env) for _ in range(args.runs)]
+            times = [timed_render(spec, env) for _ in range(runs)]
             wall, cpu = statistics.median(t[0] for t in times), statistics.median(t[1] for t in times)
             into.append(wall)
             row.append(f"{wall:.3f} / {cpu:.3f}")
         print(f"{Path(spec).name:<36} {row[0]:>15} {row[1]:>15}")
     print(f"{'median of the specs':<36} {statistics.median(colds):>15.3f} {statistics.median(cacheds):>15.3f}")
-    bare = statistics.median(timed_render_bare() for _ in range(args.runs))
+    bare = statistics.median(timed_render_bare() for _ in range(runs))
     print(f"bare interpreter start: {bare:.3f} s")
     print("largest top-level imports of a cold render (cumulative):")
     for us, name in import_breakdown(specs[0], base):
