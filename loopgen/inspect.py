@@ -44,6 +44,9 @@ class ClassFacts:
     module_reads: frozenset[str] = frozenset()  # a callback's `pl_module.X` attributes
     optimizers: OptimizersFacts | None = None  # configure_optimizers' return, when its source shows it
     optimizers_unknown: str = ""  # why its source does not show it (with configure_optimizers defined)
+    # `self.automatic_optimization = False` (or a class attribute / property saying so): manual optimization;
+    # None: it is assigned something else than a literal True / False
+    manual_optimization: bool | None = False
 
     def defines(self, hook: str) -> bool:
         return hook in self.methods
@@ -97,6 +100,9 @@ def inspect_class(class_path: str, roots: Sequence[Path], *, where: str, callbac
     scheduler = lbfgs = log_dicts = prog_bar = False
     optimizers: OptimizersFacts | None = None
     optimizers_unknown = ""
+    automatic = _AutomaticOptimization()
+    for ancestor in reversed(_linearize([c for c in found if isinstance(c, _Class)])):
+        ancestor.node.body.visit(automatic)  # bases first: the subclass's assignment wins
     for ancestor in _linearize([c for c in found if isinstance(c, _Class)]):
         class_attributes |= ancestor.assigned()
         for fn in ancestor.methods():
@@ -143,6 +149,7 @@ def inspect_class(class_path: str, roots: Sequence[Path], *, where: str, callbac
         module_reads=frozenset(module_reads),
         optimizers=optimizers,
         optimizers_unknown=optimizers_unknown,
+        manual_optimization=None if automatic.value is None else not automatic.value,
         sources=tuple(reader.files_read),
     )
 
@@ -431,6 +438,51 @@ class _Words(cst.CSTVisitor):
         self.words.add(node.attr.value)
         if isinstance(node.value, cst.Name) and node.value.value == self.me:
             self.attributes.add(node.attr.value)
+
+
+class _AutomaticOptimization(cst.CSTVisitor):
+    """The last value a class body gives `automatic_optimization`: `self.automatic_optimization = X` in a method,
+    a class attribute, or a property returning X. True (Lightning's default) until one is seen; None: not a
+    literal."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.value: bool | None = True
+
+    def _set(self, node: cst.BaseExpression | None) -> None:
+        literal = node.value if isinstance(node, cst.Name) else None
+        self.value = {"True": True, "False": False}.get(literal or "")
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            if _is_automatic_optimization(target.target):
+                self._set(node.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None and _is_automatic_optimization(node.target):
+            self._set(node.value)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if node.name.value == "automatic_optimization":  # a property
+            returns = _ReturnValues()
+            node.body.visit(returns)
+            values = {r.value if isinstance(r, cst.Name) else None for r in returns.values}
+            self.value = {"True": True, "False": False}.get(values.pop() or "") if len(values) == 1 else None
+
+
+class _ReturnValues(cst.CSTVisitor):
+    def __init__(self) -> None:
+        super().__init__()
+        self.values: list[cst.BaseExpression | None] = []
+
+    def visit_Return(self, node: cst.Return) -> None:
+        self.values.append(node.value)
+
+
+def _is_automatic_optimization(target: cst.BaseExpression) -> bool:
+    if isinstance(target, cst.Name):  # a class attribute
+        return target.value == "automatic_optimization"
+    return isinstance(target, cst.Attribute) and target.attr.value == "automatic_optimization"
 
 
 def _bindings(module: _Module, stop: cst.ClassDef | None = None) -> dict[str, _Binding]:

@@ -35,7 +35,7 @@ MODEL_HOOKS = (
 )  # fmt: skip
 
 # Hooks of the model that the script cannot call yet: refused at render time.
-UNSUPPORTED_MODEL_HOOKS = ("configure_gradient_clipping",)
+UNSUPPORTED_MODEL_HOOKS: tuple[str, ...] = ()
 
 # Callback hooks (Lightning's `Callback` API) the script calls when a user callback defines them.
 CALLBACK_HOOKS = (
@@ -277,6 +277,7 @@ class Optimizers:
     check_frequencies: tuple[int, ...] | None  # general helper: the frequencies it must find
     closure_check: bool  # general helper, no closure: refuse an LBFGS at run time
     lbfgs: bool
+    manual: bool = False  # manual optimization: any number of optimizers, schedulers the module steps
 
 
 @dataclass(frozen=True)
@@ -316,6 +317,10 @@ class Optimization:
     notes_epoch_end: bool  # an epoch can end before its last batch, and a scheduler must know (epoch_complete)
     last_batch_block: bool  # something happens at the epoch's last batch (known schedulers, epoch_complete)
     schedulers_after_batch: bool  # a scheduler may step (or epoch_complete be noted) after a batch
+    # configure_gradient_clipping override: called at each optimizer step with the Trainer's clipping flags
+    clip_hook: bool = False
+    clip_hook_algorithm: str | None = None  # the gradient_clip_algorithm it gets (None: no gradient_clip_val)
+    clips_at_step: bool = False  # clipping or the hook happen before each optimizer step
 
 
 @dataclass(frozen=True)
@@ -658,6 +663,23 @@ class Helpers:
 
 
 @dataclass(frozen=True)
+class Manual:
+    """Manual optimization (`self.automatic_optimization = False`, Lightning 2.x): training_step makes the optimizer
+    steps itself, through what the script gives the module in place of Lightning's Trainer."""
+
+    enabled: bool
+    optimizers: bool = False  # the module calls self.optimizers(): the wrapped optimizers
+    lr_schedulers: bool = False  # ... self.lr_schedulers()
+    backward: bool = False  # ... self.manual_backward(loss)
+    clip_gradients: bool = False  # ... self.clip_gradients(optimizer, ...)
+    outputs_used: bool = False  # on_train_batch_end receives training_step's output
+
+
+# the LightningModule methods a manually optimizing module calls that the script binds to the model
+MANUAL_METHODS = ("optimizers", "lr_schedulers", "manual_backward", "clip_gradients")
+
+
+@dataclass(frozen=True)
 class Plan:
     header: Header
     build: Build
@@ -680,6 +702,7 @@ class Plan:
     helpers: Helpers
     imports: Imports
     notices: tuple[str, ...] = ()  # decisions the user should hear about
+    manual: Manual = Manual(enabled=False)
 
 
 # ---------------------------------------------------------------------------
@@ -709,6 +732,9 @@ def make_plan(
     bounds = resolve_bounds(spec, model, user_callbacks)
     validation = resolve_validation(spec, model, hooks, data_plan, bounds, problems)
     optimization = resolve_optimization(spec, model, hooks, optimizers, bounds, validation, problems)
+    manual = clip_gradients_bound(model, resolve_manual(spec, model, hooks, problems))
+    if manual.enabled:
+        optimization = manual_optimization(optimization, optimizers, validation, spec, problems)
     checkpointing = resolve_checkpointing(spec, model, data, hooks, validation, optimization, bounds, problems)
     logging = resolve_logging(
         spec, model, data, user_callbacks, validation, optimizers, optimization, problems, notices
@@ -776,6 +802,7 @@ def make_plan(
             progress,
         ),
         notices=tuple(notices),
+        manual=manual,
     )
 
 
@@ -902,6 +929,7 @@ def resolve_precision(
 def resolve_optimizers(spec: Spec, model: ClassFacts, precision: Precision, problems: list[Problem]) -> Optimizers:
     """The spec's optimizer, or configure_optimizers' shape read from its source (else the general helper)."""
     several = "optimizer_idx" in model.methods.get("training_step", ())
+    manual = bool(model.manual_optimization)
     where, line = "model.class_path", spec.model.line
     facts = model.optimizers
     schedulers: list[Scheduler] = []
@@ -916,12 +944,13 @@ def resolve_optimizers(spec: Spec, model: ClassFacts, precision: Precision, prob
         lbfgs = "LBFGS" in facts.optimizers
         if several and count < 2:
             problems.append(Problem(where, f"training_step takes `optimizer_idx`, but {_returns(facts)}", line))
-        elif not several and count != 1:
+        elif not several and count != 1 and not manual:
             problems.append(
                 Problem(
                     where,
-                    f"{_returns(facts)}; for several, give training_step an `optimizer_idx` parameter (Lightning"
-                    " 1.9.5's automatic optimization)",
+                    f"{_returns(facts)}; training with several optimizers is only supported with manual"
+                    " optimization (Lightning 2.x): set `self.automatic_optimization = False` in __init__ and make"
+                    " the steps in training_step with `opt1, opt2 = self.optimizers()`",
                     line,
                 )
             )
@@ -945,6 +974,8 @@ def resolve_optimizers(spec: Spec, model: ClassFacts, precision: Precision, prob
         message = "an optimizer_step override together with 16-bit AMP is not supported"
         problems.append(Problem(where, message, line))
     frequencies = spec.loop.optimizer_frequencies
+    if manual:  # Lightning steps no scheduler and calls no lr_scheduler_step: training_step does it all
+        schedulers = [replace(s, interval="manual", plateau=False, strict=False) for s in schedulers]
     return Optimizers(
         from_spec=_construct(spec.optimizer) if spec.optimizer else None,
         form=form,
@@ -952,7 +983,7 @@ def resolve_optimizers(spec: Spec, model: ClassFacts, precision: Precision, prob
         general_reason=reason if general else "",
         count=count,
         several=several,
-        list_var=several,
+        list_var=several or (manual and (count > 1 or general)),
         schedulers=tuple(schedulers),
         general_schedulers=general_schedulers,
         any_schedulers=general_schedulers or bool(schedulers),
@@ -960,15 +991,17 @@ def resolve_optimizers(spec: Spec, model: ClassFacts, precision: Precision, prob
         at_epoch_end=tuple(s for s in schedulers if s.interval == "epoch" and not s.plateau),
         plateau_after_validation=tuple(s for s in schedulers if s.interval == "step" and s.plateau),
         plateau_at_epoch_end=tuple(s for s in schedulers if s.interval == "epoch" and s.plateau),
-        plateau=general_schedulers or any(s.plateau for s in schedulers),
+        plateau=not manual and (general_schedulers or any(s.plateau for s in schedulers)),
         strict_plateau=any(s.plateau and s.strict for s in schedulers),
         lenient_plateau=any(s.plateau and not s.strict for s in schedulers),
-        completes_epoch=general_schedulers or any(s.interval == "epoch" and s.plateau for s in schedulers),
-        scheduler_hook=model.defines("lr_scheduler_step"),
+        completes_epoch=not manual
+        and (general_schedulers or any(s.interval == "epoch" and s.plateau for s in schedulers)),
+        scheduler_hook=model.defines("lr_scheduler_step") and not manual,
         scheduler_hook_seed="optimizer_idx" in model.methods.get("lr_scheduler_step", ()),
         check_frequencies=tuple(frequencies or ()) if general and several else None,
-        closure_check=general and not several and not lbfgs and not model.defines("optimizer_step"),
-        lbfgs=lbfgs,
+        closure_check=general and not several and not manual and not lbfgs and not model.defines("optimizer_step"),
+        lbfgs=lbfgs and not manual,
+        manual=manual,
     )
 
 
@@ -1121,6 +1154,10 @@ def resolve_optimization(
     ends_early = bounds.stop_requests or bounds.step_limit or hooks.model_has("on_train_batch_start")
     notes_epoch_end = optimizers.completes_epoch and ends_early
     track = t.track_grad_norm if t.track_grad_norm != -1 else None
+    clip_hook = model.defines("configure_gradient_clipping")
+    if clip_hook and _follows_1_9_5(spec, model):
+        message = "configure_gradient_clipping is supported with Lightning 2.x's loop only (no optimizer_idx)"
+        problems.append(Problem("model.class_path", message, spec.model.line))
     return Optimization(
         accumulate=accumulate,
         schedule=schedule,
@@ -1160,6 +1197,109 @@ def resolve_optimization(
         or bool(optimizers.after_step)
         or bool(optimizers.at_epoch_end)
         or notes_epoch_end,
+        clip_hook=clip_hook,
+        clip_hook_algorithm=t.gradient_clip_algorithm if t.gradient_clip_val is not None else None,
+        clips_at_step=t.gradient_clip_val is not None or clip_hook,
+    )
+
+
+def resolve_manual(spec: Spec, model: ClassFacts, hooks: Hooks, problems: list[Problem]) -> Manual:
+    """Manual optimization: what the module calls, and the flags Lightning refuses with it (its reasons)."""
+    where, line = "model.class_path", spec.model.line
+    if model.manual_optimization is None:
+        message = (
+            f"{spec.model.class_path} sets automatic_optimization to a value loopgen cannot read from its source;"
+            " assign a literal True or False"
+        )
+        problems.append(Problem(where, message, line))
+        return Manual(enabled=False)
+    if not model.manual_optimization:
+        return Manual(enabled=False)
+    t = spec.trainer
+    if not model.is_lightning_module:
+        message = f"{spec.model.class_path} turns automatic_optimization off but is not a LightningModule subclass"
+        problems.append(Problem(where, message, line))
+    if t.gradient_clip_val is not None and t.gradient_clip_val > 0:
+        message = (
+            "Automatic gradient clipping is not supported for manual optimization. Remove"
+            f" `gradient_clip_val: {t.gradient_clip_val}` or switch to automatic optimization (clip in training_step"
+            " with self.clip_gradients)"
+        )
+        problems.append(_flag_problem(spec, "gradient_clip_val", message))
+    if t.accumulate_grad_batches != 1:
+        message = (
+            "Automatic gradient accumulation is not supported for manual optimization. Remove"
+            f" `accumulate_grad_batches: {t.accumulate_grad_batches}` or switch to automatic optimization"
+            " (accumulate in training_step)"
+        )
+        problems.append(_flag_problem(spec, "accumulate_grad_batches", message))
+    if "optimizer_idx" in model.methods.get("training_step", ()):
+        message = (
+            "Training with multiple optimizers is only supported with manual optimization. Remove the"
+            " `optimizer_idx` argument from `training_step` and access your optimizers in `training_step` with"
+            " `opt1, opt2, ... = self.optimizers()`"
+        )
+        problems.append(Problem(where, message, line))
+    if _follows_1_9_5(spec, model):
+        message = (
+            "manual optimization follows Lightning 2.x; this spec uses Lightning 1.9.5's automatic loop"
+            " (truncated_bptt_steps, track_grad_norm, terminate_on_nan, amp_backend: apex or a *_epoch_end /"
+            " training_step_end hook): remove those"
+        )
+        problems.append(Problem(where, message, line))
+    if spec.loop.optimizer_frequencies is not None:
+        problems.append(Problem("loop.optimizer_frequencies", "is not used with manual optimization: remove it"))
+    not_yet = {"profiler": t.profiler is not None}
+    not_yet["callbacks"] = any(_is_lightning(ref, "LearningRateMonitor") for ref in t.callbacks)
+    for flag, used in not_yet.items():
+        if used:
+            message = "is not supported with manual optimization yet (the model sets automatic_optimization = False)"
+            problems.append(
+                _flag_problem(spec, flag, message if flag == "profiler" else "LearningRateMonitor " + message)
+            )
+    reads = model.attributes_read
+    outputs_used = bool(hooks.callbacks_with("on_train_batch_end")) or hooks.model_has("on_train_batch_end")
+    return Manual(
+        enabled=True,
+        optimizers="optimizers" in reads,
+        lr_schedulers="lr_schedulers" in reads,
+        backward="manual_backward" in reads,
+        clip_gradients="clip_gradients" in reads,
+        outputs_used=outputs_used,
+    )
+
+
+def clip_gradients_bound(model: ClassFacts, manual: Manual) -> Manual:
+    """A configure_gradient_clipping override that calls self.clip_gradients gets the script's."""
+    if model.defines("configure_gradient_clipping") and "clip_gradients" in model.attributes_read:
+        return replace(manual, clip_gradients=True)
+    return manual
+
+
+def manual_optimization(
+    optimization: Optimization, optimizers: Optimizers, validation: Validation, spec: Spec, problems: list[Problem]
+) -> Optimization:
+    """The automatic loop's optimization, switched off: no closure, no overrides, no scheduler steps."""
+    if optimizers.general_schedulers:
+        message = (
+            "with manual optimization, configure_optimizers must return its schedulers in a form its source shows"
+            " (e.g. `return [opt1, opt2], [sched1, sched2]`)"
+        )
+        problems.append(Problem("model.class_path", message, spec.model.line))
+    return replace(
+        optimization,
+        window_end=validation.at_epoch_end,
+        closure=False,
+        step_override=False,
+        step_override_seed=False,
+        zero_grad_override=False,
+        zero_grad_override_seed=False,
+        outputs_used=False,
+        notes_epoch_end=False,
+        last_batch_block=False,
+        schedulers_after_batch=False,
+        clip_hook=False,  # Lightning clips nothing for a module that steps itself
+        clips_at_step=False,
     )
 
 
@@ -1776,6 +1916,9 @@ def resolve_state(
         reads |= {"callback_metrics"} if checkpointing.reads_metrics else set()
     if checkpointing.early_stopping:  # ... and its EarlyStopping
         reads |= {"current_epoch", "sanity_checking", "should_stop", "callback_metrics"}
+    if model.manual_optimization:  # the wrapped optimizers count global_step; toggle_optimizer reads optimizers
+        reads |= {"global_step"}
+        reads |= {"optimizers"} if model.attributes_read & {"toggle_optimizer", "untoggle_optimizer"} else set()
     everything = False
     for facts in (model, *callbacks):
         if facts.trainer_reads is None:
