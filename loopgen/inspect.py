@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +48,9 @@ class ClassFacts:
     # `self.automatic_optimization = False` (or a class attribute / property saying so): manual optimization;
     # None: it is assigned something else than a literal True / False
     manual_optimization: bool | None = False
+    # where each trainer attribute is first read: "file:line" (for render-time errors)
+    trainer_read_at: Mapping[str, str] = field(default_factory=dict)
+    defined_at: Mapping[str, str] = field(default_factory=dict)  # "file:line" of each method's `def`
 
     def defines(self, hook: str) -> bool:
         return hook in self.methods
@@ -150,8 +154,25 @@ def inspect_class(class_path: str, roots: Sequence[Path], *, where: str, callbac
         optimizers=optimizers,
         optimizers_unknown=optimizers_unknown,
         manual_optimization=None if automatic.value is None else not automatic.value,
+        trainer_read_at=_first_reads(trainer_reads or set(), [cls.module.file, *reader.files_read]),
+        defined_at=_first_reads(set(methods), [cls.module.file, *reader.files_read], "def "),
         sources=tuple(reader.files_read),
     )
+
+
+def _first_reads(names: set[str], files: Sequence[Path], prefix: str = r"trainer\.") -> dict[str, str]:
+    """'file:line' of the first `trainer.X` (`prefix` then X) in `files`, for each X of `names`."""
+    found: dict[str, str] = {}
+    for file in dict.fromkeys(files):
+        try:
+            lines = file.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError):
+            continue
+        for number, text in enumerate(lines, 1):
+            for name in names - found.keys():
+                if re.search(rf"{prefix}{re.escape(name)}\b", text):
+                    found[name] = f"{file}:{number}"
+    return found
 
 
 # A module-level name: a class defined there, the dotted name it was imported as, or unknown.

@@ -36,6 +36,8 @@ MODEL_HOOKS = (
 
 # Hooks of the model that the script cannot call yet: refused at render time.
 UNSUPPORTED_MODEL_HOOKS: tuple[str, ...] = ()
+# LightningModule hooks Lightning's fit calls that the script does not (a module overriding one is refused)
+UNSERVED_FIT_HOOKS = ("configure_model", "configure_sharded_model", "configure_callbacks")
 
 # Callback hooks (Lightning's `Callback` API) the script calls when a user callback defines them.
 CALLBACK_HOOKS = (
@@ -59,6 +61,9 @@ TRAINER_ATTRIBUTES = (
     "current_epoch", "global_step", "max_epochs", "max_steps", "num_training_batches", "num_val_batches",
     "accumulate_grad_batches", "optimizers", "sanity_checking", "should_stop", "callback_metrics",
     "logged_metrics", "is_global_zero", "ckpt_path",
+    # constant in a one-process run, or set once
+    "world_size", "global_rank", "local_rank", "node_rank", "num_devices", "num_nodes", "lightning_module",
+    "datamodule", "precision", "default_root_dir", "estimated_stepping_batches",
 )  # fmt: skip
 METRIC_ATTRIBUTES = frozenset({"callback_metrics", "logged_metrics"})
 
@@ -148,6 +153,11 @@ class State:
     attach_public: bool  # a plain module reads self.trainer: model.trainer = trainer
     mirror_epoch: bool  # a plain module reads self.current_epoch: the loop keeps model.current_epoch current
     mirror_step: bool
+    # trainer.estimated_stepping_batches is read: the training data is loaded before configure_optimizers (where
+    # Lightning loads it when the estimate is asked for), and the estimate made from it
+    estimates: bool = False
+    estimate_epochs: int = -1  # max(max_epochs, 1); -1: no epoch limit (the estimate is max_steps, or inf)
+    estimate_accumulate: int = 1
 
     def has(self, name: str) -> bool:
         return name in self.attributes
@@ -231,6 +241,7 @@ class Precision:
     context: bool  # the steps run inside a precision context (autocast or the double default dtype)
     apex: bool
     amp_level: str | None
+    lightning_name: str = ""  # trainer.precision: "32-true", "16-mixed", "bf16-mixed", "64-true"
 
 
 @dataclass(frozen=True)
@@ -668,7 +679,8 @@ class Manual:
     steps itself, through what the script gives the module in place of Lightning's Trainer."""
 
     enabled: bool
-    optimizers: bool = False  # the module calls self.optimizers(): the wrapped optimizers
+    optimizers: bool = False  # the module calls self.optimizers()
+    wraps: bool = False  # ... in manual optimization: the wrapped optimizers, whose steps the loop counts
     lr_schedulers: bool = False  # ... self.lr_schedulers()
     backward: bool = False  # ... self.manual_backward(loss)
     clip_gradients: bool = False  # ... self.clip_gradients(optimizer, ...)
@@ -747,6 +759,8 @@ def make_plan(
     hooks = with_lightning_callbacks(spec, hooks, checkpointing, logging, summaries, progress)
     metrics = resolve_metrics(model, user_callbacks, optimizers, optimization, checkpointing, logging, progress)
     state = resolve_state(spec, model, user_callbacks, metrics, checkpointing)
+    if state.has("estimated_stepping_batches"):
+        state = with_estimate(spec, state, bounds, optimization)
     epoch_start = (
         state.mirror_epoch
         or bool(hooks.callbacks_with("on_train_epoch_start"))
@@ -817,6 +831,14 @@ def check_model(spec: Spec, model: ClassFacts, problems: list[Problem]) -> None:
     for hook in UNSUPPORTED_MODEL_HOOKS:
         if model.defines(hook):
             problems.append(Problem(where, f"{spec.model.class_path} overrides {hook}: not supported yet", line))
+    unserved = [*UNSERVED_FIT_HOOKS, *([] if model.manual_optimization else ["on_validation_model_zero_grad"])]
+    for hook in unserved:
+        if model.defines(hook):
+            message = (
+                f"{spec.model.class_path} overrides {hook}, which Lightning calls in fit and the script does not;"
+                " move its work to a hook loopgen calls (see README, hooks) or remove it"
+            )
+            problems.append(Problem(model.defined_at.get(hook, where), message))
 
 
 def resolve_hooks(
@@ -923,6 +945,7 @@ def resolve_precision(
         context=autocast or name == "64",
         apex=apex,
         amp_level=(t.amp_level or "O2") if apex else None,
+        lightning_name={"32": "32-true", "64": "64-true"}.get(name, name),
     )
 
 
@@ -1213,8 +1236,20 @@ def resolve_manual(spec: Spec, model: ClassFacts, hooks: Hooks, problems: list[P
         )
         problems.append(Problem(where, message, line))
         return Manual(enabled=False)
+    reads = model.attributes_read
     if not model.manual_optimization:
-        return Manual(enabled=False)
+        if "manual_backward" in reads and model.is_lightning_module:
+            message = (
+                f"{spec.model.class_path} calls self.manual_backward, which needs manual optimization: set"
+                " `self.automatic_optimization = False` in __init__"
+            )
+            problems.append(Problem(where, message, line))
+        # self.optimizers() / self.lr_schedulers() read in the automatic loop (e.g. a learning rate)
+        return Manual(
+            enabled=False,
+            optimizers=model.is_lightning_module and "optimizers" in reads,
+            lr_schedulers=model.is_lightning_module and "lr_schedulers" in reads,
+        )
     t = spec.trainer
     if not model.is_lightning_module:
         message = f"{spec.model.class_path} turns automatic_optimization off but is not a LightningModule subclass"
@@ -1257,15 +1292,29 @@ def resolve_manual(spec: Spec, model: ClassFacts, hooks: Hooks, problems: list[P
             problems.append(
                 _flag_problem(spec, flag, message if flag == "profiler" else "LearningRateMonitor " + message)
             )
-    reads = model.attributes_read
     outputs_used = bool(hooks.callbacks_with("on_train_batch_end")) or hooks.model_has("on_train_batch_end")
     return Manual(
         enabled=True,
         optimizers="optimizers" in reads,
+        wraps="optimizers" in reads,
         lr_schedulers="lr_schedulers" in reads,
         backward="manual_backward" in reads,
         clip_gradients="clip_gradients" in reads,
         outputs_used=outputs_used,
+    )
+
+
+def with_estimate(spec: Spec, state: State, bounds: Bounds, optimization: Optimization) -> State:
+    """trainer.estimated_stepping_batches, as Lightning estimates it: ceil(batches / accumulate) * max_epochs,
+    at most max_steps (max_steps, or inf, without an epoch limit)."""
+    if optimization.scheduled:
+        message = "trainer.estimated_stepping_batches with an accumulation schedule is not supported"
+        raise LoopgenError(_flag_problem(spec, "accumulate_grad_batches", message))
+    return replace(
+        state,
+        estimates=True,
+        estimate_epochs=max(bounds.max_epochs, 1) if bounds.max_epochs != -1 else -1,
+        estimate_accumulate=optimization.accumulate,
     )
 
 
@@ -1917,7 +1966,7 @@ def resolve_state(
     if checkpointing.early_stopping:  # ... and its EarlyStopping
         reads |= {"current_epoch", "sanity_checking", "should_stop", "callback_metrics"}
     if model.manual_optimization:  # the wrapped optimizers count global_step; toggle_optimizer reads optimizers
-        reads |= {"global_step"}
+        reads |= {"global_step", "current_epoch"}  # the loop's counters live on the trainer then
         reads |= {"optimizers"} if model.attributes_read & {"toggle_optimizer", "untoggle_optimizer"} else set()
     everything = False
     for facts in (model, *callbacks):
@@ -1932,15 +1981,19 @@ def resolve_state(
     unknown = sorted(reads - set(TRAINER_ATTRIBUTES) - {"_trainer"})
     if unknown:
         supported = ", ".join(TRAINER_ATTRIBUTES)
+        where = {name: at for facts in (model, *callbacks) for name, at in facts.trainer_read_at.items()}
         raise LoopgenError(
-            Problem(
-                "",
-                f"the model or a callback reads trainer.{unknown[0]}"
-                + (f" (and {', '.join(unknown[1:])})" if unknown[1:] else "")
-                + f", which the script's trainer does not provide; it provides {supported}",
-            )
+            [
+                Problem(
+                    where.get(name, ""),
+                    f"reads trainer.{name}, which the script's trainer does not provide: compute it in your code"
+                    f" or remove the read (the script's trainer provides {supported})",
+                )
+                for name in unknown
+            ]
         )
-    attributes = frozenset(TRAINER_ATTRIBUTES) if everything else frozenset(reads)
+    # a trainer passed on gets everything but the estimate (which would move the training data's loading)
+    attributes = frozenset(TRAINER_ATTRIBUTES) - {"estimated_stepping_batches"} if everything else frozenset(reads)
     if not metrics.collect:
         attributes -= METRIC_ATTRIBUTES
     exists = bool(attributes) or bool(callbacks) or bool(checkpointing.checkpoints)  # the user's callbacks get it
@@ -2033,6 +2086,7 @@ def resolve_constants(
 ) -> Constants:
     root_dir = checkpointing.saves or any(logger.save_dir is None for logger in logging.loggers)
     root_dir = root_dir or (profiling.writes_files and profiling.directory == "root")
+    root_dir = root_dir or state.has("default_root_dir")
     return Constants(
         seed=build.seed is not None,
         max_epochs=bounds.loop_until in ("epochs", "epochs_and_steps") or state.has("max_epochs"),
@@ -2062,14 +2116,19 @@ def resolve_imports(
     saves = checkpointing.saves
     profiles = profiling.enabled
     return Imports(
-        math=profiling.kind == "simple",
+        math=state.estimates or profiling.kind == "simple",
         cprofile=profiling.kind == "advanced",
         io=profiling.kind == "advanced",
         pstats=profiling.kind == "advanced",
         csv="csv" in logging.kinds,
         enum=logging.writes_yaml,
         json=logging.hparams and "wandb" in logging.kinds,
-        os=build.deterministic or checkpointing.resumes or logging.enabled or profiles or progress.kind == "tqdm",
+        os=build.deterministic
+        or state.has("default_root_dir")
+        or checkpointing.resumes
+        or logging.enabled
+        or profiles
+        or progress.kind == "tqdm",
         random=build.seeds or validation.sanity or saves,
         sys=build.seeds or validation.sanity or saves or progress.own or progress.kind == "tqdm",
         warnings=optimizers.general_schedulers

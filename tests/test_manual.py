@@ -143,3 +143,73 @@ def test_manual_plan_turns_off_automatic_scheduler_steps(tmp_path: Path) -> None
     assert plan.manual.enabled
     assert not plan.optimizers.after_step and not plan.optimizers.at_epoch_end
     assert not plan.optimization.schedulers_after_batch
+
+
+READER = AUTOMATIC_TWO.replace(
+    "    def configure_optimizers(self):\n        return [",
+    "    def on_train_start(self):\n"
+    "        print(self.trainer.progress_bar_metrics)\n\n"
+    "    def configure_optimizers(self):\n        return [",
+).replace("        opt_g, opt_d = self.optimizers()\n", "        opt_g = self.optimizers()\n")
+
+
+def test_an_attribute_the_script_cannot_serve_is_refused_with_its_line(tmp_path: Path) -> None:
+    source = READER.replace("[torch.optim.SGD(self.g.parameters(), lr=0.1), torch.optim.SGD(self.d.parameters(), lr=0.1)], []",
+                            "torch.optim.SGD(self.parameters(), lr=0.1)")  # fmt: skip
+    message = refusal(tmp_path, source)
+    line = source.splitlines().index("        print(self.trainer.progress_bar_metrics)") + 1
+    assert f"models.py:{line}: reads trainer.progress_bar_metrics" in message
+    assert "compute it in your code or remove the read" in message
+
+
+def test_a_hook_lightning_calls_in_fit_and_the_script_does_not_is_refused_with_its_line(tmp_path: Path) -> None:
+    source = GAN + "\n    def configure_callbacks(self):\n        return []\n"
+    message = refusal(tmp_path, source)
+    line = source.splitlines().index("    def configure_callbacks(self):") + 1
+    assert f"models.py:{line}: pkg.models.Gan overrides configure_callbacks" in message
+
+
+def test_manual_backward_without_manual_optimization_is_refused(tmp_path: Path) -> None:
+    source = AUTOMATIC_TWO.replace("opt_g, opt_d = self.optimizers()", "opt_g = self.optimizers()").replace(
+        "[torch.optim.SGD(self.g.parameters(), lr=0.1), torch.optim.SGD(self.d.parameters(), lr=0.1)], []",
+        "torch.optim.SGD(self.parameters(), lr=0.1)",
+    )
+    assert "calls self.manual_backward, which needs manual optimization" in refusal(tmp_path, source)
+
+
+def test_static_trainer_attributes_are_served(tmp_path: Path) -> None:
+    source = GAN.replace(
+        "    def configure_optimizers(self):",
+        "    def on_train_start(self):\n"
+        "        print(self.trainer.world_size, self.trainer.global_rank, self.trainer.precision,\n"
+        "              self.trainer.datamodule, self.trainer.lightning_module, self.trainer.default_root_dir)\n\n"
+        "    def configure_optimizers(self):",
+    )
+    script = render(tmp_path, source, "trainer:\n  max_epochs: 1\n  precision: bf16-mixed\n")
+    for served in ("world_size=1,", "global_rank=0,", 'precision="bf16-mixed",', "datamodule=None,",
+                   "lightning_module=model,", "default_root_dir=default_root_dir,"):  # fmt: skip
+        assert served in script
+
+
+def test_manual_optimization_under_float16_amp_scales_unscales_and_steps_through_the_scaler(tmp_path, monkeypatch):
+    """On a stand-in CUDA (tests/standins): manual_backward scales, the wrapped step unscales before the hooks and
+    steps through the GradScaler, as Lightning's MixedPrecision plugin does in manual optimization."""
+    from tests.test_standins import BASE, run_with_stand_ins
+
+    monkeypatch.setitem(BASE, "model", "tests.standins.manual_models.ManualProbe")
+    calls = run_with_stand_ins(tmp_path, monkeypatch, {"accelerator": "cuda", "precision": "16-mixed"})
+    first = calls.index(("training_step",))
+    batch = calls[first : calls.index(("global_step", 1)) + 1]
+    assert batch == [
+        ("training_step",),
+        ("optimizer.zero_grad",),
+        ("scaler.scale",),  # manual_backward
+        ("backward",),
+        ("clip_grad_norm_", 1.0),  # clip_gradients: the scaled gradients, as in Lightning
+        ("scaler.unscale_",),  # the wrapped step
+        ("on_before_optimizer_step",),
+        ("scaler.step",),
+        ("optimizer.step",),
+        ("scaler.update",),
+        ("global_step", 1),
+    ]

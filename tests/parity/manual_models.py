@@ -161,3 +161,14 @@ class ClipHookModel(MLP):
             self.clip_gradients(
                 optimizer, gradient_clip_val=gradient_clip_val, gradient_clip_algorithm=gradient_clip_algorithm
             )
+
+
+class OneCycleModel(MLP):
+    """OneCycleLR sized by trainer.estimated_stepping_batches (Lightning's documented way), stepped every step."""
+
+    def configure_optimizers(self):
+        optimizer = torch.optim.SGD(self.parameters(), lr=self.lr, momentum=0.9)
+        self.remember(optimizer)
+        total_steps = self.trainer.estimated_stepping_batches
+        scheduler = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=0.5, total_steps=total_steps)
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}

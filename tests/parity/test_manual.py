@@ -30,6 +30,7 @@ pytest.importorskip("pytorch_lightning")
 pytestmark = pytest.mark.slow
 
 MANUAL = "tests.parity.manual_models"
+TRAINER_ATTRIBUTES = [{"class_path": "tests.parity.trainer_attributes.TrainerAttributesRecorder"}]
 runner = test_parity.runner  # the fixture: one runner server for these cases
 
 
@@ -76,6 +77,26 @@ CASES = [
         gradient_clip_val=0.02,
         gradient_clip_algorithm="value",
         accumulate_grad_batches=2,
+    ),
+    # a callback reading the trainer's attributes at several hooks, with and without a data module
+    manual_case("trainer_attributes_manual_gan", "ManualGAN", max_epochs=2, callbacks=TRAINER_ATTRIBUTES),
+    case(
+        "trainer_attributes_datamodule_bf16",
+        "Classifier",
+        data="ShuffledData",
+        max_epochs=2,
+        precision="bf16-mixed",
+        callbacks=TRAINER_ATTRIBUTES,
+    ),
+    # OneCycleLR sized by trainer.estimated_stepping_batches
+    manual_case("one_cycle_estimated_stepping_batches", "OneCycleModel", max_epochs=3),
+    manual_case(
+        "one_cycle_estimate_accumulate_max_steps",
+        "OneCycleModel",
+        max_epochs=3,
+        max_steps=11,
+        accumulate_grad_batches=2,
+        limit_train_batches=7,
     ),
     manual_case("clip_hook_own_clipping_bf16", "ClipHookModel", max_epochs=1, precision="bf16-mixed"),
 ]
