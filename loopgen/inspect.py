@@ -49,8 +49,8 @@ class ClassFacts:
     # None: it is assigned something else than a literal True / False
     manual_optimization: bool | None = False
     # where each trainer attribute is first read: "file:line" (for render-time errors)
-    trainer_read_at: Mapping[str, str] = field(default_factory=dict)
-    defined_at: Mapping[str, str] = field(default_factory=dict)  # "file:line" of each method's `def`
+    trainer_read_at: Mapping[str, str] = field(default_factory=dict, compare=False)
+    defined_at: Mapping[str, str] = field(default_factory=dict, compare=False)  # "file:line" of each method's `def`
 
     def defines(self, hook: str) -> bool:
         return hook in self.methods

@@ -145,17 +145,32 @@ def test_manual_plan_turns_off_automatic_scheduler_steps(tmp_path: Path) -> None
     assert not plan.optimization.schedulers_after_batch
 
 
-READER = AUTOMATIC_TWO.replace(
-    "    def configure_optimizers(self):\n        return [",
-    "    def on_train_start(self):\n"
-    "        print(self.trainer.progress_bar_metrics)\n\n"
-    "    def configure_optimizers(self):\n        return [",
-).replace("        opt_g, opt_d = self.optimizers()\n", "        opt_g = self.optimizers()\n")
+READER = """
+import pytorch_lightning as pl
+import torch
+
+
+class Gan(pl.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.layer = torch.nn.Linear(2, 1)
+
+    def train_dataloader(self):
+        return [torch.ones(4, 2)]
+
+    def training_step(self, batch, batch_idx):
+        return self.layer(batch).sum()
+
+    def on_train_start(self):
+        print(self.trainer.progress_bar_metrics)
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.1)
+"""
 
 
 def test_an_attribute_the_script_cannot_serve_is_refused_with_its_line(tmp_path: Path) -> None:
-    source = READER.replace("[torch.optim.SGD(self.g.parameters(), lr=0.1), torch.optim.SGD(self.d.parameters(), lr=0.1)], []",
-                            "torch.optim.SGD(self.parameters(), lr=0.1)")  # fmt: skip
+    source = READER
     message = refusal(tmp_path, source)
     line = source.splitlines().index("        print(self.trainer.progress_bar_metrics)") + 1
     assert f"models.py:{line}: reads trainer.progress_bar_metrics" in message
