@@ -163,15 +163,17 @@ def inspect_class(class_path: str, roots: Sequence[Path], *, where: str, callbac
 def _first_reads(names: set[str], files: Sequence[Path], prefix: str = r"trainer\.") -> dict[str, str]:
     """'file:line' of the first `trainer.X` (`prefix` then X) in `files`, for each X of `names`."""
     found: dict[str, str] = {}
+    if not names:
+        return found
+    pattern = re.compile(prefix + "(" + "|".join(sorted(map(re.escape, names), key=len, reverse=True)) + r")\b")
     for file in dict.fromkeys(files):
         try:
             lines = file.read_text(encoding="utf-8").splitlines()
         except (OSError, UnicodeDecodeError):
             continue
         for number, text in enumerate(lines, 1):
-            for name in names - found.keys():
-                if re.search(rf"{prefix}{re.escape(name)}\b", text):
-                    found[name] = f"{file}:{number}"
+            for match in pattern.finditer(text):
+                found.setdefault(match.group(1), f"{file}:{number}")
     return found
 
 

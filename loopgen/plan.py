@@ -63,7 +63,7 @@ TRAINER_ATTRIBUTES = (
     "logged_metrics", "is_global_zero", "ckpt_path",
     # constant in a one-process run, or set once
     "world_size", "global_rank", "local_rank", "node_rank", "num_devices", "num_nodes", "lightning_module",
-    "datamodule", "precision", "default_root_dir", "estimated_stepping_batches",
+    "datamodule", "precision", "default_root_dir", "estimated_stepping_batches", "training",
 )  # fmt: skip
 METRIC_ATTRIBUTES = frozenset({"callback_metrics", "logged_metrics"})
 

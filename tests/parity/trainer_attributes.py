@@ -10,6 +10,12 @@ class TrainerAttributesRecorder(pl.Callback):
     def setup(self, trainer, pl_module, stage):
         self._record("setup", trainer, pl_module)
 
+    def on_sanity_check_start(self, trainer, pl_module):
+        self._record("sanity_check_start", trainer, pl_module)
+
+    def on_validation_start(self, trainer, pl_module):
+        self._record("validation_start", trainer, pl_module)
+
     def on_train_start(self, trainer, pl_module):
         self._record("train_start", trainer, pl_module)
 
@@ -48,5 +54,6 @@ class TrainerAttributesRecorder(pl.Callback):
             "datamodule": None if datamodule is None else type(datamodule).__name__,
             "precision": trainer.precision,
             "default_root_dir": trainer.default_root_dir == os.getcwd(),
+            "training": trainer.training,
         }
         pl_module.events.append((hook, state))
