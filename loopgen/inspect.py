@@ -50,6 +50,12 @@ class ClassFacts:
     optimizers_unknown: str = ""  # why its source does not show it (with configure_optimizers defined)
     init: Signature | None = None  # what its constructor takes (None: the source does not show it)
     imports_torchmetrics: bool = False  # a file it was read from imports torchmetrics (Metric objects may be logged)
+    # `self.automatic_optimization = False` (or a class attribute / property saying so): manual optimization;
+    # None: it is assigned something else than a literal True / False
+    manual_optimization: bool | None = False
+    # where each trainer attribute is first read: "file:line" (for render-time errors)
+    trainer_read_at: Mapping[str, str] = field(default_factory=dict, compare=False)
+    defined_at: Mapping[str, str] = field(default_factory=dict, compare=False)  # "file:line" of each method's `def`
 
     def defines(self, hook: str) -> bool:
         return hook in self.methods
@@ -108,6 +114,9 @@ def inspect_class(
     scheduler = lbfgs = log_dicts = prog_bar = False
     optimizers: OptimizersFacts | None = None
     optimizers_unknown = ""
+    automatic = _AutomaticOptimization()
+    for ancestor in reversed(_linearize([c for c in found if isinstance(c, _Class)])):
+        ancestor.node.body.visit(automatic)  # bases first: the subclass's assignment wins
     for ancestor in _linearize([c for c in found if isinstance(c, _Class)]):
         class_attributes |= ancestor.assigned()
         for fn in ancestor.methods():
@@ -154,6 +163,9 @@ def inspect_class(
         module_reads=frozenset(module_reads),
         optimizers=optimizers,
         optimizers_unknown=optimizers_unknown,
+        manual_optimization=None if automatic.value is None else not automatic.value,
+        trainer_read_at=_first_reads(trainer_reads or set(), [cls.module.file, *reader.files_read]),
+        defined_at=_first_reads(set(methods), [cls.module.file, *reader.files_read], "def "),
         sources=tuple(reader.files_read),
         init=init_signature(found),
         imports_torchmetrics=any(_imports_torchmetrics(file) for file in reader.files_read),
@@ -213,6 +225,23 @@ def _imports_torchmetrics(file: Path) -> bool:
     except (OSError, UnicodeDecodeError):
         return False
     return re.search(r"^[ \t]*(?:import|from)[ \t]+torchmetrics\b", source, re.MULTILINE) is not None
+
+
+def _first_reads(names: set[str], files: Sequence[Path], prefix: str = r"trainer\.") -> dict[str, str]:
+    """'file:line' of the first `trainer.X` (`prefix` then X) in `files`, for each X of `names`."""
+    found: dict[str, str] = {}
+    if not names:
+        return found
+    pattern = re.compile(prefix + "(" + "|".join(sorted(map(re.escape, names), key=len, reverse=True)) + r")\b")
+    for file in dict.fromkeys(files):
+        try:
+            lines = file.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError):
+            continue
+        for number, text in enumerate(lines, 1):
+            for match in pattern.finditer(text):
+                found.setdefault(match.group(1), f"{file}:{number}")
+    return found
 
 
 # A module-level name: a class defined there, the dotted name it was imported as, or unknown.
@@ -501,6 +530,51 @@ class _Words(cst.CSTVisitor):
         self.words.add(node.attr.value)
         if isinstance(node.value, cst.Name) and node.value.value == self.me:
             self.attributes.add(node.attr.value)
+
+
+class _AutomaticOptimization(cst.CSTVisitor):
+    """The last value a class body gives `automatic_optimization`: `self.automatic_optimization = X` in a method,
+    a class attribute, or a property returning X. True (Lightning's default) until one is seen; None: not a
+    literal."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.value: bool | None = True
+
+    def _set(self, node: cst.BaseExpression | None) -> None:
+        literal = node.value if isinstance(node, cst.Name) else None
+        self.value = {"True": True, "False": False}.get(literal or "")
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            if _is_automatic_optimization(target.target):
+                self._set(node.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None and _is_automatic_optimization(node.target):
+            self._set(node.value)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if node.name.value == "automatic_optimization":  # a property
+            returns = _ReturnValues()
+            node.body.visit(returns)
+            values = {r.value if isinstance(r, cst.Name) else None for r in returns.values}
+            self.value = {"True": True, "False": False}.get(values.pop() or "") if len(values) == 1 else None
+
+
+class _ReturnValues(cst.CSTVisitor):
+    def __init__(self) -> None:
+        super().__init__()
+        self.values: list[cst.BaseExpression | None] = []
+
+    def visit_Return(self, node: cst.Return) -> None:
+        self.values.append(node.value)
+
+
+def _is_automatic_optimization(target: cst.BaseExpression) -> bool:
+    if isinstance(target, cst.Name):  # a class attribute
+        return target.value == "automatic_optimization"
+    return isinstance(target, cst.Attribute) and target.attr.value == "automatic_optimization"
 
 
 def _bindings(module: _Module, stop: cst.ClassDef | None = None) -> dict[str, _Binding]:

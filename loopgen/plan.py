@@ -36,7 +36,9 @@ MODEL_HOOKS = (
 )  # fmt: skip
 
 # Hooks of the model that the script cannot call yet: refused at render time.
-UNSUPPORTED_MODEL_HOOKS = ("configure_gradient_clipping",)
+UNSUPPORTED_MODEL_HOOKS: tuple[str, ...] = ()
+# LightningModule hooks Lightning's fit calls that the script does not (a module overriding one is refused)
+UNSERVED_FIT_HOOKS = ("configure_model", "configure_sharded_model", "configure_callbacks")
 
 # Callback hooks (Lightning's `Callback` API) the script calls when a user callback defines them.
 CALLBACK_HOOKS = (
@@ -60,6 +62,9 @@ TRAINER_ATTRIBUTES = (
     "current_epoch", "global_step", "max_epochs", "max_steps", "num_training_batches", "num_val_batches",
     "accumulate_grad_batches", "optimizers", "sanity_checking", "should_stop", "callback_metrics",
     "logged_metrics", "is_global_zero", "ckpt_path",
+    # constant in a one-process run, or set once
+    "world_size", "global_rank", "local_rank", "node_rank", "num_devices", "num_nodes", "lightning_module",
+    "datamodule", "precision", "default_root_dir", "estimated_stepping_batches", "training",
 )  # fmt: skip
 METRIC_ATTRIBUTES = frozenset({"callback_metrics", "logged_metrics"})
 
@@ -176,6 +181,11 @@ class State:
     attach_public: bool  # a plain module reads self.trainer: model.trainer = trainer
     mirror_epoch: bool  # a plain module reads self.current_epoch: the loop keeps model.current_epoch current
     mirror_step: bool
+    # trainer.estimated_stepping_batches is read: the training data is loaded before configure_optimizers (where
+    # Lightning loads it when the estimate is asked for), and the estimate made from it
+    estimates: bool = False
+    estimate_epochs: int = -1  # max(max_epochs, 1); -1: no epoch limit (the estimate is max_steps, or inf)
+    estimate_accumulate: int = 1
 
     def has(self, name: str) -> bool:
         return name in self.attributes
@@ -259,6 +269,7 @@ class Precision:
     context: bool  # the steps run inside a precision context (autocast or the double default dtype)
     apex: bool
     amp_level: str | None
+    lightning_name: str = ""  # trainer.precision: "32-true", "16-mixed", "bf16-mixed", "64-true"
 
 
 @dataclass(frozen=True)
@@ -305,6 +316,7 @@ class Optimizers:
     check_frequencies: tuple[int, ...] | None  # general helper: the frequencies it must find
     closure_check: bool  # general helper, no closure: refuse an LBFGS at run time
     lbfgs: bool
+    manual: bool = False  # manual optimization: any number of optimizers, schedulers the module steps
 
 
 @dataclass(frozen=True)
@@ -344,6 +356,10 @@ class Optimization:
     notes_epoch_end: bool  # an epoch can end before its last batch, and a scheduler must know (epoch_complete)
     last_batch_block: bool  # something happens at the epoch's last batch (known schedulers, epoch_complete)
     schedulers_after_batch: bool  # a scheduler may step (or epoch_complete be noted) after a batch
+    # configure_gradient_clipping override: called at each optimizer step with the Trainer's clipping flags
+    clip_hook: bool = False
+    clip_hook_algorithm: str | None = None  # the gradient_clip_algorithm it gets (None: no gradient_clip_val)
+    clips_at_step: bool = False  # clipping or the hook happen before each optimizer step
 
 
 @dataclass(frozen=True)
@@ -690,6 +706,24 @@ class Helpers:
 
 
 @dataclass(frozen=True)
+class Manual:
+    """Manual optimization (`self.automatic_optimization = False`, Lightning 2.x): training_step makes the optimizer
+    steps itself, through what the script gives the module in place of Lightning's Trainer."""
+
+    enabled: bool
+    optimizers: bool = False  # the module calls self.optimizers()
+    wraps: bool = False  # ... in manual optimization: the wrapped optimizers, whose steps the loop counts
+    lr_schedulers: bool = False  # ... self.lr_schedulers()
+    backward: bool = False  # ... self.manual_backward(loss)
+    clip_gradients: bool = False  # ... self.clip_gradients(optimizer, ...)
+    outputs_used: bool = False  # on_train_batch_end receives training_step's output
+
+
+# the LightningModule methods a manually optimizing module calls that the script binds to the model
+MANUAL_METHODS = ("optimizers", "lr_schedulers", "manual_backward", "clip_gradients")
+
+
+@dataclass(frozen=True)
 class Plan:
     header: Header
     build: Build
@@ -712,6 +746,7 @@ class Plan:
     helpers: Helpers
     imports: Imports
     notices: tuple[str, ...] = ()  # decisions the user should hear about
+    manual: Manual = Manual(enabled=False)
 
 
 # ---------------------------------------------------------------------------
@@ -743,6 +778,9 @@ def make_plan(
     bounds = resolve_bounds(spec, model, user_callbacks)
     validation = resolve_validation(spec, model, hooks, data_plan, bounds, problems)
     optimization = resolve_optimization(spec, model, hooks, optimizers, bounds, validation, problems)
+    manual = clip_gradients_bound(model, resolve_manual(spec, model, hooks, problems))
+    if manual.enabled:
+        optimization = manual_optimization(optimization, optimizers, validation, spec, problems)
     checkpointing = resolve_checkpointing(spec, model, data, hooks, validation, optimization, bounds, problems)
     logging = resolve_logging(
         spec, model, data, user_callbacks, validation, optimizers, optimization, problems, notices
@@ -758,6 +796,8 @@ def make_plan(
     if problems:
         raise LoopgenError(problems)
     state = resolve_state(spec, model, user_callbacks, metrics, checkpointing)
+    if state.has("estimated_stepping_batches"):
+        state = with_estimate(spec, state, bounds, optimization)
     epoch_start = (
         state.mirror_epoch
         or bool(hooks.callbacks_with("on_train_epoch_start"))
@@ -816,6 +856,7 @@ def make_plan(
             torchmetrics=metrics.torchmetrics,
         ),
         notices=tuple(notices),
+        manual=manual,
     )
 
 
@@ -830,6 +871,14 @@ def check_model(spec: Spec, model: ClassFacts, problems: list[Problem]) -> None:
     for hook in UNSUPPORTED_MODEL_HOOKS:
         if model.defines(hook):
             problems.append(Problem(where, f"{spec.model.class_path} overrides {hook}: not supported yet", line))
+    unserved = [*UNSERVED_FIT_HOOKS, *([] if model.manual_optimization else ["on_validation_model_zero_grad"])]
+    for hook in unserved:
+        if model.defines(hook):
+            message = (
+                f"{spec.model.class_path} overrides {hook}, which Lightning calls in fit and the script does not;"
+                " move its work to a hook loopgen calls (see README, hooks) or remove it"
+            )
+            problems.append(Problem(model.defined_at.get(hook, where), message))
 
 
 def resolve_hooks(
@@ -936,12 +985,14 @@ def resolve_precision(
         context=autocast or name == "64",
         apex=apex,
         amp_level=(t.amp_level or "O2") if apex else None,
+        lightning_name={"32": "32-true", "64": "64-true"}.get(name, name),
     )
 
 
 def resolve_optimizers(spec: Spec, model: ClassFacts, precision: Precision, problems: list[Problem]) -> Optimizers:
     """The spec's optimizer, or configure_optimizers' shape read from its source (else the general helper)."""
     several = "optimizer_idx" in model.methods.get("training_step", ())
+    manual = bool(model.manual_optimization)
     where, line = "model.class_path", spec.model.line
     facts = model.optimizers
     schedulers: list[Scheduler] = []
@@ -956,12 +1007,13 @@ def resolve_optimizers(spec: Spec, model: ClassFacts, precision: Precision, prob
         lbfgs = "LBFGS" in facts.optimizers
         if several and count < 2:
             problems.append(Problem(where, f"training_step takes `optimizer_idx`, but {_returns(facts)}", line))
-        elif not several and count != 1:
+        elif not several and count != 1 and not manual:
             problems.append(
                 Problem(
                     where,
-                    f"{_returns(facts)}; for several, give training_step an `optimizer_idx` parameter (Lightning"
-                    " 1.9.5's automatic optimization)",
+                    f"{_returns(facts)}; training with several optimizers is only supported with manual"
+                    " optimization (Lightning 2.x): set `self.automatic_optimization = False` in __init__ and make"
+                    " the steps in training_step with `opt1, opt2 = self.optimizers()`",
                     line,
                 )
             )
@@ -985,6 +1037,8 @@ def resolve_optimizers(spec: Spec, model: ClassFacts, precision: Precision, prob
         message = "an optimizer_step override together with 16-bit AMP is not supported"
         problems.append(Problem(where, message, line))
     frequencies = spec.loop.optimizer_frequencies
+    if manual:  # Lightning steps no scheduler and calls no lr_scheduler_step: training_step does it all
+        schedulers = [replace(s, interval="manual", plateau=False, strict=False) for s in schedulers]
     return Optimizers(
         from_spec=_construct(spec.optimizer) if spec.optimizer else None,
         form=form,
@@ -992,7 +1046,7 @@ def resolve_optimizers(spec: Spec, model: ClassFacts, precision: Precision, prob
         general_reason=reason if general else "",
         count=count,
         several=several,
-        list_var=several,
+        list_var=several or (manual and (count > 1 or general)),
         schedulers=tuple(schedulers),
         general_schedulers=general_schedulers,
         any_schedulers=general_schedulers or bool(schedulers),
@@ -1000,15 +1054,17 @@ def resolve_optimizers(spec: Spec, model: ClassFacts, precision: Precision, prob
         at_epoch_end=tuple(s for s in schedulers if s.interval == "epoch" and not s.plateau),
         plateau_after_validation=tuple(s for s in schedulers if s.interval == "step" and s.plateau),
         plateau_at_epoch_end=tuple(s for s in schedulers if s.interval == "epoch" and s.plateau),
-        plateau=general_schedulers or any(s.plateau for s in schedulers),
+        plateau=not manual and (general_schedulers or any(s.plateau for s in schedulers)),
         strict_plateau=any(s.plateau and s.strict for s in schedulers),
         lenient_plateau=any(s.plateau and not s.strict for s in schedulers),
-        completes_epoch=general_schedulers or any(s.interval == "epoch" and s.plateau for s in schedulers),
-        scheduler_hook=model.defines("lr_scheduler_step"),
+        completes_epoch=not manual
+        and (general_schedulers or any(s.interval == "epoch" and s.plateau for s in schedulers)),
+        scheduler_hook=model.defines("lr_scheduler_step") and not manual,
         scheduler_hook_seed="optimizer_idx" in model.methods.get("lr_scheduler_step", ()),
         check_frequencies=tuple(frequencies or ()) if general and several else None,
-        closure_check=general and not several and not lbfgs and not model.defines("optimizer_step"),
-        lbfgs=lbfgs,
+        closure_check=general and not several and not manual and not lbfgs and not model.defines("optimizer_step"),
+        lbfgs=lbfgs and not manual,
+        manual=manual,
     )
 
 
@@ -1161,6 +1217,10 @@ def resolve_optimization(
     ends_early = bounds.stop_requests or bounds.step_limit or hooks.model_has("on_train_batch_start")
     notes_epoch_end = optimizers.completes_epoch and ends_early
     track = t.track_grad_norm if t.track_grad_norm != -1 else None
+    clip_hook = model.defines("configure_gradient_clipping")
+    if clip_hook and _follows_1_9_5(spec, model):
+        message = "configure_gradient_clipping is supported with Lightning 2.x's loop only (no optimizer_idx)"
+        problems.append(Problem("model.class_path", message, spec.model.line))
     return Optimization(
         accumulate=accumulate,
         schedule=schedule,
@@ -1200,6 +1260,135 @@ def resolve_optimization(
         or bool(optimizers.after_step)
         or bool(optimizers.at_epoch_end)
         or notes_epoch_end,
+        clip_hook=clip_hook,
+        clip_hook_algorithm=t.gradient_clip_algorithm if t.gradient_clip_val is not None else None,
+        clips_at_step=t.gradient_clip_val is not None or clip_hook,
+    )
+
+
+def resolve_manual(spec: Spec, model: ClassFacts, hooks: Hooks, problems: list[Problem]) -> Manual:
+    """Manual optimization: what the module calls, and the flags Lightning refuses with it (its reasons)."""
+    where, line = "model.class_path", spec.model.line
+    if model.manual_optimization is None:
+        message = (
+            f"{spec.model.class_path} sets automatic_optimization to a value loopgen cannot read from its source;"
+            " assign a literal True or False"
+        )
+        problems.append(Problem(where, message, line))
+        return Manual(enabled=False)
+    reads = model.attributes_read
+    if not model.manual_optimization:
+        if "manual_backward" in reads and model.is_lightning_module:
+            message = (
+                f"{spec.model.class_path} calls self.manual_backward, which needs manual optimization: set"
+                " `self.automatic_optimization = False` in __init__"
+            )
+            problems.append(Problem(where, message, line))
+        # self.optimizers() / self.lr_schedulers() read in the automatic loop (e.g. a learning rate)
+        return Manual(
+            enabled=False,
+            optimizers=model.is_lightning_module and "optimizers" in reads,
+            lr_schedulers=model.is_lightning_module and "lr_schedulers" in reads,
+        )
+    t = spec.trainer
+    if not model.is_lightning_module:
+        message = f"{spec.model.class_path} turns automatic_optimization off but is not a LightningModule subclass"
+        problems.append(Problem(where, message, line))
+    if t.gradient_clip_val is not None and t.gradient_clip_val > 0:
+        message = (
+            "Automatic gradient clipping is not supported for manual optimization. Remove"
+            f" `gradient_clip_val: {t.gradient_clip_val}` or switch to automatic optimization (clip in training_step"
+            " with self.clip_gradients)"
+        )
+        problems.append(_flag_problem(spec, "gradient_clip_val", message))
+    if t.accumulate_grad_batches != 1:
+        message = (
+            "Automatic gradient accumulation is not supported for manual optimization. Remove"
+            f" `accumulate_grad_batches: {t.accumulate_grad_batches}` or switch to automatic optimization"
+            " (accumulate in training_step)"
+        )
+        problems.append(_flag_problem(spec, "accumulate_grad_batches", message))
+    if "optimizer_idx" in model.methods.get("training_step", ()):
+        message = (
+            "Training with multiple optimizers is only supported with manual optimization. Remove the"
+            " `optimizer_idx` argument from `training_step` and access your optimizers in `training_step` with"
+            " `opt1, opt2, ... = self.optimizers()`"
+        )
+        problems.append(Problem(where, message, line))
+    if _follows_1_9_5(spec, model):
+        message = (
+            "manual optimization follows Lightning 2.x; this spec uses Lightning 1.9.5's automatic loop"
+            " (truncated_bptt_steps, track_grad_norm, terminate_on_nan, amp_backend: apex or a *_epoch_end /"
+            " training_step_end hook): remove those"
+        )
+        problems.append(Problem(where, message, line))
+    if spec.loop.optimizer_frequencies is not None:
+        problems.append(Problem("loop.optimizer_frequencies", "is not used with manual optimization: remove it"))
+    not_yet = {"profiler": t.profiler is not None}
+    not_yet["callbacks"] = any(_is_lightning(ref, "LearningRateMonitor") for ref in t.callbacks)
+    for flag, used in not_yet.items():
+        if used:
+            message = "is not supported with manual optimization yet (the model sets automatic_optimization = False)"
+            problems.append(
+                _flag_problem(spec, flag, message if flag == "profiler" else "LearningRateMonitor " + message)
+            )
+    outputs_used = bool(hooks.callbacks_with("on_train_batch_end")) or hooks.model_has("on_train_batch_end")
+    return Manual(
+        enabled=True,
+        optimizers="optimizers" in reads,
+        wraps="optimizers" in reads,
+        lr_schedulers="lr_schedulers" in reads,
+        backward="manual_backward" in reads,
+        clip_gradients="clip_gradients" in reads,
+        outputs_used=outputs_used,
+    )
+
+
+def with_estimate(spec: Spec, state: State, bounds: Bounds, optimization: Optimization) -> State:
+    """trainer.estimated_stepping_batches, as Lightning estimates it: ceil(batches / accumulate) * max_epochs,
+    at most max_steps (max_steps, or inf, without an epoch limit)."""
+    if optimization.scheduled:
+        message = "trainer.estimated_stepping_batches with an accumulation schedule is not supported"
+        raise LoopgenError(_flag_problem(spec, "accumulate_grad_batches", message))
+    return replace(
+        state,
+        estimates=True,
+        estimate_epochs=max(bounds.max_epochs, 1) if bounds.max_epochs != -1 else -1,
+        estimate_accumulate=optimization.accumulate,
+    )
+
+
+def clip_gradients_bound(model: ClassFacts, manual: Manual) -> Manual:
+    """A configure_gradient_clipping override that calls self.clip_gradients gets the script's."""
+    if model.defines("configure_gradient_clipping") and "clip_gradients" in model.attributes_read:
+        return replace(manual, clip_gradients=True)
+    return manual
+
+
+def manual_optimization(
+    optimization: Optimization, optimizers: Optimizers, validation: Validation, spec: Spec, problems: list[Problem]
+) -> Optimization:
+    """The automatic loop's optimization, switched off: no closure, no overrides, no scheduler steps."""
+    if optimizers.general_schedulers:
+        message = (
+            "with manual optimization, configure_optimizers must return its schedulers in a form its source shows"
+            " (e.g. `return [opt1, opt2], [sched1, sched2]`)"
+        )
+        problems.append(Problem("model.class_path", message, spec.model.line))
+    return replace(
+        optimization,
+        window_end=validation.at_epoch_end,
+        closure=False,
+        step_override=False,
+        step_override_seed=False,
+        zero_grad_override=False,
+        zero_grad_override_seed=False,
+        outputs_used=False,
+        notes_epoch_end=False,
+        last_batch_block=False,
+        schedulers_after_batch=False,
+        clip_hook=False,  # Lightning clips nothing for a module that steps itself
+        clips_at_step=False,
     )
 
 
@@ -1816,6 +2005,9 @@ def resolve_state(
         reads |= {"callback_metrics"} if checkpointing.reads_metrics else set()
     if checkpointing.early_stopping:  # ... and its EarlyStopping
         reads |= {"current_epoch", "sanity_checking", "should_stop", "callback_metrics"}
+    if model.manual_optimization:  # the wrapped optimizers count global_step; toggle_optimizer reads optimizers
+        reads |= {"global_step", "current_epoch"}  # the loop's counters live on the trainer then
+        reads |= {"optimizers"} if model.attributes_read & {"toggle_optimizer", "untoggle_optimizer"} else set()
     everything = False
     for facts in (model, *callbacks):
         if facts.trainer_reads is None:
@@ -1829,15 +2021,19 @@ def resolve_state(
     unknown = sorted(reads - set(TRAINER_ATTRIBUTES) - {"_trainer"})
     if unknown:
         supported = ", ".join(TRAINER_ATTRIBUTES)
+        where = {name: at for facts in (model, *callbacks) for name, at in facts.trainer_read_at.items()}
         raise LoopgenError(
-            Problem(
-                "",
-                f"the model or a callback reads trainer.{unknown[0]}"
-                + (f" (and {', '.join(unknown[1:])})" if unknown[1:] else "")
-                + f", which the script's trainer does not provide; it provides {supported}",
-            )
+            [
+                Problem(
+                    where.get(name, ""),
+                    f"reads trainer.{name}, which the script's trainer does not provide: compute it in your code"
+                    f" or remove the read (the script's trainer provides {supported})",
+                )
+                for name in unknown
+            ]
         )
-    attributes = frozenset(TRAINER_ATTRIBUTES) if everything else frozenset(reads)
+    # a trainer passed on gets everything but the estimate (which would move the training data's loading)
+    attributes = frozenset(TRAINER_ATTRIBUTES) - {"estimated_stepping_batches"} if everything else frozenset(reads)
     if not metrics.collect:
         attributes -= METRIC_ATTRIBUTES
     exists = bool(attributes) or bool(callbacks) or bool(checkpointing.checkpoints)  # the user's callbacks get it
@@ -1931,6 +2127,7 @@ def resolve_constants(
 ) -> Constants:
     root_dir = checkpointing.saves or any(logger.save_dir is None for logger in logging.loggers)
     root_dir = root_dir or (profiling.writes_files and profiling.directory == "root")
+    root_dir = root_dir or state.has("default_root_dir")
     return Constants(
         seed=build.seed is not None,
         max_epochs=bounds.loop_until in ("epochs", "epochs_and_steps") or state.has("max_epochs"),
@@ -1960,14 +2157,19 @@ def resolve_imports(
     saves = checkpointing.saves
     profiles = profiling.enabled
     return Imports(
-        math=profiling.kind == "simple",
+        math=state.estimates or profiling.kind == "simple",
         cprofile=profiling.kind == "advanced",
         io=profiling.kind == "advanced",
         pstats=profiling.kind == "advanced",
         csv="csv" in logging.kinds,
         enum=logging.writes_yaml,
         json=logging.hparams and "wandb" in logging.kinds,
-        os=build.deterministic or checkpointing.resumes or logging.enabled or profiles or progress.kind == "tqdm",
+        os=build.deterministic
+        or state.has("default_root_dir")
+        or checkpointing.resumes
+        or logging.enabled
+        or profiles
+        or progress.kind == "tqdm",
         random=build.seeds or validation.sanity or saves,
         sys=build.seeds or validation.sanity or saves or progress.own or progress.kind == "tqdm",
         warnings=optimizers.general_schedulers

@@ -202,7 +202,7 @@ def test_source_that_does_not_show_the_shape_gets_the_general_helper(tmp_path: P
         (
             "return [torch.optim.SGD(self.parameters(), lr=0.1), torch.optim.Adam(self.parameters())]",
             "",
-            "configure_optimizers returns 2 optimizers; for several, give training_step an `optimizer_idx` parameter",
+            "configure_optimizers returns 2 optimizers; training with several optimizers is only supported",
         ),
         (
             (
@@ -273,7 +273,7 @@ class Passer:
 
 class Unknown:
     def on_train_end(self, trainer, pl_module):
-        print(trainer.estimated_stepping_batches)
+        print(trainer.progress_bar_metrics)
 """
 
 
@@ -295,7 +295,7 @@ def test_trainer_holds_what_is_read(tmp_path: Path) -> None:
 
 def test_an_attribute_the_trainer_lacks_is_refused(tmp_path: Path) -> None:
     (found,) = plan_problems(tmp_path, extra=CALLBACK, spec="trainer:\n  callbacks: [pkg.models.Unknown]\n")
-    assert "reads trainer.estimated_stepping_batches, which the script's trainer does not provide" in found
+    assert "reads trainer.progress_bar_metrics, which the script's trainer does not provide" in found
 
 
 # --- loggers

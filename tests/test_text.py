@@ -204,6 +204,88 @@ class Recorder:
         pass
 """
 
+MANUAL_MODEL = """
+import pytorch_lightning as pl
+import torch
+
+
+class ManualRich(pl.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.automatic_optimization = False
+        self.g = torch.nn.Linear(4, 4)
+        self.d = torch.nn.Linear(4, 1)
+
+    def train_dataloader(self):
+        return torch.utils.data.DataLoader(torch.randn(32, 4), batch_size=8)
+
+    def val_dataloader(self):
+        return torch.utils.data.DataLoader(torch.randn(16, 4), batch_size=8)
+
+    def training_step(self, batch, batch_idx):
+        opt_g, opt_d = self.optimizers()
+        self.toggle_optimizer(opt_g)
+        g_loss = self.d(self.g(batch)).mean()
+        self.manual_backward(g_loss)
+        self.clip_gradients(opt_g, gradient_clip_val=0.5, gradient_clip_algorithm="value")
+        opt_g.step()
+        opt_g.zero_grad()
+        self.untoggle_optimizer(opt_g)
+        d_loss = self.d(batch).mean()
+        self.manual_backward(d_loss)
+        opt_d.step()
+        opt_d.zero_grad()
+        self.log("d_loss", d_loss)
+        return d_loss
+
+    def on_train_batch_end(self, outputs, batch, batch_idx):
+        pass
+
+    def on_before_optimizer_step(self, optimizer):
+        pass
+
+    def on_after_backward(self):
+        pass
+
+    def on_train_epoch_end(self):
+        for scheduler in self.lr_schedulers():
+            scheduler.step()
+
+    def validation_step(self, batch, batch_idx):
+        self.log("val_loss", self.d(batch).mean())
+
+    def configure_optimizers(self):
+        opt_g = torch.optim.Adam(self.g.parameters(), lr=0.01)
+        opt_d = torch.optim.Adam(self.d.parameters(), lr=0.01)
+        sched_g = torch.optim.lr_scheduler.StepLR(opt_g, 1)
+        sched_d = torch.optim.lr_scheduler.StepLR(opt_d, 1)
+        return [opt_g, opt_d], [sched_g, sched_d]
+
+    def configure_gradient_clipping(self, optimizer, gradient_clip_val=None, gradient_clip_algorithm=None):
+        pass
+
+
+class ClipHookRich(pl.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.layer = torch.nn.Linear(4, 1)
+
+    def train_dataloader(self):
+        return torch.utils.data.DataLoader(torch.randn(32, 4), batch_size=8)
+
+    def training_step(self, batch, batch_idx):
+        return self.layer(batch).mean()
+
+    def configure_optimizers(self):
+        optimizer = torch.optim.SGD(self.parameters(), lr=0.1)
+        total = self.trainer.estimated_stepping_batches
+        scheduler = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=0.5, total_steps=total)
+        return [optimizer], [{"scheduler": scheduler, "interval": "step"}]
+
+    def configure_gradient_clipping(self, optimizer, gradient_clip_val=None, gradient_clip_algorithm=None):
+        self.clip_gradients(optimizer, gradient_clip_val=gradient_clip_val, gradient_clip_algorithm=gradient_clip_algorithm)
+"""
+
 BASE = {
     "seed_everything": 0,
     "model": "proj.models.Rich",
@@ -342,6 +424,9 @@ FLAG_SETS = {
         "callbacks": ["pytorch_lightning.callbacks.RichProgressBar"],
         "logger": True,
     },
+    "manual": {"enable_checkpointing": True, "logger": True},
+    "manual_fp16_cuda": {"accelerator": "cuda", "precision": "16-mixed"},
+    "clip_hook_estimate": {"gradient_clip_val": 0.5, "accumulate_grad_batches": 2, "max_steps": 7},
 }
 
 
@@ -354,6 +439,7 @@ def project(tmp_path_factory) -> Path:
     (root / "proj" / "callbacks.py").write_text(CALLBACK)
     (root / "proj" / "seed.py").write_text(SEED_MODEL)
     (root / "proj" / "saver.py").write_text(SAVER_MODEL)
+    (root / "proj" / "manual.py").write_text(MANUAL_MODEL)
     return root
 
 
@@ -380,6 +466,9 @@ def spec_with(project: Path, name: str, flags: dict) -> Path:
         "model_summary_example": "proj.models.RichExample",
         "progress_bar_metrics": "proj.models.RichBar",
         "progress_bar_rich": "proj.models.RichBar",
+        "manual": "proj.manual.ManualRich",
+        "manual_fp16_cuda": "proj.manual.ManualRich",
+        "clip_hook_estimate": "proj.manual.ClipHookRich",
     }
     model = special.get(name, "proj.seed.SeedRich" if name.startswith("seed") else BASE["model"])
     spec = {**BASE, "model": model, "trainer": {**BASE["trainer"], **flags}}
@@ -574,6 +663,21 @@ TRACES = {
         "PROGRESS_BAR_REFRESH_RATE = 100",
         'f"Epoch {epoch}/1"',
         "already tracks a metric with the name(s) 'v_num'",
+    ],
+    "manual": [
+        "class StepCountingOptimizer",
+        "def manual_backward(loss, *args, **kwargs):",
+        "model.optimizers = module_optimizers",
+        "model.lr_schedulers = module_lr_schedulers",
+        "model.clip_gradients = clip_gradients",
+        "model.on_validation_model_zero_grad()",
+        "def manual_outputs(output):",
+    ],
+    "manual_fp16_cuda": ["loss = scaler.scale(loss)", "output = scaler.step(optimizer, **kwargs)"],
+    "clip_hook_estimate": [
+        "model.configure_gradient_clipping(",
+        "trainer.estimated_stepping_batches = min(",
+        "gradient_clip_val = GRADIENT_CLIP_VAL",
     ],
 }
 

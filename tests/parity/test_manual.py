@@ -1,0 +1,109 @@
+"""Parity of manual optimization (`self.automatic_optimization = False`, Lightning 2.x) with
+pytorch_lightning.Trainer: the modules of tests/parity/manual_models.py make their optimizer steps in
+training_step, and the script must give them what Lightning's Trainer gives (the wrapped optimizers, whose steps
+global_step counts, manual_backward with its hooks, clip_gradients, the schedulers they step themselves).
+The same comparison as tests/parity/test_parity.py: weights (torch.equal), records, checkpoints, logs.
+
+    pytest tests/parity/test_manual.py -p no:xdist
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.harness import Case, case_ids
+from tests.parity import test_parity
+from tests.parity.test_parity import (
+    Runner,
+    case,
+    csv_logger,
+    differences,
+    model_checkpoint,
+    stop_request,
+    train_both,
+)
+
+pytest.importorskip("pytorch_lightning")
+
+pytestmark = pytest.mark.slow
+
+MANUAL = "tests.parity.manual_models"
+TRAINER_ATTRIBUTES = [{"class_path": "tests.parity.trainer_attributes.TrainerAttributesRecorder"}]
+runner = test_parity.runner  # the fixture: one runner server for these cases
+
+
+def manual_case(id: str, model: str, init: dict | None = None, **trainer) -> Case:
+    built = case(id, "MLP", init, **trainer)
+    built.spec["model"]["class_path"] = f"{MANUAL}.{model}"
+    return built
+
+
+CASES = [
+    manual_case("manual_gan_two_optimizers_toggled", "ManualGAN", max_epochs=2),
+    manual_case("manual_gan_bf16_mixed", "ManualGAN", max_epochs=1, precision="bf16-mixed"),
+    manual_case("manual_gan_max_steps", "ManualGAN", max_steps=7),
+    manual_case(
+        "manual_gan_logged_and_stopped",
+        "ManualGAN",
+        max_epochs=3,
+        logger=csv_logger(),
+        log_every_n_steps=3,
+        callbacks=stop_request(at_epoch=1, at_batch=4),
+    ),
+    manual_case("manual_accumulate_clip_norm", "ManualAccumulateClip", max_epochs=2),
+    manual_case(
+        "manual_accumulate_clip_value",
+        "ManualAccumulateClip",
+        {"clip_val": 0.01, "clip_algorithm": "value"},
+        max_epochs=2,
+        logger=csv_logger(),
+        log_every_n_steps=2,
+    ),
+    manual_case(
+        "manual_accumulate_checkpoints",
+        "ManualAccumulateClip",
+        max_epochs=3,
+        enable_checkpointing=True,
+        callbacks=[model_checkpoint(save_last=True, every_n_train_steps=2, save_top_k=-1)],
+    ),
+    manual_case("manual_tbptt", "ManualTBPTT", max_epochs=2, val_check_interval=3),
+    # configure_gradient_clipping (automatic optimization), with and without the Trainer's clipping flags
+    manual_case(
+        "clip_hook_with_trainer_value_clipping",
+        "ClipHookModel",
+        max_epochs=2,
+        gradient_clip_val=0.02,
+        gradient_clip_algorithm="value",
+        accumulate_grad_batches=2,
+    ),
+    # a callback reading the trainer's attributes at several hooks, with and without a data module
+    manual_case("trainer_attributes_manual_gan", "ManualGAN", max_epochs=2, callbacks=TRAINER_ATTRIBUTES),
+    case(
+        "trainer_attributes_datamodule_bf16",
+        "Classifier",
+        data="ShuffledData",
+        max_epochs=2,
+        precision="bf16-mixed",
+        callbacks=TRAINER_ATTRIBUTES,
+    ),
+    # OneCycleLR sized by trainer.estimated_stepping_batches
+    manual_case("one_cycle_estimated_stepping_batches", "OneCycleModel", max_epochs=3),
+    manual_case(
+        "one_cycle_estimate_accumulate_max_steps",
+        "OneCycleModel",
+        max_epochs=3,
+        max_steps=11,
+        accumulate_grad_batches=2,
+        limit_train_batches=7,
+    ),
+    manual_case("clip_hook_own_clipping_bf16", "ClipHookModel", max_epochs=1, precision="bf16-mixed"),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=case_ids(CASES))
+def test_manual_optimization_trains_like_lightning(case: Case, runner: Runner, tmp_path: Path) -> None:
+    lightning, script = train_both(runner, case.spec, tmp_path)
+    found = differences(lightning, script)
+    assert not found, f"{case.id}: the script trains differently from Lightning ({tmp_path}):\n" + "\n".join(found)

@@ -1,0 +1,59 @@
+"""A user callback that reads the trainer attributes modules and callbacks read in practice, at several hooks,
+and records them into the model's `events` (compared with Lightning's by tests/parity/test_manual.py)."""
+
+import os
+
+import pytorch_lightning as pl
+
+
+class TrainerAttributesRecorder(pl.Callback):
+    def setup(self, trainer, pl_module, stage):
+        self._record("setup", trainer, pl_module)
+
+    def on_sanity_check_start(self, trainer, pl_module):
+        self._record("sanity_check_start", trainer, pl_module)
+
+    def on_validation_start(self, trainer, pl_module):
+        self._record("validation_start", trainer, pl_module)
+
+    def on_train_start(self, trainer, pl_module):
+        self._record("train_start", trainer, pl_module)
+
+    def on_train_epoch_start(self, trainer, pl_module):
+        self._record("train_epoch_start", trainer, pl_module)
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        self._record(f"train_batch_end {batch_idx}", trainer, pl_module)
+
+    def on_validation_end(self, trainer, pl_module):
+        self._record("validation_end", trainer, pl_module)
+
+    def on_train_end(self, trainer, pl_module):
+        self._record("train_end", trainer, pl_module)
+
+    @staticmethod
+    def _record(hook, trainer, pl_module):
+        datamodule = trainer.datamodule
+        state = {
+            "current_epoch": trainer.current_epoch,
+            "global_step": trainer.global_step,
+            "max_epochs": trainer.max_epochs,
+            "max_steps": trainer.max_steps,
+            "num_training_batches": trainer.num_training_batches,
+            "num_val_batches": list(trainer.num_val_batches),
+            "sanity_checking": trainer.sanity_checking,
+            "should_stop": trainer.should_stop,
+            "is_global_zero": trainer.is_global_zero,
+            "world_size": trainer.world_size,
+            "global_rank": trainer.global_rank,
+            "local_rank": trainer.local_rank,
+            "node_rank": trainer.node_rank,
+            "num_devices": trainer.num_devices,
+            "num_nodes": trainer.num_nodes,
+            "lightning_module": trainer.lightning_module is pl_module,
+            "datamodule": None if datamodule is None else type(datamodule).__name__,
+            "precision": trainer.precision,
+            "default_root_dir": trainer.default_root_dir == os.getcwd(),
+            "training": trainer.training,
+        }
+        pl_module.events.append((hook, state))
