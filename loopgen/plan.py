@@ -58,8 +58,10 @@ VALIDATION_CALLBACK_HOOKS = (
 TRAINER_ATTRIBUTES = (
     "current_epoch", "global_step", "max_epochs", "max_steps", "num_training_batches", "num_val_batches",
     "accumulate_grad_batches", "optimizers", "sanity_checking", "should_stop", "callback_metrics",
-    "logged_metrics", "is_global_zero", "ckpt_path",
+    "logged_metrics", "is_global_zero", "ckpt_path", "world_size", "global_rank", "local_rank", "node_rank",
 )  # fmt: skip
+# ... of which these are constants in a one-process script (1, 0, 0, 0), left out unless something reads them
+RANK_ATTRIBUTES = frozenset({"world_size", "global_rank", "local_rank", "node_rank"})
 METRIC_ATTRIBUTES = frozenset({"callback_metrics", "logged_metrics"})
 
 
@@ -658,6 +660,47 @@ class Helpers:
 
 
 @dataclass(frozen=True)
+class Distributed:
+    """Several processes (or devices) training one model: what the launcher, the process group, the model wrapper
+    and the samplers are. `kind` None: one process on one device, and the script has no code for any of this.
+
+    Written for every engine the contract names: "ddp" (torchrun; implemented), with room for "dp", "horovod"
+    and "xla". The templates gate rank-0-only actions (printing the summary, writing files) on the script's
+    `is_global_zero` boolean whenever `rank_zero_gates`, and replace the samplers when `replaces_samplers`,
+    whatever the engine."""
+
+    kind: str | None = None  # None | "ddp" (later "dp" | "horovod" | "xla")
+    devices: int = 1  # processes (devices) per node
+    num_nodes: int = 1
+    world_size: int = 1  # devices * num_nodes
+    # where the ranks come from: "torchrun" (RANK, LOCAL_RANK, WORLD_SIZE, GROUP_RANK in the environment)
+    ranks_from: str | None = None
+    backend: str | None = None  # "gloo" | "nccl"; None: decided at run time by the device (nccl on CUDA)
+    timeout: float | None = None  # the process group's timeout in seconds; None: torch's default (Lightning's)
+    # DistributedDataParallel's arguments, as Lightning passes them
+    find_unused_parameters: bool = False
+    static_graph: bool = False
+    gradient_as_bucket_view: bool = False
+    rank_zero_gates: bool = False  # several processes: rank-0-only actions are gated on `is_global_zero`
+    replaces_samplers: bool = False  # Lightning's use_distributed_sampler: train and val samplers shard the data
+    no_sync: bool = False  # accumulation: the gradient all-reduce only on the batch that steps
+    syncs_metrics: bool = False  # self.log(..., sync_dist=True) reduces across the processes
+    reseeds: bool = False  # Lightning seeds again (seed_everything's seed) once the processes are set up
+    local_rank: bool = False  # the script reads the rank on this node (the CUDA device, trainer.local_rank)
+    node_rank: bool = False  # ... the node's rank (trainer.node_rank)
+    launch: str = ""  # the single-node command
+    launch_nodes: str = ""  # the multi-node command (one per node)
+
+    @property
+    def enabled(self) -> bool:
+        return self.kind is not None
+
+    @property
+    def ddp(self) -> bool:
+        return self.kind == "ddp"
+
+
+@dataclass(frozen=True)
 class Plan:
     header: Header
     build: Build
@@ -680,6 +723,7 @@ class Plan:
     helpers: Helpers
     imports: Imports
     notices: tuple[str, ...] = ()  # decisions the user should hear about
+    distributed: Distributed = Distributed()
 
 
 # ---------------------------------------------------------------------------
@@ -716,11 +760,15 @@ def make_plan(
     summary, summaries = resolve_summary(spec, model, precision)
     profiling = resolve_profiling(spec, logging, problems, notices)
     progress = resolve_progress(spec, model, user_callbacks, bounds, validation, logging, problems, notices)
+    distributed = resolve_distributed(
+        spec, script_name, precision, optimizers, optimization, data_plan, checkpointing, logging, profiling, progress,
+        problems,
+    )  # fmt: skip
     if problems:
         raise LoopgenError(problems)
     hooks = with_lightning_callbacks(spec, hooks, checkpointing, logging, summaries, progress)
     metrics = resolve_metrics(model, user_callbacks, optimizers, optimization, checkpointing, logging, progress)
-    state = resolve_state(spec, model, user_callbacks, metrics, checkpointing)
+    state = resolve_state(spec, model, user_callbacks, metrics, checkpointing, distributed=distributed.enabled)
     epoch_start = (
         state.mirror_epoch
         or bool(hooks.callbacks_with("on_train_epoch_start"))
@@ -735,8 +783,35 @@ def make_plan(
         resume_variables=checkpointing.resume_variables + (("log_step",) if logging.counts_steps else ()),
     )
     build = resolve_build(spec, hooks.callbacks)
+    distributed = replace(
+        distributed,
+        syncs_metrics=distributed.enabled and metrics.collect,
+        local_rank=distributed.enabled and (device.moves or state.has("local_rank")),
+        node_rank=distributed.enabled and state.has("node_rank"),
+    )
+    header = resolve_header(spec, optimizers, script_name, device, precision, bounds, optimization, validation)
+    if distributed.enabled:
+        header = distributed_header(header, distributed)
+    imports = resolve_imports(
+        build,
+        state,
+        data_plan,
+        bounds,
+        validation,
+        precision,
+        optimizers,
+        optimization,
+        metrics,
+        checkpointing,
+        logging,
+        summary,
+        profiling,
+        progress,
+    )
+    if distributed.ranks_from == "torchrun":  # the ranks from the environment; sys.exit(2) without them
+        imports = replace(imports, os=True, sys=True, timedelta=imports.timedelta or distributed.timeout is not None)
     return Plan(
-        header=resolve_header(spec, optimizers, script_name, device, precision, bounds, optimization, validation),
+        header=header,
         build=build,
         state=state,
         device=device,
@@ -759,23 +834,9 @@ def make_plan(
             or optimization.tbptt
             or (device.moves and not hooks.model_has("transfer_batch_to_device"))
         ),
-        imports=resolve_imports(
-            build,
-            state,
-            data_plan,
-            bounds,
-            validation,
-            precision,
-            optimizers,
-            optimization,
-            metrics,
-            checkpointing,
-            logging,
-            summary,
-            profiling,
-            progress,
-        ),
+        imports=imports,
         notices=tuple(notices),
+        distributed=distributed,
     )
 
 
@@ -1767,6 +1828,7 @@ def resolve_state(
     callbacks: tuple[ClassFacts, ...],
     metrics: Metrics,
     checkpointing: Checkpointing,
+    distributed: bool = False,
 ) -> State:
     """The `trainer` object: the attributes the model and the callbacks read, each one true."""
     reads: set[str] = set()
@@ -1798,6 +1860,8 @@ def resolve_state(
             )
         )
     attributes = frozenset(TRAINER_ATTRIBUTES) if everything else frozenset(reads)
+    if everything and not distributed:
+        attributes -= RANK_ATTRIBUTES - reads
     if not metrics.collect:
         attributes -= METRIC_ATTRIBUTES
     exists = bool(attributes) or bool(callbacks) or bool(checkpointing.checkpoints)  # the user's callbacks get it
@@ -1837,6 +1901,118 @@ def resolve_build(spec: Spec, callbacks: tuple[Callback, ...]) -> Build:
         benchmark=t.benchmark,
         sets_benchmark=t.benchmark is not None,
     )
+
+
+def resolve_distributed(
+    spec: Spec,
+    script_name: str,
+    precision: Precision,
+    optimizers: Optimizers,
+    optimization: Optimization,
+    data: Data,
+    checkpointing: Checkpointing,
+    logging: Logging,
+    profiling: Profiling,
+    progress: Progress,
+    problems: list[Problem],
+) -> Distributed:
+    """strategy, devices, num_nodes: DDP under torchrun (Lightning's DDPStrategy), or one process on one device.
+
+    What DDP cannot serve yet is refused here, each with its reason."""
+    t = spec.trainer
+    strategy, args = t.strategy, {}
+    if isinstance(strategy, dict):  # {class_path: DDPStrategy, init_args: {...}}
+        strategy, args = "ddp", dict(strategy["init_args"])
+    elif strategy == "ddp_find_unused_parameters_true":
+        strategy, args = "ddp", {"find_unused_parameters": True}
+    elif strategy == "ddp_find_unused_parameters_false":
+        strategy = "ddp"
+    devices, num_nodes = t.devices, t.num_nodes
+    if strategy != "ddp":
+        for flag, value in (("devices", devices), ("num_nodes", num_nodes)):
+            if value != 1:
+                message = f"{flag}: {value} needs `strategy: ddp` (one process per device, launched with torchrun)"
+                problems.append(_flag_problem(spec, flag, message))
+        return Distributed()
+
+    def refuse(flag: str, what: str) -> None:
+        problems.append(_flag_problem(spec, flag, f"{what} with strategy ddp is not supported yet"))
+
+    if precision.name != "32":
+        refuse("precision", f"precision {precision.name}")
+    if spec.seed_everything is True:
+        problems.append(
+            Problem(
+                "seed_everything",
+                "seed_everything: true with strategy ddp: each process would choose its own seed; give a number",
+                spec.line("seed_everything"),
+            )
+        )
+    if optimization.closure:
+        refuse("strategy", "an optimizer step through a closure (LBFGS or an optimizer_step override)")
+    if optimizers.several:
+        refuse("strategy", "several optimizers (training_step with optimizer_idx, Lightning 1.9)")
+    if optimization.tbptt:
+        refuse("truncated_bptt_steps", "truncated_bptt_steps")
+    if data.sequential:
+        refuse("overfit_batches", "overfit_batches")
+    if checkpointing.saves or checkpointing.resumes:
+        refuse("enable_checkpointing", "checkpointing (set `enable_checkpointing: false`, no ModelCheckpoint)")
+    if logging.enabled:
+        refuse("logger", "a logger (set `logger: false`)")
+    if profiling.enabled:
+        refuse("profiler", "a profiler")
+    if progress.enabled:
+        refuse("enable_progress_bar", "the progress bar (set `enable_progress_bar: false`)")
+    if any(_is_lightning(ref, "EarlyStopping") for ref in t.callbacks):
+        refuse("callbacks", "EarlyStopping")
+    if optimization.track_grad_norm is not None:
+        refuse("track_grad_norm", "track_grad_norm")
+    backend = args.get("process_group_backend")
+    if backend is None and spec.trainer.accelerator != "auto":
+        backend = "nccl" if spec.trainer.accelerator == "cuda" else "gloo"
+    if backend == "nccl" and spec.trainer.accelerator == "cpu":
+        problems.append(_flag_problem(spec, "strategy", "process_group_backend: nccl needs CUDA (accelerator: cpu)"))
+    world_size = devices * num_nodes
+    nodes, per_node = (num_nodes, devices) if num_nodes > 1 else (world_size, 1)
+    launch = f"torchrun --nproc_per_node={devices} {script_name}"
+    launch_nodes = (
+        f"torchrun --nnodes={nodes} --nproc_per_node={per_node} --node_rank=NODE_RANK"
+        f" --master_addr=NODE0_ADDRESS --master_port=29500 {script_name}"
+    )
+    return Distributed(
+        kind="ddp",
+        devices=devices,
+        num_nodes=num_nodes,
+        world_size=world_size,
+        ranks_from="torchrun",
+        backend=backend,
+        timeout=args.get("timeout"),
+        find_unused_parameters=bool(args.get("find_unused_parameters", False)),
+        static_graph=bool(args.get("static_graph", False)),
+        gradient_as_bucket_view=bool(args.get("gradient_as_bucket_view", False)),
+        rank_zero_gates=True,
+        replaces_samplers=True,
+        no_sync=optimization.accumulates,
+        reseeds=isinstance(spec.seed_everything, int) and not isinstance(spec.seed_everything, bool),
+        launch=launch if num_nodes == 1 else launch_nodes,
+        launch_nodes=launch_nodes,
+    )
+
+
+def distributed_header(header: Header, distributed: Distributed) -> Header:
+    """The header of a DDP script: the choices it was made for, and the torchrun commands that launch it."""
+    choices = (*header.choices, f"strategy=ddp over {distributed.num_nodes} x {distributed.devices} processes")
+    note = f"Launched by torchrun, one process per device, {distributed.world_size} in all (devices x num_nodes)"
+    if distributed.num_nodes == 1:
+        note += f": on one node `{distributed.launch}`"
+    if distributed.world_size > 1:
+        note += (
+            f"; on several nodes, `{distributed.launch_nodes}` on each (any --nnodes x --nproc_per_node that makes"
+            f" {distributed.world_size}), with NODE_RANK 0 on the node at NODE0_ADDRESS, 1, 2, ... on the others"
+        )
+    note += ". Run without torchrun, the script says so and exits with status 2."
+    return replace(header, choices=choices, launch=distributed.launch, notes=(*header.notes, note))
 
 
 def resolve_header(
