@@ -690,6 +690,10 @@ class Distributed:
     node_rank: bool = False  # ... the node's rank (trainer.node_rank)
     launch: str = ""  # the single-node command
     launch_nodes: str = ""  # the multi-node command (one per node)
+    # Lightning 1.9.5's sampler replacement: every sampler (RandomSampler too) sharded over its own order
+    wraps_samplers: bool = False
+    # horovod: the accumulation factor the DistributedOptimizer counts backward passes by
+    backward_passes_per_step: int = 1
 
     @property
     def enabled(self) -> bool:
@@ -698,6 +702,10 @@ class Distributed:
     @property
     def ddp(self) -> bool:
         return self.kind == "ddp"
+
+    @property
+    def horovod(self) -> bool:
+        return self.kind == "horovod"
 
 
 @dataclass(frozen=True)
@@ -790,7 +798,9 @@ def make_plan(
         node_rank=distributed.enabled and state.has("node_rank"),
     )
     header = resolve_header(spec, optimizers, script_name, device, precision, bounds, optimization, validation)
-    if distributed.enabled:
+    if distributed.horovod:
+        header = horovod_header(header, distributed)
+    elif distributed.enabled:
         header = distributed_header(header, distributed)
     imports = resolve_imports(
         build,
@@ -810,6 +820,8 @@ def make_plan(
     )
     if distributed.ranks_from == "torchrun":  # the ranks from the environment; sys.exit(2) without them
         imports = replace(imports, os=True, sys=True, timedelta=imports.timedelta or distributed.timeout is not None)
+    if distributed.horovod and distributed.devices > 1:  # sys.exit(2) when not launched by horovodrun
+        imports = replace(imports, sys=True)
     return Plan(
         header=header,
         build=build,
@@ -1928,6 +1940,9 @@ def resolve_distributed(
     elif strategy == "ddp_find_unused_parameters_false":
         strategy = "ddp"
     devices, num_nodes = t.devices, t.num_nodes
+    if strategy == "horovod":
+        return resolve_horovod(spec, script_name, precision, optimizers, optimization, data, checkpointing, logging,
+                               profiling, progress, problems)  # fmt: skip
     if strategy != "ddp":
         for flag, value in (("devices", devices), ("num_nodes", num_nodes)):
             if value != 1:
@@ -1998,6 +2013,97 @@ def resolve_distributed(
         launch=launch if num_nodes == 1 else launch_nodes,
         launch_nodes=launch_nodes,
     )
+
+
+def resolve_horovod(
+    spec: Spec,
+    script_name: str,
+    precision: Precision,
+    optimizers: Optimizers,
+    optimization: Optimization,
+    data: Data,
+    checkpointing: Checkpointing,
+    logging: Logging,
+    profiling: Profiling,
+    progress: Progress,
+    problems: list[Problem],
+) -> Distributed:
+    """strategy: horovod, as Lightning 1.9.5's HorovodStrategy: processes started by horovodrun (`devices` of them
+    on this host, the count the header's command gives), hvd.DistributedOptimizer, the learning rates scaled by
+    the number of processes, parameters and optimizer state broadcast from process 0, every sampler sharded.
+
+    What it cannot serve is refused here, each with its reason: what the DDP part refuses (the rank-0 handling
+    of loggers, checkpoints and the bar is not there yet), and what Lightning 1.9.5 refuses or does differently."""
+    t = spec.trainer
+
+    def refuse(flag: str, what: str) -> None:
+        problems.append(_flag_problem(spec, flag, f"{what} with strategy horovod is not supported"))
+
+    if t.num_nodes != 1:
+        refuse("num_nodes", "num_nodes > 1 (Lightning 1.9.5 refuses it: horovodrun's -H places the processes)")
+    if precision.apex:
+        refuse("amp_backend", "apex (Lightning 1.9.5's Horovod has no apex path)")
+    elif precision.name != "32":
+        refuse("precision", f"precision {precision.name}")
+    if spec.seed_everything is True:
+        problems.append(
+            Problem(
+                "seed_everything",
+                "seed_everything: true with strategy horovod: each process would choose its own seed; give a number",
+                spec.line("seed_everything"),
+            )
+        )
+    if optimization.schedule is not None:
+        refuse("accumulate_grad_batches", "an accumulation schedule (Lightning 1.9.5 refuses it)")
+    elif optimization.accumulates:
+        # Lightning 1.9.5's Horovod "handles accumulation": its loop calls optimizer.step() on every batch
+        refuse("accumulate_grad_batches", "accumulate_grad_batches > 1 (Lightning 1.9.5 steps on every batch then)")
+    if optimization.closure:
+        refuse("strategy", "an optimizer step through a closure (LBFGS or an optimizer_step override)")
+    if optimizers.several:
+        refuse("strategy", "several optimizers")
+    if optimizers.general_schedulers:
+        refuse("strategy", "LR schedulers from a configure_optimizers whose returned form its source does not show")
+    if optimization.tbptt:
+        refuse("truncated_bptt_steps", "truncated_bptt_steps")
+    if data.sequential:
+        refuse("overfit_batches", "overfit_batches")
+    if checkpointing.saves or checkpointing.resumes:
+        refuse("enable_checkpointing", "checkpointing (set `enable_checkpointing: false`, no ModelCheckpoint)")
+    if logging.enabled:
+        refuse("logger", "a logger (set `logger: false`)")
+    if profiling.enabled:
+        refuse("profiler", "a profiler")
+    if progress.enabled:
+        refuse("enable_progress_bar", "the progress bar (set `enable_progress_bar: false`)")
+    if any(_is_lightning(ref, "EarlyStopping") for ref in t.callbacks):
+        refuse("callbacks", "EarlyStopping")
+    if optimization.track_grad_norm is not None:
+        refuse("track_grad_norm", "track_grad_norm")
+    devices = t.devices
+    return Distributed(
+        kind="horovod",
+        devices=devices,
+        world_size=devices,
+        ranks_from="horovod",
+        rank_zero_gates=True,
+        replaces_samplers=True,
+        wraps_samplers=True,
+        backward_passes_per_step=optimization.accumulate if optimization.accumulates else 1,
+        launch=f"horovodrun -np {devices} -H localhost:{devices} python {script_name}",
+        launch_nodes=f"horovodrun -np N -H HOST1:SLOTS1,HOST2:SLOTS2 python {script_name}",
+    )
+
+
+def horovod_header(header: Header, distributed: Distributed) -> Header:
+    """The header of a Horovod script: the horovodrun command that launches it."""
+    choices = (*header.choices, f"strategy=horovod over {distributed.devices} processes (Lightning 1.9.5)")
+    note = (
+        f"Launched by horovodrun, one process per device: on this host `{distributed.launch}`; on several hosts"
+        f" `{distributed.launch_nodes}` (Lightning 1.9.5 scales the learning rates by the number of processes, as"
+        " this script does). Run without horovodrun, the script says so and exits with status 2."
+    )
+    return replace(header, choices=choices, launch=distributed.launch, notes=(*header.notes, note))
 
 
 def distributed_header(header: Header, distributed: Distributed) -> Header:

@@ -342,6 +342,7 @@ FLAG_SETS = {
         "callbacks": ["pytorch_lightning.callbacks.RichProgressBar"],
         "logger": True,
     },
+    "horovod": {"strategy": "horovod", "devices": 2},
 }
 
 
@@ -437,6 +438,17 @@ TRACES = {
     "max_steps": ["global_step >= MAX_STEPS"],
     "min_epochs_steps": [],
     "deterministic": ["use_deterministic_algorithms", "CUBLAS_WORKSPACE_CONFIG", "cudnn.benchmark"],
+    "horovod": [
+        "import horovod.torch as hvd",
+        "hvd.init()",
+        "hvd.broadcast_parameters(model.state_dict(), root_rank=0)",
+        "hvd.broadcast_optimizer_state(optimizer, root_rank=0)",
+        "optimizer = hvd.DistributedOptimizer(",
+        "optimizer.synchronize()",
+        "with optimizer.skip_synchronize():",
+        'group["lr"] *= world_size',
+        "sampler = SamplerShards(loader.sampler, **kwargs)",
+    ],
     "cuda": ["def map_tensors", "t.to(device, non_blocking=True)", "model.to(device)", 'torch.device("cuda")'],
     "callback": ["callback.on_train_start(trainer, model)", "callback.on_validation_end(trainer, model)"],
     "val_int_no_epoch": ["total_batch_idx"],
