@@ -1932,13 +1932,7 @@ def resolve_distributed(
 
     What DDP cannot serve yet is refused here, each with its reason."""
     t = spec.trainer
-    strategy, args = t.strategy, {}
-    if isinstance(strategy, dict):  # {class_path: DDPStrategy, init_args: {...}}
-        strategy, args = "ddp", dict(strategy["init_args"])
-    elif strategy == "ddp_find_unused_parameters_true":
-        strategy, args = "ddp", {"find_unused_parameters": True}
-    elif strategy == "ddp_find_unused_parameters_false":
-        strategy = "ddp"
+    strategy, args = strategy_args(t.strategy)
     devices, num_nodes = t.devices, t.num_nodes
     if strategy == "horovod":
         return resolve_horovod(spec, script_name, precision, optimizers, optimization, data, checkpointing, logging,
@@ -2104,6 +2098,18 @@ def horovod_header(header: Header, distributed: Distributed) -> Header:
         " this script does). Run without horovodrun, the script says so and exits with status 2."
     )
     return replace(header, choices=choices, launch=distributed.launch, notes=(*header.notes, note))
+
+
+def strategy_args(strategy: Any) -> tuple[str, dict[str, Any]]:
+    """The `strategy` flag's value as (name, DDPStrategy's init_args): ddp_find_unused_parameters_true is "ddp"
+    with find_unused_parameters, a DDPStrategy entry is "ddp" with its init_args."""
+    if isinstance(strategy, dict):  # {class_path: DDPStrategy, init_args: {...}}
+        return "ddp", dict(strategy["init_args"])
+    if strategy == "ddp_find_unused_parameters_true":
+        return "ddp", {"find_unused_parameters": True}
+    if strategy == "ddp_find_unused_parameters_false":
+        return "ddp", {}
+    return strategy, {}
 
 
 def distributed_header(header: Header, distributed: Distributed) -> Header:

@@ -343,6 +343,18 @@ FLAG_SETS = {
         "logger": True,
     },
     "horovod": {"strategy": "horovod", "devices": 2},
+    "ddp": {"strategy": "ddp", "devices": 2},
+    "ddp_entry_accumulate_auto": {
+        "strategy": {
+            "class_path": "pytorch_lightning.strategies.DDPStrategy",
+            "init_args": {"find_unused_parameters": True, "timeout": 120, "gradient_as_bucket_view": True},
+        },
+        "accelerator": "auto",
+        "devices": 2,
+        "num_nodes": 2,
+        "accumulate_grad_batches": 2,
+        "enable_model_summary": True,
+    },
 }
 
 
@@ -586,6 +598,24 @@ TRACES = {
         "PROGRESS_BAR_REFRESH_RATE = 100",
         'f"Epoch {epoch}/1"',
         "already tracks a metric with the name(s) 'v_num'",
+    ],
+    "ddp": [
+        "import torch.distributed as dist",
+        "dist.init_process_group(backend, rank=global_rank, world_size=world_size)",
+        "ddp_model = DistributedDataParallel(",
+        'ddp_model("training_step", batch, batch_idx)',
+        "def with_distributed_sampler",
+        "train_loader.sampler.set_epoch(current_epoch)",
+        "dist.destroy_process_group()",
+    ],
+    "ddp_entry_accumulate_auto": [
+        "find_unused_parameters=True,",
+        "gradient_as_bucket_view=True,",
+        "timeout=timedelta(seconds=TIMEOUT)",
+        "with nullcontext() if should_step else ddp_model.no_sync():",
+        'backend = "nccl" if device.type == "cuda" else "gloo"',
+        "local_rank = int(",
+        "if is_global_zero:",
     ],
 }
 
