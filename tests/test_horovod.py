@@ -21,8 +21,6 @@ import torch
 from tests.harness import ROOT, env_with_root
 from tests.helpers import render, write_spec
 
-pytestmark = pytest.mark.slow
-
 BIN = Path(sys.executable).parent
 
 
@@ -110,6 +108,7 @@ CASES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(CASES))
 def test_horovod_trains_as_lightning_1_9_5_horovod(tmp_path, name):
     """Bit for bit: the same averaged gradients, learning rates scaled by 2, the same shards of the data."""
@@ -122,6 +121,7 @@ def test_horovod_trains_as_lightning_1_9_5_horovod(tmp_path, name):
         assert torch.equal(ours[key], value), key
 
 
+@pytest.mark.slow
 def test_horovod_trains_as_ddp_with_the_learning_rate_scaled(tmp_path):
     """Lightning 1.9.5's Horovod multiplies the learning rate by the number of processes: the Horovod script
     with lr 0.05 ends where the DDP script with lr 0.1 ends (within float tolerance: Horovod and DDP average the
@@ -140,3 +140,30 @@ def test_launched_without_horovodrun_it_says_how(tmp_path):
                             text=True, timeout=120)  # fmt: skip
     assert result.returncode == 2
     assert "horovodrun -np 2 -H localhost:2 python train.py" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        ({"num_nodes": 2}, r"trainer.num_nodes.*num_nodes > 1 \(Lightning 1.9.5 refuses it"),
+        ({"accelerator": "cuda", "precision": "16-mixed", "amp_backend": "apex"}, r"trainer.amp_backend.*apex"),
+        ({"precision": "bf16-mixed"}, r"trainer.precision.*precision bf16-mixed with strategy horovod"),
+        ({"accumulate_grad_batches": 2}, r"steps on every batch"),
+        ({"accumulate_grad_batches": {0: 1, 1: 2}}, r"an accumulation schedule \(Lightning 1.9.5 refuses it\)"),
+        ({"enable_checkpointing": True}, r"trainer.enable_checkpointing.*with strategy horovod"),
+    ],
+)
+def test_what_horovod_cannot_serve_is_refused_at_render_time(tmp_path, monkeypatch, flags, message):
+    from loopgen.errors import LoopgenError
+
+    monkeypatch.chdir(ROOT)
+    with pytest.raises(LoopgenError, match=message):
+        render(spec("horovod", 0.05, **flags), tmp_path)
+
+
+def test_the_script_names_horovodrun_and_a_single_device_script_knows_nothing_of_horovod(tmp_path, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    text = render(spec("horovod", 0.05), tmp_path)
+    assert "horovodrun -np 2 -H localhost:2 python train.py" in " ".join(text.split())
+    plain = render(spec("auto", 0.05, devices=1), tmp_path)
+    assert "hvd" not in plain and "horovodrun" not in plain and "import horovod" not in plain
