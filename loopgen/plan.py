@@ -694,6 +694,10 @@ class Distributed:
     wraps_samplers: bool = False
     # horovod: the accumulation factor the DistributedOptimizer counts backward passes by
     backward_passes_per_step: int = 1
+    # dp: batches go to the GPUs through DataParallel's scatter, not to the device first
+    scatters: bool = False
+    # dp: the per-GPU outputs of training_step reduced to their mean (no training_step_end of the model's)
+    reduces_step_output: bool = False
 
     @property
     def enabled(self) -> bool:
@@ -706,6 +710,10 @@ class Distributed:
     @property
     def horovod(self) -> bool:
         return self.kind == "horovod"
+
+    @property
+    def dp(self) -> bool:
+        return self.kind == "dp"
 
 
 @dataclass(frozen=True)
@@ -768,10 +776,14 @@ def make_plan(
     summary, summaries = resolve_summary(spec, model, precision)
     profiling = resolve_profiling(spec, logging, problems, notices)
     progress = resolve_progress(spec, model, user_callbacks, bounds, validation, logging, problems, notices)
-    distributed = resolve_distributed(
-        spec, script_name, precision, optimizers, optimization, data_plan, checkpointing, logging, profiling, progress,
-        problems,
-    )  # fmt: skip
+    if strategy_args(spec.trainer.strategy)[0] == "dp":
+        distributed = resolve_dp(spec, model, precision, optimizers, optimization, checkpointing, logging, profiling,
+                                 progress, problems)  # fmt: skip
+    else:
+        distributed = resolve_distributed(
+            spec, script_name, precision, optimizers, optimization, data_plan, checkpointing, logging, profiling,
+            progress, problems,
+        )  # fmt: skip
     if problems:
         raise LoopgenError(problems)
     hooks = with_lightning_callbacks(spec, hooks, checkpointing, logging, summaries, progress)
@@ -844,7 +856,7 @@ def make_plan(
         helpers=Helpers(
             map_tensors=precision.double
             or optimization.tbptt
-            or (device.moves and not hooks.model_has("transfer_batch_to_device"))
+            or (device.moves and not hooks.model_has("transfer_batch_to_device") and not distributed.scatters)
         ),
         imports=imports,
         notices=tuple(notices),
@@ -2086,6 +2098,67 @@ def resolve_horovod(
         backward_passes_per_step=optimization.accumulate if optimization.accumulates else 1,
         launch=f"horovodrun -np {devices} -H localhost:{devices} python {script_name}",
         launch_nodes=f"horovodrun -np N -H HOST1:SLOTS1,HOST2:SLOTS2 python {script_name}",
+    )
+
+
+def resolve_dp(
+    spec: Spec,
+    model: ClassFacts,
+    precision: Precision,
+    optimizers: Optimizers,
+    optimization: Optimization,
+    checkpointing: Checkpointing,
+    logging: Logging,
+    profiling: Profiling,
+    progress: Progress,
+    problems: list[Problem],
+) -> Distributed:
+    """strategy: dp, as Lightning 1.9.5's DataParallelStrategy: one process, the model on cuda:0 wrapped in
+    torch.nn.DataParallel over `devices` GPUs, the steps run through it on each GPU's slice of the batch, and
+    training_step's gathered outputs reduced to their mean unless the model defines training_step_end.
+
+    What it cannot serve is refused here, each with its reason."""
+    t = spec.trainer
+
+    def refuse(flag: str, what: str) -> None:
+        problems.append(_flag_problem(spec, flag, f"{what} with strategy dp is not supported"))
+
+    if t.accelerator != "cuda":
+        refuse("accelerator", f"accelerator {t.accelerator} (DataParallel runs over GPUs: accelerator: cuda)")
+    if t.num_nodes != 1:
+        refuse("num_nodes", "num_nodes > 1 (DataParallel is one process)")
+    for hook in ("transfer_batch_to_device", "on_after_batch_transfer"):
+        if model.defines(hook):
+            refuse("strategy", f"overriding `{hook}` (Lightning 1.9.5 refuses it in DP mode)")
+    if precision.name != "32" or precision.apex:
+        refuse("precision", f"precision {precision.name}")
+    if model.uses_log:
+        # DataParallel's replicas would each log into the one collection
+        refuse("strategy", "self.log in the module")
+    if optimization.closure:
+        refuse("strategy", "an optimizer step through a closure (LBFGS or an optimizer_step override)")
+    if optimizers.several:
+        refuse("strategy", "several optimizers")
+    if optimization.tbptt:
+        refuse("truncated_bptt_steps", "truncated_bptt_steps")
+    if checkpointing.saves or checkpointing.resumes:
+        refuse("enable_checkpointing", "checkpointing (set `enable_checkpointing: false`, no ModelCheckpoint)")
+    if logging.enabled:
+        refuse("logger", "a logger (set `logger: false`)")
+    if profiling.enabled:
+        refuse("profiler", "a profiler")
+    if progress.enabled:
+        refuse("enable_progress_bar", "the progress bar (set `enable_progress_bar: false`)")
+    if any(_is_lightning(ref, "EarlyStopping") for ref in t.callbacks):
+        refuse("callbacks", "EarlyStopping")
+    if optimization.track_grad_norm is not None:
+        refuse("track_grad_norm", "track_grad_norm")
+    return Distributed(
+        kind="dp",
+        devices=t.devices,
+        scatters=True,
+        reduces_step_output=not optimization.step_end,
+        launch="",
     )
 
 
