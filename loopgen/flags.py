@@ -286,7 +286,7 @@ def _strategy_support(value: Any) -> str | None:
         if unknown:
             return f"DDPStrategy({unknown[0]}=...) is not supported by loopgen (it implements {', '.join(DDP_STRATEGY_ARGS)})"
         return None
-    return only("auto", *DDP_STRATEGIES, "horovod", "dp")(value)
+    return only("auto", *DDP_STRATEGIES, "horovod", "dp", planned=())(value)
 
 
 def _devices_support(value: Any) -> str | None:

@@ -552,8 +552,6 @@ def test_check_val_every_n_epoch_null_is_kept(tmp_path: Path) -> None:
     "flags",
     [
         "accelerator: tpu",
-        "strategy: dp",
-        "strategy: horovod",
     ],
 )
 def test_contract_flags_not_implemented_yet(tmp_path: Path, flags: str) -> None:
@@ -812,10 +810,8 @@ def test_gpus_zero_means_cpu(tmp_path: Path) -> None:
     assert trainer(tmp_path, "gpus: 0").accelerator == "cpu"
 
 
-def test_seed_era_spelling_that_maps_to_an_unimplemented_value(tmp_path: Path) -> None:
-    assert trainer_problem(tmp_path, "distributed_backend: dp") == (
-        "trainer.distributed_backend (line 3): strategy: dp is not supported yet"
-    )
+def test_seed_era_spellings_of_devices_and_strategies(tmp_path: Path) -> None:
+    assert trainer(tmp_path, "distributed_backend: dp").strategy == "dp"  # the plan checks dp (tests/test_dp.py)
     gpus = trainer(tmp_path, "gpus: 2")  # the plan refuses 2 devices without strategy ddp (tests/test_ddp.py)
     assert (gpus.accelerator, gpus.devices) == ("cuda", 2)
     assert trainer(tmp_path, "distributed_backend: ddp").strategy == "ddp"
