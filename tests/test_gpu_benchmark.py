@@ -13,6 +13,16 @@ from tests.helpers import ROOT
 torch = pytest.importorskip("torch")
 
 
+def gpu_benchmark():
+    """benchmarks/gpu.py of this checkout, loaded from its file (`benchmarks` need not be a package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("gpu_benchmark", ROOT / "benchmarks" / "gpu.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA: the benchmark would run")
 def test_without_cuda_it_says_so_and_exits_2():
     result = subprocess.run(
@@ -23,8 +33,7 @@ def test_without_cuda_it_says_so_and_exits_2():
 
 
 def test_its_specs_render_on_cpu(tmp_path, monkeypatch):
-    from benchmarks.gpu import render_specs
-
+    render_specs = gpu_benchmark().render_specs
     monkeypatch.chdir(ROOT)
     rendered = render_specs(tmp_path, devices=2, epochs=1, hidden=8)
     assert sorted(rendered) == ["cuda-16-mixed", "cuda-32", "cuda-bf16-mixed", "ddp-2gpu"]
@@ -38,8 +47,8 @@ def test_its_specs_render_on_cpu(tmp_path, monkeypatch):
 
 
 def test_syncs_are_allowed_on_logging_steps_and_epoch_ends_only():
-    from benchmarks.gpu import LOG_EVERY_N_STEPS, unexpected_syncs
-
+    benchmark = gpu_benchmark()
+    LOG_EVERY_N_STEPS, unexpected_syncs = benchmark.LOG_EVERY_N_STEPS, benchmark.unexpected_syncs
     syncs = [{"after_step": s} for s in (LOG_EVERY_N_STEPS, 16, 3)]
     assert unexpected_syncs({"steps": 20, "syncs": syncs}) == [{"after_step": 3}]
     assert unexpected_syncs({"steps": 20, "syncs": [{"after_step": 8}]}, world_size=2) == []
