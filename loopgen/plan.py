@@ -1937,14 +1937,10 @@ def resolve_distributed(
 
     if precision.name != "32":
         refuse("precision", f"precision {precision.name}")
-    if spec.seed_everything is True:
-        problems.append(
-            Problem(
-                "seed_everything",
-                "seed_everything: true with strategy ddp: each process would choose its own seed; give a number",
-                spec.line("seed_everything"),
-            )
-        )
+    if isinstance(spec.seed_everything, bool):
+        reason = "each process would choose its own seed" if spec.seed_everything else "not supported yet"
+        message = f"seed_everything: {str(spec.seed_everything).lower()} with strategy ddp: {reason}; give a number"
+        problems.append(Problem("seed_everything", message, spec.line("seed_everything")))
     if optimization.closure:
         refuse("strategy", "an optimizer step through a closure (LBFGS or an optimizer_step override)")
     if optimizers.several:

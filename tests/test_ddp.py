@@ -243,9 +243,11 @@ def test_what_ddp_cannot_serve_is_refused(tmp_path: Path, trainer: dict, expecte
     assert any(expected in problem for problem in found), found
 
 
-def test_a_random_seed_is_refused(tmp_path: Path) -> None:
+def test_ddp_needs_a_seed(tmp_path: Path) -> None:
     found = problems(tmp_path, {**spec({}, {"max_epochs": 1}), "seed_everything": True})
     assert any("each process would choose its own seed" in problem for problem in found), found
+    found = problems(tmp_path, {**spec({}, {"max_epochs": 1}), "seed_everything": False})
+    assert any("seed_everything: false with strategy ddp: not supported yet" in problem for problem in found), found
 
 
 def test_a_ddp_strategy_entry_gives_ddp_its_arguments(tmp_path: Path) -> None:
