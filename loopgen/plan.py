@@ -685,6 +685,7 @@ class Distributed:
     replaces_samplers: bool = False  # Lightning's use_distributed_sampler: train and val samplers shard the data
     no_sync: bool = False  # accumulation: the gradient all-reduce only on the batch that steps
     syncs_metrics: bool = False  # self.log(..., sync_dist=True) reduces across the processes
+    reduces_decisions: bool = False  # EarlyStopping: one process that stops stops all
     reseeds: bool = False  # Lightning seeds again (seed_everything's seed) once the processes are set up
     local_rank: bool = False  # the script reads the rank on this node (the CUDA device, trainer.local_rank)
     node_rank: bool = False  # ... the node's rank (trainer.node_rank)
@@ -1888,6 +1889,8 @@ def resolve_state(
         attributes -= RANK_ATTRIBUTES - reads
     if not metrics.collect:
         attributes -= METRIC_ATTRIBUTES
+    if attributes & counters:  # the loop counts on the trainer: both counters live there
+        attributes |= counters
     exists = bool(attributes) or bool(callbacks) or bool(checkpointing.checkpoints)  # the user's callbacks get it
     module_reads_trainer = (model.trainer_reads or set()) != set() or model.trainer_reads is None
     plain_counters = set() if model.is_lightning_module else module_counters & counters
@@ -1961,14 +1964,10 @@ def resolve_distributed(
 
     if precision.name != "32":
         refuse("precision", f"precision {precision.name}")
-    if spec.seed_everything is True:
-        problems.append(
-            Problem(
-                "seed_everything",
-                "seed_everything: true with strategy ddp: each process would choose its own seed; give a number",
-                spec.line("seed_everything"),
-            )
-        )
+    if isinstance(spec.seed_everything, bool):
+        reason = "each process would choose its own seed" if spec.seed_everything else "not supported yet"
+        message = f"seed_everything: {str(spec.seed_everything).lower()} with strategy ddp: {reason}; give a number"
+        problems.append(Problem("seed_everything", message, spec.line("seed_everything")))
     if optimization.closure:
         refuse("strategy", "an optimizer step through a closure (LBFGS or an optimizer_step override)")
     if optimizers.several:
@@ -1985,8 +1984,6 @@ def resolve_distributed(
         refuse("profiler", "a profiler")
     if progress.enabled:
         refuse("enable_progress_bar", "the progress bar (set `enable_progress_bar: false`)")
-    if any(_is_lightning(ref, "EarlyStopping") for ref in t.callbacks):
-        refuse("callbacks", "EarlyStopping")
     if optimization.track_grad_norm is not None:
         refuse("track_grad_norm", "track_grad_norm")
     backend = args.get("process_group_backend")
@@ -2015,6 +2012,7 @@ def resolve_distributed(
         rank_zero_gates=True,
         replaces_samplers=True,
         no_sync=optimization.accumulates,
+        reduces_decisions=bool(checkpointing.early_stopping),
         reseeds=isinstance(spec.seed_everything, int) and not isinstance(spec.seed_everything, bool),
         launch=launch if num_nodes == 1 else launch_nodes,
         launch_nodes=launch_nodes,
@@ -2294,7 +2292,7 @@ def resolve_imports(
         or optimizers.lenient_plateau
         or bounds.holds_stop
         or checkpointing.resumes
-        or bool(checkpointing.early_stopping)
+        or bool(checkpointing.stopping.get("lenient"))
         or logging.enabled
         or (logging.lr_monitor is not None and logging.lr_monitor.momentum)
         or (summary.enabled and summary.unsupported_precision is not None)
@@ -2317,7 +2315,7 @@ def resolve_imports(
         contextmanager=precision.double or profiles,
         dataclass=metrics.collect
         or bool(checkpointing.checkpoints)
-        or bool(checkpointing.early_stopping)
+        or bool(checkpointing.stopping.get("lenient"))
         or logging.enabled,
         field=bool(checkpointing.checkpoints),
         simple_namespace=state.exists,

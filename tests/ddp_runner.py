@@ -25,12 +25,13 @@ def lightning(spec_path: Path) -> None:
     import pytorch_lightning as pl
     import yaml
 
-    from tests.harness import instantiate
+    from tests.harness import callback_entry, instantiate
 
     spec = yaml.safe_load(spec_path.read_text(encoding="utf-8"))
     pl.seed_everything(spec["seed_everything"])
     model = instantiate(spec["model"])
     flags = dict(spec["trainer"])
+    flags["callbacks"] = [instantiate(callback_entry(entry)) for entry in flags.get("callbacks") or []]
     trainer = pl.Trainer(**{**flags, "enable_model_summary": False})
     trainer.fit(model)
 

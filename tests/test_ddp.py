@@ -32,6 +32,16 @@ SPECS = {
     "shuffled_dropout": ({"dropout": 0.3}, {"max_epochs": 2}),
     "accumulate_clip": ({}, {"max_epochs": 2, "accumulate_grad_batches": 3, "gradient_clip_val": 0.5}),
     "plateau_sync_dist": ({"plateau": True}, {"max_epochs": 4}),
+    # stops after 3 of 8 epochs
+    "early_stopping": (
+        {"plateau": True},
+        {
+            "max_epochs": 8,
+            "callbacks": [
+                {"class_path": "EarlyStopping", "init_args": {"monitor": "val_loss", "patience": 1, "min_delta": 0.02}}
+            ],
+        },
+    ),
 }
 LAUNCH_TIMEOUT = 400  # seconds, for all the launches together
 
@@ -181,6 +191,7 @@ def test_rank_zero_prints_alone(runs: dict) -> None:
     output = runs["launches"]["loopgen"].output
     assert output.count("Total params") == len(SPECS)
     assert output.count("Training stopped after") == len(SPECS)
+    assert "Training stopped after 3 epochs" in output  # EarlyStopping stopped both processes
 
 
 def test_a_rank_that_raises_ends_every_process(runs: dict) -> None:
@@ -219,7 +230,6 @@ def problems(tmp_path: Path, content: dict) -> list[str]:
         ({"enable_progress_bar": True}, "the progress bar (set `enable_progress_bar: false`)"),
         ({"profiler": "simple"}, "a profiler with strategy ddp"),
         ({"overfit_batches": 2}, "overfit_batches with strategy ddp"),
-        ({"callbacks": [{"class_path": "EarlyStopping", "init_args": {"monitor": "val_loss"}}]}, "EarlyStopping"),
         ({"devices": [1, 2]}, "not supported by loopgen (give a device count"),
         ({"strategy": {"class_path": "DDPStrategy", "init_args": {"start_method": "spawn"}}},
          "DDPStrategy(start_method=...) is not supported by loopgen"),
@@ -233,9 +243,11 @@ def test_what_ddp_cannot_serve_is_refused(tmp_path: Path, trainer: dict, expecte
     assert any(expected in problem for problem in found), found
 
 
-def test_a_random_seed_is_refused(tmp_path: Path) -> None:
+def test_ddp_needs_a_seed(tmp_path: Path) -> None:
     found = problems(tmp_path, {**spec({}, {"max_epochs": 1}), "seed_everything": True})
     assert any("each process would choose its own seed" in problem for problem in found), found
+    found = problems(tmp_path, {**spec({}, {"max_epochs": 1}), "seed_everything": False})
+    assert any("seed_everything: false with strategy ddp: not supported yet" in problem for problem in found), found
 
 
 def test_a_ddp_strategy_entry_gives_ddp_its_arguments(tmp_path: Path) -> None:

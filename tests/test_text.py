@@ -343,7 +343,11 @@ FLAG_SETS = {
         "logger": True,
     },
     "horovod": {"strategy": "horovod", "devices": 2},
-    "ddp": {"strategy": "ddp", "devices": 2},
+    "ddp": {
+        "strategy": "ddp",
+        "devices": 2,
+        "callbacks": [{"class_path": "EarlyStopping", "init_args": {"monitor": "val_loss"}}],
+    },
     "ddp_entry_accumulate_auto": {
         "strategy": {
             "class_path": "pytorch_lightning.strategies.DDPStrategy",
@@ -605,8 +609,10 @@ TRACES = {
         "ddp_model = DistributedDataParallel(",
         'ddp_model("training_step", batch, batch_idx)',
         "def with_distributed_sampler",
-        "train_loader.sampler.set_epoch(current_epoch)",
+        "train_loader.sampler.set_epoch(trainer.current_epoch)",
         "dist.destroy_process_group()",
+        "should_stop = any_process(should_stop)",
+        "def any_process(decision):",
     ],
     "ddp_entry_accumulate_auto": [
         "find_unused_parameters=True,",
