@@ -228,11 +228,27 @@ def _run(args: argparse.Namespace) -> int:
         script = args.keep / name
         write_atomically(script, text)
         print(f"loopgen: the script is kept at {script}", file=sys.stderr)
-        return subprocess.call([sys.executable, str(script), *script_args], env=env)
+        return subprocess.call([*_launcher(args.spec), str(script), *script_args], env=env)
     with tempfile.TemporaryDirectory(prefix="loopgen-") as tmp:
         script = Path(tmp) / name
         script.write_text(text, encoding="utf-8")
-        return subprocess.call([sys.executable, str(script), *script_args], env=env)
+        return subprocess.call([*_launcher(args.spec), str(script), *script_args], env=env)
+
+
+def _launcher(spec_path: Path) -> list[str]:
+    """How `loopgen run` starts the script: python, or torchrun with one process per device for DDP."""
+    from loopgen.plan import strategy_args
+    from loopgen.spec import load_spec
+
+    trainer = load_spec(spec_path).trainer
+    if strategy_args(trainer.strategy)[0] != "ddp":
+        return [sys.executable]
+    if trainer.num_nodes > 1:
+        raise LoopgenError(
+            f"trainer.num_nodes: {trainer.num_nodes} nodes: loopgen run starts one; render the script and run the"
+            " torchrun command of its header on each node"
+        )
+    return [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={trainer.devices}"]
 
 
 def _check(args: argparse.Namespace) -> int:

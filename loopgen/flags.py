@@ -214,6 +214,87 @@ _STRATEGIES = (
     "fsdp", "fsdp_cpu_offload", "single_tpu", "single_xla", "xla", "xla_debug",
 )  # fmt: skip
 
+# Lightning's DDPStrategy however spelled, and the init_args of it that loopgen implements
+DDP_STRATEGY_PATHS = (
+    "DDPStrategy", "pytorch_lightning.strategies.DDPStrategy", "pytorch_lightning.strategies.ddp.DDPStrategy",
+    "lightning.pytorch.strategies.DDPStrategy", "lightning.pytorch.strategies.ddp.DDPStrategy",
+)  # fmt: skip
+DDP_STRATEGY_ARGS = ("find_unused_parameters", "static_graph", "gradient_as_bucket_view", "timeout",
+                     "process_group_backend")  # fmt: skip
+DDP_STRATEGIES = ("ddp", "ddp_find_unused_parameters_false", "ddp_find_unused_parameters_true")
+
+
+def _timeout_seconds(raw: Any) -> float:
+    """DDPStrategy(timeout=...): seconds, or a timedelta as LightningCLI writes it ("0:30:00", "1 day, 0:00:00")."""
+    if _is_number(raw) and raw > 0:
+        return float(raw)
+    if isinstance(raw, str):
+        days, _, clock = raw.rpartition(", ") if ", " in raw else ("", "", raw)
+        parts = clock.split(":")
+        try:
+            day_count = int(days.split()[0]) if days else 0
+            hours, minutes, seconds = (float(part) for part in parts) if len(parts) == 3 else (None, None, None)
+        except (ValueError, IndexError, TypeError):
+            hours = None
+        if hours is not None and hours * 3600 + minutes * 60 + seconds + day_count * 86400 > 0:
+            return day_count * 86400 + hours * 3600 + minutes * 60 + seconds
+    raise FlagError(f'expected a number of seconds > 0 or a duration "H:MM:SS", {got(raw)}', ("timeout",))
+
+
+def _strategy() -> Kind:
+    """A registered strategy name (case-insensitive; single_device -> auto), or a `{class_path: DDPStrategy,
+    init_args: {...}}` entry, normalised to {"class_path": "DDPStrategy", "init_args": {...}} with a timeout in
+    seconds."""
+    names = choice(*_STRATEGIES, aliases={"single_device": "auto"}, lower=True)
+    kinds = {"find_unused_parameters": boolean(), "static_graph": boolean(), "gradient_as_bucket_view": boolean(),
+             "process_group_backend": choice("gloo", "nccl")}  # fmt: skip
+
+    def parse(raw: Any) -> Any:
+        if not isinstance(raw, dict):
+            return names.parse(raw)
+        class_path = _class_path_of(raw, "a strategy name or an entry with a class_path")
+        unknown = sorted(set(raw) - {"class_path", "init_args"})
+        if unknown:
+            raise FlagError(f"unknown key {unknown[0]!r}: expected class_path and init_args", (unknown[0],))
+        args = raw.get("init_args") or {}
+        if not isinstance(args, dict):
+            raise FlagError(f"expected a mapping, {got(args)}", ("init_args",))
+        parsed: dict[str, Any] = {}
+        for key, value in args.items():
+            if value is None:
+                continue
+            if key == "timeout":
+                parsed[key] = _timeout_seconds(value)
+            elif key in kinds:
+                try:
+                    parsed[key] = kinds[key].parse(value)
+                except FlagError as error:
+                    raise FlagError(error.message, ("init_args", key)) from None
+            else:
+                parsed[key] = value  # refused by the support predicate, with its name
+        return {"class_path": class_path, "init_args": parsed}
+
+    schema = {"anyOf": [names.schema, CLASS_REF_SCHEMA]}
+    return Kind(parse, schema)
+
+
+def _strategy_support(value: Any) -> str | None:
+    if isinstance(value, dict):
+        if value["class_path"] not in DDP_STRATEGY_PATHS:
+            return f"{value['class_path']} is not supported by loopgen (its strategy entries: DDPStrategy)"
+        unknown = [key for key in value["init_args"] if key not in DDP_STRATEGY_ARGS]
+        if unknown:
+            return f"DDPStrategy({unknown[0]}=...) is not supported by loopgen (it implements {', '.join(DDP_STRATEGY_ARGS)})"
+        return None
+    return only("auto", *DDP_STRATEGIES, "horovod", "dp", planned=())(value)
+
+
+def _devices_support(value: Any) -> str | None:
+    if _is_int(value) and value >= 1:
+        return None
+    return "not supported by loopgen (give a device count; choose the GPUs with CUDA_VISIBLE_DEVICES)"
+
+
 _PRECISION_ALIASES: Mapping[str | int, str] = {
     64: "64", "64": "64", "64-true": "64",
     32: "32", "32": "32", "32-true": "32",
@@ -618,13 +699,13 @@ FLAGS: tuple[Flag, ...] = (
     Flag("accelerator", choice("auto", "cpu", "cuda", "mps", "tpu", aliases={"gpu": "cuda"}), "auto",
          "auto (cuda when available, else cpu; decided when the script starts), cpu, gpu/cuda, tpu",
          support=only("auto", "cpu", "cuda", planned=("tpu",))),
-    Flag("strategy", choice(*_STRATEGIES, aliases={"single_device": "auto"}, lower=True), "auto",
-         "auto/single_device, dp, ddp, horovod",
-         support=only("auto", planned=("dp", "ddp", "horovod"))),
-    Flag("devices", _devices(), 1, "auto (= 1), or a device count",
-         support=only(1)),
-    Flag("num_nodes", integer(1), 1, "number of nodes",
-         support=only(1)),
+    Flag("strategy", _strategy(), "auto",
+         "auto/single_device, ddp (ddp_find_unused_parameters_true/false, or a DDPStrategy entry), dp, horovod",
+         support=_strategy_support),
+    Flag("devices", _devices(), 1, "auto (= 1), or a device count (> 1: one process per device, strategy ddp)",
+         support=_devices_support),
+    Flag("num_nodes", integer(1), 1, "number of nodes (> 1: strategy ddp, launched with torchrun on each)",
+         support=implemented),
     Flag("precision", choice("32", "64", "16-mixed", "bf16-mixed", *_PRECISION_OTHERS, aliases=_PRECISION_ALIASES),
          "32", "32, 16-mixed (16), bf16-mixed (bf16), 64",
          support=only("32", "16-mixed", "bf16-mixed", "64", planned=()),

@@ -66,6 +66,8 @@ TRAINER_ATTRIBUTES = (
     "world_size", "global_rank", "local_rank", "node_rank", "num_devices", "num_nodes", "lightning_module",
     "datamodule", "precision", "default_root_dir", "estimated_stepping_batches", "training",
 )  # fmt: skip
+# ... of which these are constants in a one-process script (1, 0, 0, 0), left out unless something reads them
+RANK_ATTRIBUTES = frozenset({"world_size", "global_rank", "local_rank", "node_rank"})
 METRIC_ATTRIBUTES = frozenset({"callback_metrics", "logged_metrics"})
 
 
@@ -724,6 +726,64 @@ MANUAL_METHODS = ("optimizers", "lr_schedulers", "manual_backward", "clip_gradie
 
 
 @dataclass(frozen=True)
+class Distributed:
+    """Several processes (or devices) training one model: what the launcher, the process group, the model wrapper
+    and the samplers are. `kind` None: one process on one device, and the script has no code for any of this.
+
+    Written for every engine the contract names: "ddp" (torchrun; implemented), with room for "dp", "horovod"
+    and "xla". The templates gate rank-0-only actions (printing the summary, writing files) on the script's
+    `is_global_zero` boolean whenever `rank_zero_gates`, and replace the samplers when `replaces_samplers`,
+    whatever the engine."""
+
+    kind: str | None = None  # None | "ddp" (later "dp" | "horovod" | "xla")
+    devices: int = 1  # processes (devices) per node
+    num_nodes: int = 1
+    world_size: int = 1  # devices * num_nodes
+    # where the ranks come from: "torchrun" (RANK, LOCAL_RANK, WORLD_SIZE, GROUP_RANK in the environment)
+    ranks_from: str | None = None
+    backend: str | None = None  # "gloo" | "nccl"; None: decided at run time by the device (nccl on CUDA)
+    timeout: float | None = None  # the process group's timeout in seconds; None: torch's default (Lightning's)
+    # DistributedDataParallel's arguments, as Lightning passes them
+    find_unused_parameters: bool = False
+    static_graph: bool = False
+    gradient_as_bucket_view: bool = False
+    rank_zero_gates: bool = False  # several processes: rank-0-only actions are gated on `is_global_zero`
+    replaces_samplers: bool = False  # Lightning's use_distributed_sampler: train and val samplers shard the data
+    no_sync: bool = False  # accumulation: the gradient all-reduce only on the batch that steps
+    syncs_metrics: bool = False  # self.log(..., sync_dist=True) reduces across the processes
+    reduces_decisions: bool = False  # EarlyStopping: one process that stops stops all
+    reseeds: bool = False  # Lightning seeds again (seed_everything's seed) once the processes are set up
+    local_rank: bool = False  # the script reads the rank on this node (the CUDA device, trainer.local_rank)
+    node_rank: bool = False  # ... the node's rank (trainer.node_rank)
+    launch: str = ""  # the single-node command
+    launch_nodes: str = ""  # the multi-node command (one per node)
+    # Lightning 1.9.5's sampler replacement: every sampler (RandomSampler too) sharded over its own order
+    wraps_samplers: bool = False
+    # horovod: the accumulation factor the DistributedOptimizer counts backward passes by
+    backward_passes_per_step: int = 1
+    # dp: batches go to the GPUs through DataParallel's scatter, not to the device first
+    scatters: bool = False
+    # dp: the per-GPU outputs of training_step reduced to their mean (no training_step_end of the model's)
+    reduces_step_output: bool = False
+
+    @property
+    def enabled(self) -> bool:
+        return self.kind is not None
+
+    @property
+    def ddp(self) -> bool:
+        return self.kind == "ddp"
+
+    @property
+    def horovod(self) -> bool:
+        return self.kind == "horovod"
+
+    @property
+    def dp(self) -> bool:
+        return self.kind == "dp"
+
+
+@dataclass(frozen=True)
 class Plan:
     header: Header
     build: Build
@@ -747,6 +807,7 @@ class Plan:
     imports: Imports
     notices: tuple[str, ...] = ()  # decisions the user should hear about
     manual: Manual = Manual(enabled=False)
+    distributed: Distributed = Distributed()
 
 
 # ---------------------------------------------------------------------------
@@ -788,6 +849,20 @@ def make_plan(
     summary, summaries = resolve_summary(spec, model, precision)
     profiling = resolve_profiling(spec, logging, problems, notices)
     progress = resolve_progress(spec, model, user_callbacks, bounds, validation, logging, problems, notices)
+    if strategy_args(spec.trainer.strategy)[0] == "dp":
+        distributed = resolve_dp(spec, model, precision, optimizers, optimization, checkpointing, logging, profiling,
+                                 progress, problems)  # fmt: skip
+    else:
+        distributed = resolve_distributed(
+            spec, script_name, precision, optimizers, optimization, data_plan, checkpointing, logging, profiling,
+            progress, problems,
+        )  # fmt: skip
+    if manual.enabled and distributed.enabled:
+        message = (
+            f"manual optimization (self.automatic_optimization = False) with strategy {distributed.kind}: not"
+            " supported yet; train it on one device, or with automatic optimization"
+        )
+        problems.append(Problem("trainer.strategy", message, spec.line("trainer.strategy")))
     if problems:
         raise LoopgenError(problems)
     hooks = with_lightning_callbacks(spec, hooks, checkpointing, logging, summaries, progress)
@@ -795,7 +870,7 @@ def make_plan(
     metrics = with_torchmetrics(metrics, spec, model, user_callbacks, problems)
     if problems:
         raise LoopgenError(problems)
-    state = resolve_state(spec, model, user_callbacks, metrics, checkpointing)
+    state = resolve_state(spec, model, user_callbacks, metrics, checkpointing, distributed=distributed.enabled)
     if state.has("estimated_stepping_batches"):
         state = with_estimate(spec, state, bounds, optimization)
     epoch_start = (
@@ -812,8 +887,40 @@ def make_plan(
         resume_variables=checkpointing.resume_variables + (("log_step",) if logging.counts_steps else ()),
     )
     build = with_objects(resolve_build(spec, hooks.callbacks), spec, model, data, callbacks, objects or {})
+    distributed = replace(
+        distributed,
+        syncs_metrics=distributed.enabled and metrics.collect,
+        local_rank=distributed.enabled and (device.moves or state.has("local_rank")),
+        node_rank=distributed.enabled and state.has("node_rank"),
+    )
+    header = resolve_header(spec, optimizers, script_name, device, precision, bounds, optimization, validation)
+    if distributed.horovod:
+        header = horovod_header(header, distributed)
+    elif distributed.enabled:
+        header = distributed_header(header, distributed)
+    imports = resolve_imports(
+        build,
+        state,
+        data_plan,
+        bounds,
+        validation,
+        precision,
+        optimizers,
+        optimization,
+        metrics,
+        checkpointing,
+        logging,
+        summary,
+        profiling,
+        progress,
+    )
+    imports = replace(imports, torchmetrics=metrics.torchmetrics)
+    if distributed.ranks_from == "torchrun":  # the ranks from the environment; sys.exit(2) without them
+        imports = replace(imports, os=True, sys=True, timedelta=imports.timedelta or distributed.timeout is not None)
+    if distributed.horovod and distributed.devices > 1:  # sys.exit(2) when not launched by horovodrun
+        imports = replace(imports, sys=True)
     return Plan(
-        header=resolve_header(spec, optimizers, script_name, device, precision, bounds, optimization, validation),
+        header=header,
         build=build,
         state=state,
         device=device,
@@ -834,29 +941,12 @@ def make_plan(
         helpers=Helpers(
             map_tensors=precision.double
             or optimization.tbptt
-            or (device.moves and not hooks.model_has("transfer_batch_to_device"))
+            or (device.moves and not hooks.model_has("transfer_batch_to_device") and not distributed.scatters)
         ),
-        imports=replace(
-            resolve_imports(
-                build,
-                state,
-                data_plan,
-                bounds,
-                validation,
-                precision,
-                optimizers,
-                optimization,
-                metrics,
-                checkpointing,
-                logging,
-                summary,
-                profiling,
-                progress,
-            ),
-            torchmetrics=metrics.torchmetrics,
-        ),
+        imports=imports,
         notices=tuple(notices),
         manual=manual,
+        distributed=distributed,
     )
 
 
@@ -1996,6 +2086,7 @@ def resolve_state(
     callbacks: tuple[ClassFacts, ...],
     metrics: Metrics,
     checkpointing: Checkpointing,
+    distributed: bool = False,
 ) -> State:
     """The `trainer` object: the attributes the model and the callbacks read, each one true."""
     reads: set[str] = set()
@@ -2036,6 +2127,8 @@ def resolve_state(
     attributes = frozenset(TRAINER_ATTRIBUTES) - {"estimated_stepping_batches"} if everything else frozenset(reads)
     if not metrics.collect:
         attributes -= METRIC_ATTRIBUTES
+    if attributes & counters:  # the loop counts on the trainer: both counters live there
+        attributes |= counters
     exists = bool(attributes) or bool(callbacks) or bool(checkpointing.checkpoints)  # the user's callbacks get it
     module_reads_trainer = (model.trainer_reads or set()) != set() or model.trainer_reads is None
     plain_counters = set() if model.is_lightning_module else module_counters & counters
@@ -2073,6 +2166,274 @@ def resolve_build(spec: Spec, callbacks: tuple[Callback, ...]) -> Build:
         benchmark=t.benchmark,
         sets_benchmark=t.benchmark is not None,
     )
+
+
+def resolve_distributed(
+    spec: Spec,
+    script_name: str,
+    precision: Precision,
+    optimizers: Optimizers,
+    optimization: Optimization,
+    data: Data,
+    checkpointing: Checkpointing,
+    logging: Logging,
+    profiling: Profiling,
+    progress: Progress,
+    problems: list[Problem],
+) -> Distributed:
+    """strategy, devices, num_nodes: DDP under torchrun (Lightning's DDPStrategy), or one process on one device.
+
+    What DDP cannot serve yet is refused here, each with its reason."""
+    t = spec.trainer
+    strategy, args = strategy_args(t.strategy)
+    devices, num_nodes = t.devices, t.num_nodes
+    if strategy == "horovod":
+        return resolve_horovod(spec, script_name, precision, optimizers, optimization, data, checkpointing, logging,
+                               profiling, progress, problems)  # fmt: skip
+    if strategy != "ddp":
+        for flag, value in (("devices", devices), ("num_nodes", num_nodes)):
+            if value != 1:
+                message = f"{flag}: {value} needs `strategy: ddp` (one process per device, launched with torchrun)"
+                problems.append(_flag_problem(spec, flag, message))
+        return Distributed()
+
+    def refuse(flag: str, what: str) -> None:
+        problems.append(_flag_problem(spec, flag, f"{what} with strategy ddp is not supported yet"))
+
+    if precision.name != "32":
+        refuse("precision", f"precision {precision.name}")
+    if isinstance(spec.seed_everything, bool):
+        reason = "each process would choose its own seed" if spec.seed_everything else "not supported yet"
+        message = f"seed_everything: {str(spec.seed_everything).lower()} with strategy ddp: {reason}; give a number"
+        problems.append(Problem("seed_everything", message, spec.line("seed_everything")))
+    if optimization.closure:
+        refuse("strategy", "an optimizer step through a closure (LBFGS or an optimizer_step override)")
+    if optimizers.several:
+        refuse("strategy", "several optimizers (training_step with optimizer_idx, Lightning 1.9)")
+    if optimization.tbptt:
+        refuse("truncated_bptt_steps", "truncated_bptt_steps")
+    if data.sequential:
+        refuse("overfit_batches", "overfit_batches")
+    if checkpointing.saves or checkpointing.resumes:
+        refuse("enable_checkpointing", "checkpointing (set `enable_checkpointing: false`, no ModelCheckpoint)")
+    if logging.enabled:
+        refuse("logger", "a logger (set `logger: false`)")
+    if profiling.enabled:
+        refuse("profiler", "a profiler")
+    if progress.enabled:
+        refuse("enable_progress_bar", "the progress bar (set `enable_progress_bar: false`)")
+    if optimization.track_grad_norm is not None:
+        refuse("track_grad_norm", "track_grad_norm")
+    backend = args.get("process_group_backend")
+    if backend is None and spec.trainer.accelerator != "auto":
+        backend = "nccl" if spec.trainer.accelerator == "cuda" else "gloo"
+    if backend == "nccl" and spec.trainer.accelerator == "cpu":
+        problems.append(_flag_problem(spec, "strategy", "process_group_backend: nccl needs CUDA (accelerator: cpu)"))
+    world_size = devices * num_nodes
+    nodes, per_node = (num_nodes, devices) if num_nodes > 1 else (world_size, 1)
+    launch = f"torchrun --nproc_per_node={devices} {script_name}"
+    launch_nodes = (
+        f"torchrun --nnodes={nodes} --nproc_per_node={per_node} --node_rank=NODE_RANK"
+        f" --master_addr=NODE0_ADDRESS --master_port=29500 {script_name}"
+    )
+    return Distributed(
+        kind="ddp",
+        devices=devices,
+        num_nodes=num_nodes,
+        world_size=world_size,
+        ranks_from="torchrun",
+        backend=backend,
+        timeout=args.get("timeout"),
+        find_unused_parameters=bool(args.get("find_unused_parameters", False)),
+        static_graph=bool(args.get("static_graph", False)),
+        gradient_as_bucket_view=bool(args.get("gradient_as_bucket_view", False)),
+        rank_zero_gates=True,
+        replaces_samplers=True,
+        no_sync=optimization.accumulates,
+        reduces_decisions=bool(checkpointing.early_stopping),
+        reseeds=isinstance(spec.seed_everything, int) and not isinstance(spec.seed_everything, bool),
+        launch=launch if num_nodes == 1 else launch_nodes,
+        launch_nodes=launch_nodes,
+    )
+
+
+def resolve_horovod(
+    spec: Spec,
+    script_name: str,
+    precision: Precision,
+    optimizers: Optimizers,
+    optimization: Optimization,
+    data: Data,
+    checkpointing: Checkpointing,
+    logging: Logging,
+    profiling: Profiling,
+    progress: Progress,
+    problems: list[Problem],
+) -> Distributed:
+    """strategy: horovod, as Lightning 1.9.5's HorovodStrategy: processes started by horovodrun (`devices` of them
+    on this host, the count the header's command gives), hvd.DistributedOptimizer, the learning rates scaled by
+    the number of processes, parameters and optimizer state broadcast from process 0, every sampler sharded.
+
+    What it cannot serve is refused here, each with its reason: what the DDP part refuses (the rank-0 handling
+    of loggers, checkpoints and the bar is not there yet), and what Lightning 1.9.5 refuses or does differently."""
+    t = spec.trainer
+
+    def refuse(flag: str, what: str) -> None:
+        problems.append(_flag_problem(spec, flag, f"{what} with strategy horovod is not supported"))
+
+    if t.num_nodes != 1:
+        refuse("num_nodes", "num_nodes > 1 (Lightning 1.9.5 refuses it: horovodrun's -H places the processes)")
+    if precision.apex:
+        refuse("amp_backend", "apex (Lightning 1.9.5's Horovod has no apex path)")
+    elif precision.name != "32":
+        refuse("precision", f"precision {precision.name}")
+    if spec.seed_everything is True:
+        problems.append(
+            Problem(
+                "seed_everything",
+                "seed_everything: true with strategy horovod: each process would choose its own seed; give a number",
+                spec.line("seed_everything"),
+            )
+        )
+    if optimization.schedule is not None:
+        refuse("accumulate_grad_batches", "an accumulation schedule (Lightning 1.9.5 refuses it)")
+    elif optimization.accumulates:
+        # Lightning 1.9.5's Horovod "handles accumulation": its loop calls optimizer.step() on every batch
+        refuse("accumulate_grad_batches", "accumulate_grad_batches > 1 (Lightning 1.9.5 steps on every batch then)")
+    if optimization.closure:
+        refuse("strategy", "an optimizer step through a closure (LBFGS or an optimizer_step override)")
+    if optimizers.several:
+        refuse("strategy", "several optimizers")
+    if optimizers.general_schedulers:
+        refuse("strategy", "LR schedulers from a configure_optimizers whose returned form its source does not show")
+    if optimization.tbptt:
+        refuse("truncated_bptt_steps", "truncated_bptt_steps")
+    if data.sequential:
+        refuse("overfit_batches", "overfit_batches")
+    if checkpointing.saves or checkpointing.resumes:
+        refuse("enable_checkpointing", "checkpointing (set `enable_checkpointing: false`, no ModelCheckpoint)")
+    if logging.enabled:
+        refuse("logger", "a logger (set `logger: false`)")
+    if profiling.enabled:
+        refuse("profiler", "a profiler")
+    if progress.enabled:
+        refuse("enable_progress_bar", "the progress bar (set `enable_progress_bar: false`)")
+    if any(_is_lightning(ref, "EarlyStopping") for ref in t.callbacks):
+        refuse("callbacks", "EarlyStopping")
+    if optimization.track_grad_norm is not None:
+        refuse("track_grad_norm", "track_grad_norm")
+    devices = t.devices
+    return Distributed(
+        kind="horovod",
+        devices=devices,
+        world_size=devices,
+        ranks_from="horovod",
+        rank_zero_gates=True,
+        replaces_samplers=True,
+        wraps_samplers=True,
+        backward_passes_per_step=optimization.accumulate if optimization.accumulates else 1,
+        launch=f"horovodrun -np {devices} -H localhost:{devices} python {script_name}",
+        launch_nodes=f"horovodrun -np N -H HOST1:SLOTS1,HOST2:SLOTS2 python {script_name}",
+    )
+
+
+def resolve_dp(
+    spec: Spec,
+    model: ClassFacts,
+    precision: Precision,
+    optimizers: Optimizers,
+    optimization: Optimization,
+    checkpointing: Checkpointing,
+    logging: Logging,
+    profiling: Profiling,
+    progress: Progress,
+    problems: list[Problem],
+) -> Distributed:
+    """strategy: dp, as Lightning 1.9.5's DataParallelStrategy: one process, the model on cuda:0 wrapped in
+    torch.nn.DataParallel over `devices` GPUs, the steps run through it on each GPU's slice of the batch, and
+    training_step's gathered outputs reduced to their mean unless the model defines training_step_end.
+
+    What it cannot serve is refused here, each with its reason."""
+    t = spec.trainer
+
+    def refuse(flag: str, what: str) -> None:
+        problems.append(_flag_problem(spec, flag, f"{what} with strategy dp is not supported"))
+
+    if t.accelerator != "cuda":
+        refuse("accelerator", f"accelerator {t.accelerator} (DataParallel runs over GPUs: accelerator: cuda)")
+    if t.num_nodes != 1:
+        refuse("num_nodes", "num_nodes > 1 (DataParallel is one process)")
+    for hook in ("transfer_batch_to_device", "on_after_batch_transfer"):
+        if model.defines(hook):
+            refuse("strategy", f"overriding `{hook}` (Lightning 1.9.5 refuses it in DP mode)")
+    if precision.name != "32" or precision.apex:
+        refuse("precision", f"precision {precision.name}")
+    if model.uses_log:
+        # DataParallel's replicas would each log into the one collection
+        refuse("strategy", "self.log in the module")
+    if optimization.closure:
+        refuse("strategy", "an optimizer step through a closure (LBFGS or an optimizer_step override)")
+    if optimizers.several:
+        refuse("strategy", "several optimizers")
+    if optimization.tbptt:
+        refuse("truncated_bptt_steps", "truncated_bptt_steps")
+    if checkpointing.saves or checkpointing.resumes:
+        refuse("enable_checkpointing", "checkpointing (set `enable_checkpointing: false`, no ModelCheckpoint)")
+    if logging.enabled:
+        refuse("logger", "a logger (set `logger: false`)")
+    if profiling.enabled:
+        refuse("profiler", "a profiler")
+    if progress.enabled:
+        refuse("enable_progress_bar", "the progress bar (set `enable_progress_bar: false`)")
+    if any(_is_lightning(ref, "EarlyStopping") for ref in t.callbacks):
+        refuse("callbacks", "EarlyStopping")
+    if optimization.track_grad_norm is not None:
+        refuse("track_grad_norm", "track_grad_norm")
+    return Distributed(
+        kind="dp",
+        devices=t.devices,
+        scatters=True,
+        reduces_step_output=not optimization.step_end,
+        launch="",
+    )
+
+
+def horovod_header(header: Header, distributed: Distributed) -> Header:
+    """The header of a Horovod script: the horovodrun command that launches it."""
+    choices = (*header.choices, f"strategy=horovod over {distributed.devices} processes (Lightning 1.9.5)")
+    note = (
+        f"Launched by horovodrun, one process per device: on this host `{distributed.launch}`; on several hosts"
+        f" `{distributed.launch_nodes}` (Lightning 1.9.5 scales the learning rates by the number of processes, as"
+        " this script does). Run without horovodrun, the script says so and exits with status 2."
+    )
+    return replace(header, choices=choices, launch=distributed.launch, notes=(*header.notes, note))
+
+
+def strategy_args(strategy: Any) -> tuple[str, dict[str, Any]]:
+    """The `strategy` flag's value as (name, DDPStrategy's init_args): ddp_find_unused_parameters_true is "ddp"
+    with find_unused_parameters, a DDPStrategy entry is "ddp" with its init_args."""
+    if isinstance(strategy, dict):  # {class_path: DDPStrategy, init_args: {...}}
+        return "ddp", dict(strategy["init_args"])
+    if strategy == "ddp_find_unused_parameters_true":
+        return "ddp", {"find_unused_parameters": True}
+    if strategy == "ddp_find_unused_parameters_false":
+        return "ddp", {}
+    return strategy, {}
+
+
+def distributed_header(header: Header, distributed: Distributed) -> Header:
+    """The header of a DDP script: the choices it was made for, and the torchrun commands that launch it."""
+    choices = (*header.choices, f"strategy=ddp over {distributed.num_nodes} x {distributed.devices} processes")
+    note = f"Launched by torchrun, one process per device, {distributed.world_size} in all (devices x num_nodes)"
+    if distributed.num_nodes == 1:
+        note += f": on one node `{distributed.launch}`"
+    if distributed.world_size > 1:
+        note += (
+            f"; on several nodes, `{distributed.launch_nodes}` on each (any --nnodes x --nproc_per_node that makes"
+            f" {distributed.world_size}), with NODE_RANK 0 on the node at NODE0_ADDRESS, 1, 2, ... on the others"
+        )
+    note += ". Run without torchrun, the script says so and exits with status 2."
+    return replace(header, choices=choices, launch=distributed.launch, notes=(*header.notes, note))
 
 
 def resolve_header(
@@ -2176,7 +2537,7 @@ def resolve_imports(
         or optimizers.lenient_plateau
         or bounds.holds_stop
         or checkpointing.resumes
-        or bool(checkpointing.early_stopping)
+        or bool(checkpointing.stopping.get("lenient"))
         or logging.enabled
         or (logging.lr_monitor is not None and logging.lr_monitor.momentum)
         or (summary.enabled and summary.unsupported_precision is not None)
@@ -2199,7 +2560,7 @@ def resolve_imports(
         contextmanager=precision.double or profiles,
         dataclass=metrics.collect
         or bool(checkpointing.checkpoints)
-        or bool(checkpointing.early_stopping)
+        or bool(checkpointing.stopping.get("lenient"))
         or logging.enabled,
         field=bool(checkpointing.checkpoints),
         simple_namespace=state.exists,

@@ -37,6 +37,10 @@ def measure(script: Path, directory: Path) -> float:
     data = directory / f"{script.stem}.coverage"
     env = {**env_with_root(), "OMP_NUM_THREADS": "1"}
     command = [sys.executable, "-m", "coverage", "run", "--parallel-mode", f"--data-file={data}", f"--include={script}"]
+    devices = re.search(r"^DEVICES = (\d+)", script.read_text(encoding="utf-8"), re.MULTILINE)
+    if devices:  # a DDP script: every process under coverage, started by torchrun
+        torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={devices[1]}"]
+        command = [*torchrun, "-m", *command[2:]]
     if "def stop_on_signals" in script.read_text(encoding="utf-8"):
         first = subprocess.Popen([*command, str(script)], cwd=directory, env=env, stdout=subprocess.DEVNULL,
                                  stderr=subprocess.PIPE, text=True)  # fmt: skip

@@ -552,13 +552,6 @@ def test_check_val_every_n_epoch_null_is_kept(tmp_path: Path) -> None:
     "flags",
     [
         "accelerator: tpu",
-        "strategy: ddp",
-        "strategy: dp",
-        "strategy: horovod",
-        "devices: 2",
-        "devices: -1",
-        "devices: [1]",
-        "num_nodes: 2",
     ],
 )
 def test_contract_flags_not_implemented_yet(tmp_path: Path, flags: str) -> None:
@@ -571,6 +564,8 @@ def test_contract_flags_not_implemented_yet(tmp_path: Path, flags: str) -> None:
     [
         "accelerator: mps",
         "strategy: fsdp",
+        "devices: -1",
+        "devices: [1]",
         "precision: 16-true",
         "profiler: xla",
         "deterministic: warn",
@@ -815,11 +810,11 @@ def test_gpus_zero_means_cpu(tmp_path: Path) -> None:
     assert trainer(tmp_path, "gpus: 0").accelerator == "cpu"
 
 
-def test_seed_era_spelling_that_maps_to_an_unimplemented_value(tmp_path: Path) -> None:
-    assert trainer_problem(tmp_path, "gpus: 2") == "trainer.gpus (line 3): devices: 2 is not supported yet"
-    assert trainer_problem(tmp_path, "distributed_backend: ddp") == (
-        "trainer.distributed_backend (line 3): strategy: ddp is not supported yet"
-    )
+def test_seed_era_spellings_of_devices_and_strategies(tmp_path: Path) -> None:
+    assert trainer(tmp_path, "distributed_backend: dp").strategy == "dp"  # the plan checks dp (tests/test_dp.py)
+    gpus = trainer(tmp_path, "gpus: 2")  # the plan refuses 2 devices without strategy ddp (tests/test_ddp.py)
+    assert (gpus.accelerator, gpus.devices) == ("cuda", 2)
+    assert trainer(tmp_path, "distributed_backend: ddp").strategy == "ddp"
     (early_stopping,) = trainer(tmp_path, "early_stop_callback: true").callbacks  # the seed's default monitor
     assert early_stopping.name == "EarlyStopping" and early_stopping.init_args["monitor"] == "val_loss"
 

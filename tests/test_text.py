@@ -427,6 +427,23 @@ FLAG_SETS = {
     "manual": {"enable_checkpointing": True, "logger": True},
     "manual_fp16_cuda": {"accelerator": "cuda", "precision": "16-mixed"},
     "clip_hook_estimate": {"gradient_clip_val": 0.5, "accumulate_grad_batches": 2, "max_steps": 7},
+    "horovod": {"strategy": "horovod", "devices": 2},
+    "ddp": {
+        "strategy": "ddp",
+        "devices": 2,
+        "callbacks": [{"class_path": "EarlyStopping", "init_args": {"monitor": "val_loss"}}],
+    },
+    "ddp_entry_accumulate_auto": {
+        "strategy": {
+            "class_path": "pytorch_lightning.strategies.DDPStrategy",
+            "init_args": {"find_unused_parameters": True, "timeout": 120, "gradient_as_bucket_view": True},
+        },
+        "accelerator": "auto",
+        "devices": 2,
+        "num_nodes": 2,
+        "accumulate_grad_batches": 2,
+        "enable_model_summary": True,
+    },
 }
 
 
@@ -526,6 +543,17 @@ TRACES = {
     "max_steps": ["global_step >= MAX_STEPS"],
     "min_epochs_steps": [],
     "deterministic": ["use_deterministic_algorithms", "CUBLAS_WORKSPACE_CONFIG", "cudnn.benchmark"],
+    "horovod": [
+        "import horovod.torch as hvd",
+        "hvd.init()",
+        "hvd.broadcast_parameters(model.state_dict(), root_rank=0)",
+        "hvd.broadcast_optimizer_state(optimizer, root_rank=0)",
+        "optimizer = hvd.DistributedOptimizer(",
+        "optimizer.synchronize()",
+        "with optimizer.skip_synchronize():",
+        'group["lr"] *= world_size',
+        "sampler = SamplerShards(loader.sampler, **kwargs)",
+    ],
     "cuda": ["def map_tensors", "t.to(device, non_blocking=True)", "model.to(device)", 'torch.device("cuda")'],
     "callback": ["callback.on_train_start(trainer, model)", "callback.on_validation_end(trainer, model)"],
     "val_int_no_epoch": ["total_batch_idx"],
@@ -678,6 +706,26 @@ TRACES = {
         "model.configure_gradient_clipping(",
         "trainer.estimated_stepping_batches = min(",
         "gradient_clip_val = GRADIENT_CLIP_VAL",
+    ],
+    "ddp": [
+        "import torch.distributed as dist",
+        "dist.init_process_group(backend, rank=global_rank, world_size=world_size)",
+        "ddp_model = DistributedDataParallel(",
+        'ddp_model("training_step", batch, batch_idx)',
+        "def with_distributed_sampler",
+        "train_loader.sampler.set_epoch(trainer.current_epoch)",
+        "dist.destroy_process_group()",
+        "should_stop = any_process(should_stop)",
+        "def any_process(decision):",
+    ],
+    "ddp_entry_accumulate_auto": [
+        "find_unused_parameters=True,",
+        "gradient_as_bucket_view=True,",
+        "timeout=timedelta(seconds=TIMEOUT)",
+        "with nullcontext() if should_step else ddp_model.no_sync():",
+        'backend = "nccl" if device.type == "cuda" else "gloo"',
+        "local_rank = int(",
+        "if is_global_zero:",
     ],
 }
 

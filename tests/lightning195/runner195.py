@@ -150,7 +150,8 @@ def run(spec_path: str | Path, out_path: str | Path) -> dict[str, Any]:
         "global_step": trainer.global_step,
         "current_epoch": trainer.current_epoch,
     }
-    torch.save(result, out_path)
+    if trainer.global_rank == 0:  # one file from a multi-process run (horovodrun)
+        torch.save(result, out_path)
     return result
 
 

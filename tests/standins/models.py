@@ -33,3 +33,11 @@ class Probe(nn.Module):
 
     def validation_step(self, batch, batch_idx):
         CALLS.append(("validation_step",))
+
+
+class ProbeStepEnd(Probe):
+    """Probe with a training_step_end that reduces the per-device losses itself (their sum)."""
+
+    def training_step_end(self, output):
+        CALLS.append(("training_step_end", list(output.shape)))
+        return output.sum()

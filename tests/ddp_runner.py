@@ -1,0 +1,63 @@
+"""One torchrun launch that trains several DDP jobs in turn (tests/test_ddp.py): a launch costs the start of the
+processes and the import of torch, so the test makes one for Lightning and one for loopgen's scripts.
+
+    torchrun --nproc_per_node=2 tests/ddp_runner.py lightning OUT SPEC.yaml [SPEC.yaml ...]
+    torchrun --nproc_per_node=2 tests/ddp_runner.py loopgen OUT SCRIPT.py [SCRIPT.py ...]
+
+`lightning`: pytorch_lightning.Trainer(strategy="ddp", devices=..., accelerator="cpu") on each spec, read as
+LightningCLI reads it. `loopgen`: each rendered script's main(); the first one's process group stays for the
+others (a gloo group cannot be made again in the same torchrun launch), so later init_process_group calls are
+checked and skipped. Each job's weights land in OUT/<job>/rank<RANK>.pt (the models' on_train_end).
+"""
+
+from __future__ import annotations
+
+import os
+import runpy
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def lightning(spec_path: Path) -> None:
+    import pytorch_lightning as pl
+    import yaml
+
+    from tests.harness import callback_entry, instantiate
+
+    spec = yaml.safe_load(spec_path.read_text(encoding="utf-8"))
+    pl.seed_everything(spec["seed_everything"])
+    model = instantiate(spec["model"])
+    flags = dict(spec["trainer"])
+    flags["callbacks"] = [instantiate(callback_entry(entry)) for entry in flags.get("callbacks") or []]
+    trainer = pl.Trainer(**{**flags, "enable_model_summary": False})
+    trainer.fit(model)
+
+
+def loopgen(script: Path) -> None:
+    import torch.distributed as dist
+
+    if dist.is_initialized():
+        backend = dist.get_backend()
+
+        def joined(requested, **_kwargs):
+            assert requested == backend, (requested, backend)
+
+        dist.init_process_group = joined
+    namespace = runpy.run_path(str(script), run_name="ddp_job")
+    namespace["main"]()
+
+
+def main() -> None:
+    side, out, *jobs = sys.argv[1:]
+    for job in map(Path, jobs):
+        directory = Path(out) / job.stem
+        directory.mkdir(parents=True, exist_ok=True)
+        os.environ["DDP_SAVE"] = str(directory)
+        (lightning if side == "lightning" else loopgen)(job)
+
+
+if __name__ == "__main__":
+    main()

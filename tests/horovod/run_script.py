@@ -1,0 +1,29 @@
+"""Run a generated script's main() in one process of a multi-process launch (horovodrun, torchrun) and save the
+final weights from the first process only.
+
+    horovodrun -np 2 -H localhost:2 python -m tests.horovod.run_script SCRIPT OUT.pt
+    torchrun --nproc_per_node=2 -m tests.horovod.run_script SCRIPT OUT.pt
+
+The rank is read from the launcher's environment (HOROVOD_RANK or RANK), so that this file imports neither
+horovod nor torch.distributed itself.
+"""
+
+from __future__ import annotations
+
+import os
+import runpy
+import sys
+
+import torch
+
+
+def main() -> None:
+    script, out = sys.argv[1], sys.argv[2]
+    sys.argv = [script]
+    model = runpy.run_path(script)["main"]()
+    if int(os.environ.get("HOROVOD_RANK", os.environ.get("RANK", "0"))) == 0:
+        torch.save({"state_dict": model.state_dict(), "records": getattr(model, "records", None)}, out)
+
+
+if __name__ == "__main__":
+    main()

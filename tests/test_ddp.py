@@ -1,0 +1,292 @@
+"""strategy ddp: real multi-process runs on CPU with gloo, against Lightning's DDPStrategy on the same specs.
+
+The processes of all runs start together in one fixture (two cores: torch's import dominates a launch):
+- Lightning: one torchrun launch of 2 processes training the four specs in turn (tests/ddp_runner.py);
+- loopgen: one torchrun launch of 2 processes running the four rendered scripts' main() in turn;
+- one rendered script as 2 nodes x 1 process: two torchrun launches with --nnodes=2 (rendezvous on 127.0.0.1);
+- a script whose rank 1 raises: every process must end, non-zero, within seconds;
+- a script run without torchrun: it says how to launch it and exits 2.
+Weights come from the models' on_train_end (tests/ddp_models.py), one file per rank.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from loopgen.errors import LoopgenError
+from loopgen.pipeline import render_spec
+from tests.harness import ROOT, env_with_root
+
+OFF = {"logger": False, "enable_checkpointing": False, "enable_progress_bar": False}
+DDP = {"accelerator": "cpu", "strategy": "ddp", "devices": 2, **OFF}
+MODEL = "tests.ddp_models.DDPNet"
+SPECS = {
+    "plain": ({"dropout": 0.0, "shuffle": False}, {"max_epochs": 2}),
+    "shuffled_dropout": ({"dropout": 0.3}, {"max_epochs": 2}),
+    "accumulate_clip": ({}, {"max_epochs": 2, "accumulate_grad_batches": 3, "gradient_clip_val": 0.5}),
+    "plateau_sync_dist": ({"plateau": True}, {"max_epochs": 4}),
+    # stops after 3 of 8 epochs
+    "early_stopping": (
+        {"plateau": True},
+        {
+            "max_epochs": 8,
+            "callbacks": [
+                {"class_path": "EarlyStopping", "init_args": {"monitor": "val_loss", "patience": 1, "min_delta": 0.02}}
+            ],
+        },
+    ),
+}
+LAUNCH_TIMEOUT = 400  # seconds, for all the launches together
+
+
+def spec(init_args: dict, flags: dict, **trainer) -> dict:
+    return {
+        "seed_everything": 42,
+        "model": {"class_path": MODEL, "init_args": init_args},
+        "trainer": {**DDP, **flags, **trainer},
+    }
+
+
+def write_spec(directory: Path, name: str, content: dict) -> Path:
+    path = directory / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(content, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def render(spec_path: Path) -> Path:
+    script = spec_path.with_suffix(".py")
+    text, _ = render_spec(spec_path, script)
+    script.write_text(text, encoding="utf-8")
+    return script
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+TORCHRUN = [sys.executable, "-m", "torch.distributed.run"]
+
+
+class Launch:
+    """A command started in the background; its output goes to a file, its end time is recorded."""
+
+    def __init__(self, name: str, command: list[str], directory: Path, env: dict[str, str]):
+        self.log = directory / f"{name}.log"
+        self.process = subprocess.Popen(
+            command, cwd=ROOT, env=env, stdout=self.log.open("w"), stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+        )
+        self.ended: float | None = None
+
+    def poll(self) -> bool:
+        if self.ended is None and self.process.poll() is not None:
+            self.ended = time.time()
+        return self.ended is not None
+
+    @property
+    def output(self) -> str:
+        return self.log.read_text(encoding="utf-8", errors="replace")
+
+    @property
+    def returncode(self) -> int:
+        return self.process.returncode
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    directory = tmp_path_factory.mktemp("ddp")
+    specs = {name: write_spec(directory, name, spec(*args)) for name, args in SPECS.items()}
+    scripts = {name: render(path) for name, path in specs.items()}
+    failing = render(write_spec(directory, "failing", spec({"fail_at": 2}, {"max_epochs": 1})))
+    env = {**env_with_root(), "OMP_NUM_THREADS": "1"}
+    env.pop("RANK", None)
+    env.pop("WORLD_SIZE", None)
+    runner = str(ROOT / "tests" / "ddp_runner.py")
+    nodes_port = free_port()
+    launches = {
+        "lightning": Launch(
+            "lightning",
+            [*TORCHRUN, "--standalone", "--nproc_per_node=2", runner, "lightning", str(directory / "lightning"),
+             *map(str, specs.values())],
+            directory, env,
+        ),
+        "loopgen": Launch(
+            "loopgen",
+            [*TORCHRUN, "--standalone", "--nproc_per_node=2", runner, "loopgen", str(directory / "loopgen"),
+             *map(str, scripts.values())],
+            directory, env,
+        ),
+        "failing": Launch(
+            "failing",
+            [*TORCHRUN, "--standalone", "--nproc_per_node=2", str(failing)],
+            directory, {**env, "DDP_SAVE": str(directory)},
+        ),
+        "no_torchrun": Launch("no_torchrun", [sys.executable, str(failing)], directory, env),
+    }  # fmt: skip
+    nodes = directory / "nodes"
+    nodes.mkdir()
+    for rank in (0, 1):
+        command = [*TORCHRUN, "--nnodes=2", "--nproc_per_node=1", f"--node_rank={rank}", "--master_addr=127.0.0.1",
+                   f"--master_port={nodes_port}", str(scripts["shuffled_dropout"])]  # fmt: skip
+        launches[f"node{rank}"] = Launch(f"node{rank}", command, directory, {**env, "DDP_SAVE": str(nodes)})
+    deadline = time.monotonic() + LAUNCH_TIMEOUT
+    while not all(launch.poll() for launch in launches.values()):
+        if time.monotonic() > deadline:
+            for launch in launches.values():
+                if not launch.poll():
+                    launch.process.kill()
+            pytest.fail(
+                "the DDP launches did not end in time:\n" + "\n".join(launch.output for launch in launches.values())
+            )
+        time.sleep(0.2)
+    return {"directory": directory, "launches": launches, "scripts": scripts}
+
+
+def weights(directory: Path) -> list[dict]:
+    import torch
+
+    return [torch.load(directory / f"rank{rank}.pt") for rank in (0, 1)]
+
+
+def assert_equal(a: dict, b: dict) -> None:
+    import torch
+
+    assert a.keys() == b.keys()
+    different = [name for name in a if not torch.equal(a[name], b[name])]
+    assert not different, f"different: {different}"
+
+
+@pytest.mark.parametrize("name", list(SPECS))
+def test_weights_equal_lightnings_ddp(runs: dict, name: str) -> None:
+    launches = runs["launches"]
+    for side in ("lightning", "loopgen"):
+        assert launches[side].returncode == 0, launches[side].output
+    ours = weights(runs["directory"] / "loopgen" / name)
+    theirs = weights(runs["directory"] / "lightning" / name)
+    assert_equal(ours[0], ours[1])  # the processes hold the same model
+    assert_equal(ours[0], theirs[0])
+
+
+def test_two_nodes_of_one_process_train_as_one_node_of_two(runs: dict) -> None:
+    launches = runs["launches"]
+    for node in ("node0", "node1"):
+        assert launches[node].returncode == 0, launches[node].output
+    ours = weights(runs["directory"] / "nodes")
+    assert_equal(ours[0], ours[1])
+    assert_equal(ours[0], weights(runs["directory"] / "lightning" / "shuffled_dropout")[0])
+    # rank 0 alone prints the summary and the last line
+    output = launches["node0"].output + launches["node1"].output
+    assert output.count("Total params") == 1 and output.count("Training stopped after") == 1
+
+
+def test_rank_zero_prints_alone(runs: dict) -> None:
+    output = runs["launches"]["loopgen"].output
+    assert output.count("Total params") == len(SPECS)
+    assert output.count("Training stopped after") == len(SPECS)
+    assert "Training stopped after 3 epochs" in output  # EarlyStopping stopped both processes
+
+
+def test_a_rank_that_raises_ends_every_process(runs: dict) -> None:
+    launch = runs["launches"]["failing"]
+    assert launch.returncode != 0
+    assert "RuntimeError: rank 1 fails on purpose" in launch.output
+    failed_at = float((runs["directory"] / "failed_at").read_text())
+    assert launch.ended - failed_at < 45, f"{launch.ended - failed_at:.1f} s after the error"
+    assert not (runs["directory"] / "rank0.pt").exists()  # rank 0 did not finish training
+
+
+def test_without_torchrun_the_script_says_how_to_launch_it(runs: dict) -> None:
+    launch = runs["launches"]["no_torchrun"]
+    assert launch.returncode == 2
+    assert "launch it with `torchrun --nproc_per_node=2 failing.py`" in launch.output
+
+
+# --- render time
+
+
+def problems(tmp_path: Path, content: dict) -> list[str]:
+    path = write_spec(tmp_path, "spec", content)
+    with pytest.raises(LoopgenError) as error:
+        render_spec(path, tmp_path / "train.py")
+    return [str(problem) for problem in error.value.problems]
+
+
+@pytest.mark.parametrize(
+    ("trainer", "expected"),
+    [
+        ({"strategy": "auto", "devices": 2}, "devices: 2 needs `strategy: ddp`"),
+        ({"strategy": "auto", "num_nodes": 2}, "num_nodes: 2 needs `strategy: ddp`"),
+        ({"precision": "bf16-mixed"}, "precision bf16-mixed with strategy ddp is not supported yet"),
+        ({"logger": True}, "a logger (set `logger: false`) with strategy ddp is not supported yet"),
+        ({"enable_checkpointing": True}, "checkpointing (set `enable_checkpointing: false`, no ModelCheckpoint)"),
+        ({"enable_progress_bar": True}, "the progress bar (set `enable_progress_bar: false`)"),
+        ({"profiler": "simple"}, "a profiler with strategy ddp"),
+        ({"overfit_batches": 2}, "overfit_batches with strategy ddp"),
+        ({"devices": [1, 2]}, "not supported by loopgen (give a device count"),
+        ({"strategy": {"class_path": "DDPStrategy", "init_args": {"start_method": "spawn"}}},
+         "DDPStrategy(start_method=...) is not supported by loopgen"),
+        ({"strategy": {"class_path": "FSDPStrategy"}}, "FSDPStrategy is not supported by loopgen"),
+        ({"strategy": {"class_path": "DDPStrategy", "init_args": {"process_group_backend": "nccl"}}},
+         "process_group_backend: nccl needs CUDA"),
+    ],
+)  # fmt: skip
+def test_what_ddp_cannot_serve_is_refused(tmp_path: Path, trainer: dict, expected: str) -> None:
+    found = problems(tmp_path, spec({}, {"max_epochs": 1}, **trainer))
+    assert any(expected in problem for problem in found), found
+
+
+def test_ddp_needs_a_seed(tmp_path: Path) -> None:
+    found = problems(tmp_path, {**spec({}, {"max_epochs": 1}), "seed_everything": True})
+    assert any("each process would choose its own seed" in problem for problem in found), found
+    found = problems(tmp_path, {**spec({}, {"max_epochs": 1}), "seed_everything": False})
+    assert any("seed_everything: false with strategy ddp: not supported yet" in problem for problem in found), found
+
+
+def test_a_ddp_strategy_entry_gives_ddp_its_arguments(tmp_path: Path) -> None:
+    strategy = {
+        "class_path": "lightning.pytorch.strategies.DDPStrategy",
+        "init_args": {"find_unused_parameters": True, "static_graph": True, "gradient_as_bucket_view": True,
+                      "timeout": "0:05:00", "process_group_backend": "gloo"},
+    }  # fmt: skip
+    path = write_spec(tmp_path, "spec", spec({}, {"max_epochs": 1}, strategy=strategy, num_nodes=2, devices=1))
+    text, _ = render_spec(path, tmp_path / "train.py")
+    for line in ("find_unused_parameters=True,", "static_graph=True,", "gradient_as_bucket_view=True,",
+                 "TIMEOUT = 300.0", 'backend = "gloo"', "timeout=timedelta(seconds=TIMEOUT)", "NUM_NODES = 2",
+                 "--nnodes=2 --nproc_per_node=1"):  # fmt: skip
+        assert line in text
+    path = write_spec(tmp_path, "spec", spec({}, {"max_epochs": 1}, strategy="ddp_find_unused_parameters_true"))
+    assert "find_unused_parameters=True," in render_spec(path, tmp_path / "train.py")[0]
+
+
+def test_accumulation_skips_the_all_reduce_on_batches_that_do_not_step(tmp_path: Path) -> None:
+    path = write_spec(tmp_path, "spec", spec(*SPECS["accumulate_clip"]))
+    text, _ = render_spec(path, tmp_path / "train.py")
+    assert "with nullcontext() if should_step else ddp_model.no_sync():" in text
+    path = write_spec(tmp_path, "spec", spec(*SPECS["plain"]))
+    assert "no_sync" not in render_spec(path, tmp_path / "train.py")[0]
+
+
+def test_loopgen_run_launches_torchrun(tmp_path: Path) -> None:
+    from loopgen.cli import _launcher
+
+    path = write_spec(tmp_path, "spec", spec(*SPECS["plain"]))
+    assert _launcher(path)[1:] == ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
+    single = {**spec(*SPECS["plain"]), "trainer": {"accelerator": "cpu", "max_epochs": 1, **OFF}}
+    assert _launcher(write_spec(tmp_path, "single", single)) == [sys.executable]
+
+
+def test_without_ddp_nothing_of_it_is_in_the_script() -> None:
+    for golden in (ROOT / "generated_examples").glob("*.py"):
+        if golden.stem.startswith("ddp"):
+            continue
+        text = golden.read_text(encoding="utf-8")
+        for word in ("torch.distributed", "DistributedDataParallel", "DistributedSampler", "is_global_zero =", "RANK"):
+            assert word not in text, (golden.name, word)

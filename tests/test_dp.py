@@ -1,0 +1,119 @@
+"""strategy: dp (Lightning 1.9.5's DataParallelStrategy) needs several GPUs, which this machine does not have: the
+rendered script runs against recording stand-ins (tests/standins/fake_dp.py: a fake CUDA device and a
+DataParallel that runs its two "GPUs" one after the other on the CPU), which check the calls, their order and
+the training they make. It has not run on real GPUs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from tests.helpers import ROOT, env_with_root, render
+from tests.test_standins import BASE
+
+DP = {"accelerator": "cuda", "strategy": "dp", "devices": 2, "enable_model_summary": False}
+
+
+def run_dp(tmp_path, monkeypatch, model="tests.standins.models.Probe", **flags) -> tuple[list[tuple], dict]:
+    monkeypatch.chdir(ROOT)
+    spec = {**BASE, "model": model, "trainer": {**BASE["trainer"], **DP, **flags}}
+    script = tmp_path / "train.py"
+    script.write_text(render(spec, tmp_path))
+    out, weights = tmp_path / "calls.json", tmp_path / "weights.pt"
+    result = subprocess.run(
+        [sys.executable, "-m", "tests.standins.fake_dp", str(script), str(out), str(weights)],
+        cwd=ROOT,
+        env=env_with_root(ROOT / "tests" / "standins"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return [tuple(c) for c in json.loads(out.read_text())], torch.load(weights)
+
+
+def test_dp_order_of_calls(tmp_path, monkeypatch):
+    calls, _ = run_dp(tmp_path, monkeypatch)
+    # 1.9.5: the model goes to the first GPU, is wrapped in DataParallel over both, then the optimizers are made
+    assert calls[:3] == [("module.to", "cuda"), ("DataParallel", "DataParallelStep", [0, 1]), ("configure_optimizers",)]
+    # DataParallel scatters the batches itself: nothing moves them to the device first
+    assert not [c for c in calls if c[0] == "tensor.to"]
+    first = calls.index(("DataParallel.forward", "training_step", 2))
+    assert calls[first : first + 6] == [
+        ("DataParallel.forward", "training_step", 2),
+        ("training_step",),
+        ("training_step",),
+        ("optimizer.zero_grad",),
+        ("backward",),
+        ("optimizer.step",),
+    ]
+    assert ("DataParallel.forward", "validation_step", 2) in calls
+
+
+HAND_WRITTEN_DP_LOOP = """
+import sys, torch
+from torch import nn
+from tests.standins.models import Probe
+torch.manual_seed(0)
+model = Probe()
+optimizer = model.configure_optimizers()
+for batch_idx, (x, y) in enumerate(model.train_dataloader()):
+    # two GPUs, a half of the batch each; Lightning 1.9.5 averages their losses
+    losses = [nn.functional.mse_loss(model.layer(xs), ys) for xs, ys in zip(x.chunk(2), y.chunk(2))]
+    loss = torch.stack(losses).float().mean()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+torch.save(model.state_dict(), sys.argv[1])
+"""
+
+
+def test_dp_trains_like_a_loop_that_averages_the_gpus_losses(tmp_path, monkeypatch):
+    _, ours = run_dp(tmp_path, monkeypatch, num_sanity_val_steps=0)
+    reference = subprocess.run(
+        [sys.executable, "-c", HAND_WRITTEN_DP_LOOP, str(tmp_path / "ref.pt")],
+        cwd=ROOT,
+        env=env_with_root(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert reference.returncode == 0, reference.stderr[-2000:]
+    ref = torch.load(tmp_path / "ref.pt")
+    assert all(torch.equal(ref[k], ours[k]) for k in ref)
+
+
+def test_a_training_step_end_of_the_models_gets_the_gathered_outputs(tmp_path, monkeypatch):
+    calls, _ = run_dp(tmp_path, monkeypatch, model="tests.standins.models.ProbeStepEnd")
+    assert ("training_step_end", [2]) in calls
+    text = (tmp_path / "train.py").read_text()
+    assert "mean_over_gpus" not in text and "model.training_step_end(output)" in text
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        ({"accelerator": "cpu"}, r"trainer.accelerator.*accelerator cpu \(DataParallel runs over GPUs"),
+        ({"precision": "16-mixed"}, r"trainer.precision.*precision 16-mixed with strategy dp"),
+        ({"num_nodes": 2}, r"trainer.num_nodes.*with strategy dp"),
+    ],
+)
+def test_what_dp_cannot_serve_is_refused_at_render_time(tmp_path, monkeypatch, flags, message):
+    from loopgen.errors import LoopgenError
+
+    monkeypatch.chdir(ROOT)
+    with pytest.raises(LoopgenError, match=message):
+        render({**BASE, "trainer": {**BASE["trainer"], **DP, **flags}}, tmp_path)
+
+
+def test_self_log_is_refused_under_dp(tmp_path, monkeypatch):
+    from loopgen.errors import LoopgenError
+
+    monkeypatch.chdir(ROOT)
+    spec = {**BASE, "model": "examples.lightning_models.LitClassifier", "trainer": {**BASE["trainer"], **DP}}
+    with pytest.raises(LoopgenError, match=r"self.log in the module with strategy dp"):
+        render(spec, tmp_path)
