@@ -46,6 +46,7 @@ class ClassFacts:
     optimizers: OptimizersFacts | None = None  # configure_optimizers' return, when its source shows it
     optimizers_unknown: str = ""  # why its source does not show it (with configure_optimizers defined)
     imports_torchmetrics: bool = False  # a file it was read from imports torchmetrics (Metric objects may be logged)
+    mentions_iterable_dataset: bool = False  # ... names IterableDataset (its loaders may have no length)
 
     def defines(self, hook: str) -> bool:
         return hook in self.methods
@@ -147,16 +148,21 @@ def inspect_class(class_path: str, roots: Sequence[Path], *, where: str, callbac
         optimizers_unknown=optimizers_unknown,
         sources=tuple(reader.files_read),
         imports_torchmetrics=any(_imports_torchmetrics(file) for file in reader.files_read),
+        mentions_iterable_dataset=any(_source_matches(file, r"\bIterableDataset\b") for file in reader.files_read),
     )
 
 
 def _imports_torchmetrics(file: Path) -> bool:
     """Whether the module's source has an `import torchmetrics...` or `from torchmetrics... import` statement."""
+    return _source_matches(file, r"^[ \t]*(?:import|from)[ \t]+torchmetrics\b")
+
+
+def _source_matches(file: Path, pattern: str) -> bool:
     try:
         source = file.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         return False
-    return re.search(r"^[ \t]*(?:import|from)[ \t]+torchmetrics\b", source, re.MULTILINE) is not None
+    return re.search(pattern, source, re.MULTILINE) is not None
 
 
 # A module-level name: a class defined there, the dotted name it was imported as, or unknown.
