@@ -251,3 +251,20 @@ def test_a_loader_without_length_is_refused_at_render_time(tmp_path: Path) -> No
     (tmp_path / "streampkg" / "models.py").write_text(STREAM_MODEL)
     with pytest.raises(LoopgenError, match=r"model.class_path \(line \d\): .*IterableDataset.*not supported yet"):
         _render(tmp_path, {"model": {"class_path": "streampkg.models.StreamModel"}, "trainer": {"max_steps": 3}})
+
+
+def test_data_and_callbacks_take_objects_too(tmp_path: Path) -> None:
+    spec = {
+        "seed_everything": 1,
+        "model": {"class_path": "tests.parity.models.MLP"},
+        "data": {"class_path": "tests.parity.data.ShuffledData", "init_args": {"jitter": {"class_path": f"{OBJECTS}.Encoder"}}},
+        "trainer": {
+            "max_epochs": 1,
+            "callbacks": [
+                {"class_path": "tests.parity.callbacks.StopRequest", "init_args": {"at_step": {"class_path": "torch.nn.Identity"}}}
+            ],
+        },
+    }  # fmt: skip
+    text = _render(tmp_path, spec)
+    assert "    data_jitter = Encoder()\n    data = ShuffledData(jitter=data_jitter)\n" in text
+    assert "    callback_at_step = torch.nn.Identity()\n    callback = StopRequest(at_step=callback_at_step)\n" in text
