@@ -56,6 +56,7 @@ class ClassFacts:
     # where each trainer attribute is first read: "file:line" (for render-time errors)
     trainer_read_at: Mapping[str, str] = field(default_factory=dict, compare=False)
     defined_at: Mapping[str, str] = field(default_factory=dict, compare=False)  # "file:line" of each method's `def`
+    mentions_iterable_dataset: bool = False  # ... names IterableDataset (its loaders may have no length)
 
     def defines(self, hook: str) -> bool:
         return hook in self.methods
@@ -169,6 +170,7 @@ def inspect_class(
         sources=tuple(reader.files_read),
         init=init_signature(found),
         imports_torchmetrics=any(_imports_torchmetrics(file) for file in reader.files_read),
+        mentions_iterable_dataset=any(_source_matches(file, r"\bIterableDataset\b") for file in reader.files_read),
     )
 
 
@@ -220,11 +222,15 @@ def _signature(fn: cst.FunctionDef, skip: int) -> Signature | None:
 
 def _imports_torchmetrics(file: Path) -> bool:
     """Whether the module's source has an `import torchmetrics...` or `from torchmetrics... import` statement."""
+    return _source_matches(file, r"^[ \t]*(?:import|from)[ \t]+torchmetrics\b")
+
+
+def _source_matches(file: Path, pattern: str) -> bool:
     try:
         source = file.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         return False
-    return re.search(r"^[ \t]*(?:import|from)[ \t]+torchmetrics\b", source, re.MULTILINE) is not None
+    return re.search(pattern, source, re.MULTILINE) is not None
 
 
 def _first_reads(names: set[str], files: Sequence[Path], prefix: str = r"trainer\.") -> dict[str, str]:

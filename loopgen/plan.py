@@ -868,6 +868,7 @@ def make_plan(
     hooks = with_lightning_callbacks(spec, hooks, checkpointing, logging, summaries, progress)
     metrics = resolve_metrics(model, user_callbacks, optimizers, optimization, checkpointing, logging, progress)
     metrics = with_torchmetrics(metrics, spec, model, user_callbacks, problems)
+    check_sized_loaders(spec, model, data, problems)
     if problems:
         raise LoopgenError(problems)
     state = resolve_state(spec, model, user_callbacks, metrics, checkpointing, distributed=distributed.enabled)
@@ -2912,3 +2913,25 @@ def with_torchmetrics(
             )
         )
     return replace(metrics, collect=True, discards=False, torchmetrics=True)
+
+
+# ---------------------------------------------------------------------------
+# loaders without a length
+
+
+def check_sized_loaders(spec: Spec, model: ClassFacts, data: ClassFacts | None, problems: list[Problem]) -> None:
+    """Loaders without `__len__` (an IterableDataset, streaming data) are refused at render time, from the source:
+    the script counts each epoch's batches with len(), where Lightning makes num_training_batches infinite (an
+    epoch then ends when the iterator does, validation needs an int val_check_interval, and its fetcher draws one
+    batch ahead to know the last one)."""
+    for facts, key, ref in ((data, "data", spec.data), (model, "model", spec.model)):
+        if facts is not None and ref is not None and facts.mentions_iterable_dataset:
+            problems.append(
+                Problem(
+                    f"{key}.class_path",
+                    f"{ref.class_path}'s source uses IterableDataset: loaders without a length are not supported yet"
+                    " (give the dataset a __len__ and use a map-style Dataset)",
+                    ref.line,
+                )
+            )
+            return

@@ -213,3 +213,58 @@ def test_rendered_objects_and_metrics_scripts_are_clean_under_ruff(tmp_path: Pat
 def test_resuming_a_torchmetrics_run_is_refused(tmp_path: Path) -> None:
     with pytest.raises(LoopgenError, match="ckpt_path.*torchmetrics"):
         _render(tmp_path, {**METRIC_SPEC, "ckpt_path": "last.ckpt"})
+
+
+STREAM_MODEL = """
+import torch
+import pytorch_lightning as pl
+from torch.utils.data import DataLoader, IterableDataset
+
+
+class Stream(IterableDataset):
+    def __iter__(self):
+        for _ in range(10):
+            yield torch.randn(4)
+
+
+class StreamModel(pl.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.layer = torch.nn.Linear(4, 1)
+
+    def training_step(self, batch, batch_idx):
+        return self.layer(batch).sum()
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.1)
+
+    def train_dataloader(self):
+        return DataLoader(Stream(), batch_size=2)
+"""
+
+
+def test_a_loader_without_length_is_refused_at_render_time(tmp_path: Path) -> None:
+    """The script counts batches with len(); a module whose source uses IterableDataset is refused, naming it, rather
+    than crashing with a TypeError when the script runs."""
+    (tmp_path / "streampkg").mkdir()
+    (tmp_path / "streampkg" / "__init__.py").write_text("")
+    (tmp_path / "streampkg" / "models.py").write_text(STREAM_MODEL)
+    with pytest.raises(LoopgenError, match=r"model.class_path \(line \d\): .*IterableDataset.*not supported yet"):
+        _render(tmp_path, {"model": {"class_path": "streampkg.models.StreamModel"}, "trainer": {"max_steps": 3}})
+
+
+def test_data_and_callbacks_take_objects_too(tmp_path: Path) -> None:
+    spec = {
+        "seed_everything": 1,
+        "model": {"class_path": "tests.parity.models.MLP"},
+        "data": {"class_path": "tests.parity.data.ShuffledData", "init_args": {"jitter": {"class_path": f"{OBJECTS}.Encoder"}}},
+        "trainer": {
+            "max_epochs": 1,
+            "callbacks": [
+                {"class_path": "tests.parity.callbacks.StopRequest", "init_args": {"at_step": {"class_path": "torch.nn.Identity"}}}
+            ],
+        },
+    }  # fmt: skip
+    text = _render(tmp_path, spec)
+    assert "    data_jitter = Encoder()\n    data = ShuffledData(jitter=data_jitter)\n" in text
+    assert "    callback_at_step = torch.nn.Identity()\n    callback = StopRequest(at_step=callback_at_step)\n" in text
