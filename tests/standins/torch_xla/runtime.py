@@ -1,6 +1,7 @@
 """torch_xla.runtime, recording: this process is ordinal 0 of torch_xla.WORLD_SIZE."""
 
 import torch_xla
+
 from tests.standins.calls import CALLS
 
 

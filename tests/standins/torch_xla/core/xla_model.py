@@ -1,8 +1,8 @@
 """torch_xla.core.xla_model, recording: the device is the CPU."""
 
 import torch
-
 import torch_xla
+
 from tests.standins.calls import CALLS
 
 
