@@ -669,7 +669,7 @@ class Distributed:
     `is_global_zero` boolean whenever `rank_zero_gates`, and replace the samplers when `replaces_samplers`,
     whatever the engine."""
 
-    kind: str | None = None  # None | "ddp" (later "dp" | "horovod" | "xla")
+    kind: str | None = None  # None | "ddp" | "dp" | "horovod" | "xla"
     devices: int = 1  # processes (devices) per node
     num_nodes: int = 1
     world_size: int = 1  # devices * num_nodes
