@@ -698,7 +698,7 @@ FLAGS: tuple[Flag, ...] = (
     # --- Lightning 2.x Trainer arguments, in the order of its signature
     Flag("accelerator", choice("auto", "cpu", "cuda", "mps", "tpu", aliases={"gpu": "cuda"}), "auto",
          "auto (cuda when available, else cpu; decided when the script starts), cpu, gpu/cuda, tpu",
-         support=only("auto", "cpu", "cuda", planned=("tpu",))),
+         support=only("auto", "cpu", "cuda", "tpu", planned=())),
     Flag("strategy", _strategy(), "auto",
          "auto/single_device, ddp (ddp_find_unused_parameters_true/false, or a DDPStrategy entry), dp, horovod",
          support=_strategy_support),

@@ -735,7 +735,7 @@ class Distributed:
     `is_global_zero` boolean whenever `rank_zero_gates`, and replace the samplers when `replaces_samplers`,
     whatever the engine."""
 
-    kind: str | None = None  # None | "ddp" (later "dp" | "horovod" | "xla")
+    kind: str | None = None  # None | "ddp" | "dp" | "horovod" | "xla"
     devices: int = 1  # processes (devices) per node
     num_nodes: int = 1
     world_size: int = 1  # devices * num_nodes
@@ -781,6 +781,10 @@ class Distributed:
     @property
     def dp(self) -> bool:
         return self.kind == "dp"
+
+    @property
+    def xla(self) -> bool:
+        return self.kind == "xla"
 
 
 @dataclass(frozen=True)
@@ -895,7 +899,11 @@ def make_plan(
         node_rank=distributed.enabled and state.has("node_rank"),
     )
     header = resolve_header(spec, optimizers, script_name, device, precision, bounds, optimization, validation)
-    if distributed.horovod:
+    if distributed.xla:
+        # one device: SingleDeviceXLAStrategy, whose reduce is the value itself
+        distributed = replace(distributed, syncs_metrics=distributed.syncs_metrics and distributed.devices > 1)
+        header = xla_header(header, distributed)
+    elif distributed.horovod:
         header = horovod_header(header, distributed)
     elif distributed.enabled:
         header = distributed_header(header, distributed)
@@ -2188,6 +2196,9 @@ def resolve_distributed(
     t = spec.trainer
     strategy, args = strategy_args(t.strategy)
     devices, num_nodes = t.devices, t.num_nodes
+    if spec.trainer.accelerator == "tpu":
+        return resolve_xla(spec, script_name, precision, optimizers, optimization, data, checkpointing, logging,
+                           profiling, progress, problems)  # fmt: skip
     if strategy == "horovod":
         return resolve_horovod(spec, script_name, precision, optimizers, optimization, data, checkpointing, logging,
                                profiling, progress, problems)  # fmt: skip
@@ -2397,6 +2408,96 @@ def resolve_dp(
         reduces_step_output=not optimization.step_end,
         launch="",
     )
+
+
+def resolve_xla(
+    spec: Spec,
+    script_name: str,
+    precision: Precision,
+    optimizers: Optimizers,
+    optimization: Optimization,
+    data: Data,
+    checkpointing: Checkpointing,
+    logging: Logging,
+    profiling: Profiling,
+    progress: Progress,
+    problems: list[Problem],
+) -> Distributed:
+    """accelerator: tpu, as Lightning 2.6.6 with torch_xla: one device is SingleDeviceXLAStrategy (the model and
+    the batches on xm.xla_device(), no processes), several are XLAStrategy (xmp.spawn starts one process per
+    device, the loaders become MpDeviceLoaders over DistributedSamplers on XLA's ordinal and world size,
+    sync_dist reduces with xm.mesh_reduce). Both step through XLAPrecision.optimizer_step: the gradients
+    all-reduced (xm.reduce_gradients) after the backward, the step, then xm.mark_step().
+
+    What it cannot serve is refused here, each with its reason."""
+    t = spec.trainer
+    strategy, _ = strategy_args(t.strategy)
+
+    def refuse(flag: str, what: str) -> None:
+        problems.append(_flag_problem(spec, flag, f"{what} with accelerator tpu is not supported"))
+
+    if strategy != "auto":
+        refuse("strategy", f"strategy {strategy} (the TPU strategies come from `devices`)")
+    if t.num_nodes != 1:
+        refuse("num_nodes", "num_nodes > 1 (one TPU VM host: xmp.spawn starts the processes of this host)")
+    if precision.apex:
+        refuse("amp_backend", "apex (CUDA only; Lightning's XLAPrecision has no apex path)")
+    elif precision.name == "16-mixed":
+        refuse("precision", "precision 16-mixed (the float16 GradScaler is CUDA's; XLAPrecision takes 32-true,"
+               " 16-true, bf16-true)")  # fmt: skip
+    elif precision.name != "32":
+        refuse("precision", f"precision {precision.name} (loopgen implements XLAPrecision's 32-true only)")
+    if spec.seed_everything is True:
+        message = "seed_everything: true with accelerator tpu: each process would choose its own seed; give a number"
+        problems.append(Problem("seed_everything", message, spec.line("seed_everything")))
+    if optimization.closure:
+        refuse("strategy", "an optimizer step through a closure (LBFGS or an optimizer_step override)")
+    if optimizers.several:
+        refuse("strategy", "several optimizers")
+    if optimization.tbptt:
+        refuse("truncated_bptt_steps", "truncated_bptt_steps")
+    if data.sequential:
+        refuse("overfit_batches", "overfit_batches")
+    if checkpointing.saves or checkpointing.resumes:
+        refuse("enable_checkpointing", "checkpointing (set `enable_checkpointing: false`, no ModelCheckpoint)")
+    if logging.enabled:
+        refuse("logger", "a logger (set `logger: false`)")
+    if profiling.enabled:
+        refuse("profiler", "a profiler")
+    if progress.enabled:
+        refuse("enable_progress_bar", "the progress bar (set `enable_progress_bar: false`)")
+    if t.devices > 1 and any(_is_lightning(ref, "EarlyStopping") for ref in t.callbacks):
+        refuse("callbacks", "EarlyStopping on several devices")
+    if optimization.track_grad_norm is not None:
+        refuse("track_grad_norm", "track_grad_norm")
+    devices = t.devices
+    several = devices > 1
+    launch = f"PJRT_DEVICE=TPU python {script_name}"
+    return Distributed(
+        kind="xla",
+        devices=devices,
+        world_size=devices,
+        ranks_from="xla" if several else None,
+        rank_zero_gates=several,
+        replaces_samplers=several,
+        launch=launch,
+        launch_nodes=launch,
+    )
+
+
+def xla_header(header: Header, distributed: Distributed) -> Header:
+    """The header of a TPU script: how it is launched on a TPU VM."""
+    if distributed.devices > 1:
+        choices = (*header.choices, f"XLAStrategy over {distributed.devices} devices (xmp.spawn)")
+        note = (
+            f"Runs on a TPU VM with torch_xla (PJRT runtime): `{distributed.launch}`; xmp.spawn starts one process"
+            f" per TPU device, and the script checks that they are {distributed.devices}."
+        )
+    else:
+        choices = (*header.choices, "SingleDeviceXLAStrategy (one device)")
+        note = f"Runs on a TPU VM with torch_xla (PJRT runtime): `{distributed.launch}`; one process, one device."
+    note += " It has been run against recording stand-ins of torch_xla only, not on real TPUs."
+    return replace(header, choices=choices, launch=distributed.launch, notes=(*header.notes, note))
 
 
 def horovod_header(header: Header, distributed: Distributed) -> Header:

@@ -267,6 +267,8 @@ def verify(text: str, plan: Plan) -> None:
         user.add("apex")  # asked for by the spec (amp_backend: apex)
     if plan.distributed.horovod:
         user.add("horovod")  # asked for by the spec (strategy: horovod)
+    if plan.distributed.xla:
+        user.add("torch_xla")  # asked for by the spec (accelerator: tpu)
     user |= plan.logging.kinds & {"mlflow", "wandb"}  # ... (its loggers; TensorBoard's writer is torch's)
     if plan.progress.kind in ("tqdm", "rich"):
         user.add(plan.progress.kind)  # asked for by the spec (a TQDMProgressBar or RichProgressBar callback)

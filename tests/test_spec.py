@@ -548,15 +548,9 @@ def test_check_val_every_n_epoch_null_is_kept(tmp_path: Path) -> None:
 # --- what loopgen implements
 
 
-@pytest.mark.parametrize(
-    "flags",
-    [
-        "accelerator: tpu",
-    ],
-)
-def test_contract_flags_not_implemented_yet(tmp_path: Path, flags: str) -> None:
-    key = flags.split(":")[0]
-    assert trainer_problem(tmp_path, flags) == f"trainer.{key} (line 3): not supported yet"
+def test_accelerator_tpu_is_implemented(tmp_path: Path) -> None:
+    # the contract's last planned value; the plan refuses what TPU cannot serve (tests/test_xla.py)
+    assert trainer(tmp_path, "accelerator: tpu").accelerator == "tpu"
 
 
 @pytest.mark.parametrize(

@@ -41,3 +41,18 @@ class ProbeStepEnd(Probe):
     def training_step_end(self, output):
         CALLS.append(("training_step_end", list(output.shape)))
         return output.sum()
+
+
+class ProbeSyncLog(Probe):
+    """Probe whose validation loss is logged with sync_dist=True, for a plateau scheduler to read."""
+
+    def configure_optimizers(self):
+        CALLS.append(("configure_optimizers",))
+        optimizer = torch.optim.SGD(self.parameters(), lr=0.1)
+        scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer)
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "monitor": "val_loss"}}
+
+    def validation_step(self, batch, batch_idx):
+        CALLS.append(("validation_step",))
+        x, y = batch
+        self.log("val_loss", nn.functional.mse_loss(self.layer(x), y), sync_dist=True)
