@@ -32,6 +32,7 @@ SPECS = {
     "shuffled_dropout": ({"dropout": 0.3}, {"max_epochs": 2}),
     "accumulate_clip": ({}, {"max_epochs": 2, "accumulate_grad_batches": 3, "gradient_clip_val": 0.5}),
     "plateau_sync_dist": ({"plateau": True}, {"max_epochs": 4}),
+    "bf16_mixed": ({"dropout": 0.0}, {"max_epochs": 2, "precision": "bf16-mixed"}),
     # stops after 3 of 8 epochs
     "early_stopping": (
         {"plateau": True},
@@ -296,7 +297,7 @@ def problems(tmp_path: Path, content: dict) -> list[str]:
     [
         ({"strategy": "auto", "devices": 2}, "devices: 2 needs `strategy: ddp`"),
         ({"strategy": "auto", "num_nodes": 2}, "num_nodes: 2 needs `strategy: ddp`"),
-        ({"precision": "bf16-mixed"}, "precision bf16-mixed with strategy ddp is not supported yet"),
+        ({"precision": "64"}, "precision 64 with strategy ddp is not supported yet"),
         ({"profiler": "simple"}, "a profiler with strategy ddp"),
         ({"logger": {"class_path": "MLFlowLogger"}}, "a mlflow logger (CSVLogger and TensorBoardLogger are) with"),
         ({"enable_checkpointing": True,
