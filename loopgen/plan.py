@@ -755,6 +755,11 @@ class Distributed:
     reseeds: bool = False  # Lightning seeds again (seed_everything's seed) once the processes are set up
     local_rank: bool = False  # the script reads the rank on this node (the CUDA device, trainer.local_rank)
     node_rank: bool = False  # ... the node's rank (trainer.node_rank)
+    # rank 0's value on every process: the loggers' versions, the checkpoint files that exist (Lightning's broadcast)
+    broadcasts: bool = False
+    saves_on_rank_zero: bool = False  # checkpoints: every process decides, rank 0 writes, then all wait (barrier)
+    logs_on_rank_zero: bool = False  # the loggers write on rank 0 only (Lightning's rank_zero_only)
+    silent_bar: bool = False  # the progress bar draws on rank 0 only (Lightning disables it elsewhere)
     launch: str = ""  # the single-node command
     launch_nodes: str = ""  # the multi-node command (one per node)
     # Lightning 1.9.5's sampler replacement: every sampler (RandomSampler too) sharded over its own order
@@ -891,6 +896,9 @@ def make_plan(
         epoch_start_block=checkpointing.resumes and epoch_start,
         resume_variables=checkpointing.resume_variables + (("log_step",) if logging.counts_steps else ()),
     )
+    if distributed.enabled:
+        # torchrun signals every process when one fails: no checkpoint is written on a signal
+        checkpointing = replace(checkpointing, stops_on_signals=False, requeues=False)
     build = with_objects(resolve_build(spec, hooks.callbacks), spec, model, data, callbacks, objects or {})
     distributed = replace(
         distributed,
@@ -2212,7 +2220,8 @@ def resolve_distributed(
     def refuse(flag: str, what: str) -> None:
         problems.append(_flag_problem(spec, flag, f"{what} with strategy ddp is not supported yet"))
 
-    if precision.name != "32":
+    if precision.name not in ("32", "bf16-mixed"):
+        # 16-mixed: its GradScaler with DDP is not written yet (and cannot run here: CUDA only); 64 is not checked
         refuse("precision", f"precision {precision.name}")
     if isinstance(spec.seed_everything, bool):
         reason = "each process would choose its own seed" if spec.seed_everything else "not supported yet"
@@ -2226,14 +2235,14 @@ def resolve_distributed(
         refuse("truncated_bptt_steps", "truncated_bptt_steps")
     if data.sequential:
         refuse("overfit_batches", "overfit_batches")
-    if checkpointing.saves or checkpointing.resumes:
-        refuse("enable_checkpointing", "checkpointing (set `enable_checkpointing: false`, no ModelCheckpoint)")
-    if logging.enabled:
-        refuse("logger", "a logger (set `logger: false`)")
+    if checkpointing.time_triggered:
+        # each process's clock would decide on its own (Lightning broadcasts rank 0's decision)
+        refuse("callbacks", "ModelCheckpoint(train_time_interval=...)")
+    for kind in sorted(logging.kinds - {"csv", "tensorboard"}):
+        refuse("logger", f"a {kind} logger (CSVLogger and TensorBoardLogger are)")
     if profiling.enabled:
+        # Lightning writes one report per process, named and headed by its rank
         refuse("profiler", "a profiler")
-    if progress.enabled:
-        refuse("enable_progress_bar", "the progress bar (set `enable_progress_bar: false`)")
     if optimization.track_grad_norm is not None:
         refuse("track_grad_norm", "track_grad_norm")
     backend = args.get("process_group_backend")
@@ -2263,6 +2272,10 @@ def resolve_distributed(
         replaces_samplers=True,
         no_sync=optimization.accumulates,
         reduces_decisions=bool(checkpointing.early_stopping),
+        broadcasts=checkpointing.saves or logging.versions,
+        saves_on_rank_zero=checkpointing.saves,
+        logs_on_rank_zero=logging.enabled,
+        silent_bar=progress.enabled,
         reseeds=isinstance(spec.seed_everything, int) and not isinstance(spec.seed_everything, bool),
         launch=launch if num_nodes == 1 else launch_nodes,
         launch_nodes=launch_nodes,
@@ -2588,7 +2601,9 @@ def resolve_constants(
     logging: Logging,
     profiling: Profiling,
 ) -> Constants:
-    root_dir = checkpointing.saves or any(logger.save_dir is None for logger in logging.loggers)
+    # the SLURM checkpoints, or a default checkpoint directory outside a logger's (DDP has no SLURM code)
+    in_root = checkpointing.requeues or (checkpointing.default_dir and not checkpointing.versioned)
+    root_dir = (checkpointing.saves and in_root) or any(logger.save_dir is None for logger in logging.loggers)
     root_dir = root_dir or (profiling.writes_files and profiling.directory == "root")
     root_dir = root_dir or state.has("default_root_dir")
     return Constants(

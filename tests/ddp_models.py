@@ -22,16 +22,19 @@ from tests.parity.data import CLASSES, FEATURES, make_classification
 class DDPNet(pl.LightningModule):
     """An MLP classifier (dropout), SGD with momentum; 90 training and 30 validation samples in batches of 8
     (uneven shares over 2 processes). `plateau`: validation logs val_loss with sync_dist=True and a
-    ReduceLROnPlateau reads it. `fail_at`: the process of rank 1 raises at that training batch."""
+    ReduceLROnPlateau reads it. `log_train`: training logs train_loss with sync_dist=True (step and epoch). `fail_at`: the process of rank 1 raises at that training batch.
+    """
 
     def __init__(self, dropout: float = 0.2, shuffle: bool = True, lr: float = 0.1, plateau: bool = False,
-                 fail_at: int = -1) -> None:  # fmt: skip
+                 fail_at: int = -1, log_train: bool = False) -> None:  # fmt: skip
         super().__init__()
+        self.save_hyperparameters()
         self.net = nn.Sequential(nn.Linear(FEATURES, 32), nn.ReLU(), nn.Dropout(dropout), nn.Linear(32, CLASSES))
         self.shuffle = shuffle
         self.lr = lr
         self.plateau = plateau
         self.fail_at = fail_at
+        self.log_train = log_train
 
     def forward(self, x):
         return self.net(x)
@@ -42,7 +45,10 @@ class DDPNet(pl.LightningModule):
                 out.write(str(time.time()))
             raise RuntimeError("rank 1 fails on purpose")
         x, y = batch
-        return F.cross_entropy(self(x), y)
+        loss = F.cross_entropy(self(x), y)
+        if self.log_train:
+            self.log("train_loss", loss, sync_dist=True, prog_bar=True, on_epoch=True)
+        return loss
 
     def validation_step(self, batch, batch_idx):
         x, y = batch

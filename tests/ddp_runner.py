@@ -25,15 +25,17 @@ def lightning(spec_path: Path) -> None:
     import pytorch_lightning as pl
     import yaml
 
-    from tests.harness import callback_entry, instantiate
+    from tests.harness import callback_entry, instantiate, logger_entry
 
     spec = yaml.safe_load(spec_path.read_text(encoding="utf-8"))
     pl.seed_everything(spec["seed_everything"])
     model = instantiate(spec["model"])
     flags = dict(spec["trainer"])
     flags["callbacks"] = [instantiate(callback_entry(entry)) for entry in flags.get("callbacks") or []]
+    if isinstance(flags.get("logger"), dict):
+        flags["logger"] = instantiate(logger_entry(flags["logger"]))
     trainer = pl.Trainer(**{**flags, "enable_model_summary": False})
-    trainer.fit(model)
+    trainer.fit(model, ckpt_path=spec.get("ckpt_path"))
 
 
 def loopgen(script: Path) -> None:
@@ -46,6 +48,7 @@ def loopgen(script: Path) -> None:
             assert requested == backend, (requested, backend)
 
         dist.init_process_group = joined
+    sys.argv = [str(script)]  # a script that resumes reads its command line
     namespace = runpy.run_path(str(script), run_name="ddp_job")
     namespace["main"]()
 

@@ -446,6 +446,20 @@ FLAG_SETS = {
         "accumulate_grad_batches": 2,
         "enable_model_summary": True,
     },
+    "ddp_logs_checkpoints_bar": {
+        "strategy": "ddp",
+        "devices": 2,
+        "logger": [
+            {"class_path": "CSVLogger", "init_args": {"save_dir": "logs"}},
+            {"class_path": "TensorBoardLogger", "init_args": {"save_dir": "logs"}},
+        ],
+        "enable_checkpointing": True,
+        "enable_progress_bar": True,
+        "callbacks": [
+            {"class_path": "ModelCheckpoint", "init_args": {"monitor": "val_loss", "save_last": "link"}},
+            "LearningRateMonitor",
+        ],
+    },
 }
 
 
@@ -748,6 +762,19 @@ TRACES = {
         'backend = "nccl" if device.type == "cuda" else "gloo"',
         "local_rank = int(",
         "if is_global_zero:",
+    ],
+    "ddp_logs_checkpoints_bar": [
+        "for logger in loggers if is_global_zero else []:",
+        "if not logged or dist.get_rank() != 0:",
+        "if stats and dist.get_rank() == 0:",
+        "return from_rank_zero(max(versions) + 1 if versions else 0)",
+        "self.dirpath = from_rank_zero(self.dirpath)",
+        "exists = from_rank_zero(os.path.exists(path))",
+        "write_atomically(content, path)",
+        "dist.barrier()",
+        'elif action == "link" and writes:',
+        "else SilentBar(",
+        "class SilentBar:",
     ],
 }
 
