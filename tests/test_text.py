@@ -434,7 +434,7 @@ TRACES = {
     "limits": ["LIMIT_TRAIN_BATCHES", "LIMIT_VAL_BATCHES", "def num_batches"],
     "overfit": ["with_sequential_sampler", "SequentialSampler"],
     "reload": ["RELOAD_DATALOADERS_EVERY_N_EPOCHS", "train_loaded_epoch"],
-    "max_steps": ["global_step >= MAX_STEPS"],
+    "max_steps": ["global_step >= MAX_STEPS", "MAX_STEPS = options.max_steps", '"--max-steps"'],
     "min_epochs_steps": [],
     "deterministic": ["use_deterministic_algorithms", "CUBLAS_WORKSPACE_CONFIG", "cudnn.benchmark"],
     "cuda": ["def map_tensors", "t.to(device, non_blocking=True)", "model.to(device)", 'torch.device("cuda")'],
