@@ -572,7 +572,7 @@ TRACES = {
         "from rich.progress import",
         "class RichProgressBar",
         "PROGRESS_BAR_REFRESH_RATE = 100",
-        'f"Epoch {epoch}/1"',
+        'f"Epoch {epoch}/{MAX_EPOCHS - 1}"',
         "already tracks a metric with the name(s) 'v_num'",
     ],
 }
