@@ -793,6 +793,32 @@ class Distributed:
 
 
 @dataclass(frozen=True)
+class CommandLine:
+    """The script's own options (argparse), each defaulting to the spec's value: only those whose override the
+    script's shape serves. The loop tests MAX_EPOCHS / MAX_STEPS only when the spec bounds the run by them, so
+    --max-epochs / --max-steps are offered only then (and not under fast_dev_run, which sets both), and take an
+    integer >= 0 (-1, no limit, would need another loop); --seed only where the script seeds."""
+
+    ckpt_path: bool  # --ckpt-path: the script resumes
+    max_epochs: bool  # --max-epochs replaces MAX_EPOCHS
+    max_steps: bool  # --max-steps replaces MAX_STEPS
+    seed: bool  # --seed replaces SEED, or the seed chosen at run time (seed_everything: true)
+
+    @property
+    def enabled(self) -> bool:
+        return self.ckpt_path or self.max_epochs or self.max_steps or self.seed
+
+    seed_at_run_time: bool  # ... the seed chosen at run time unless --seed: no SEED constant
+
+    @property
+    def overrides(self) -> tuple[str, ...]:
+        """The module constants main() replaces with the parsed values."""
+        offered = {"MAX_EPOCHS": self.max_epochs, "MAX_STEPS": self.max_steps}
+        offered["SEED"] = self.seed and not self.seed_at_run_time
+        return tuple(name for name, on in offered.items() if on)
+
+
+@dataclass(frozen=True)
 class Plan:
     header: Header
     build: Build
@@ -814,6 +840,7 @@ class Plan:
     constants: Constants
     helpers: Helpers
     imports: Imports
+    command_line: CommandLine
     notices: tuple[str, ...] = ()  # decisions the user should hear about
     manual: Manual = Manual(enabled=False)
     distributed: Distributed = Distributed()
@@ -936,6 +963,7 @@ def make_plan(
         imports = replace(imports, os=True, sys=True, timedelta=imports.timedelta or distributed.timeout is not None)
     if distributed.horovod and distributed.devices > 1:  # sys.exit(2) when not launched by horovodrun
         imports = replace(imports, sys=True)
+    command_line = resolve_command_line(spec, build, bounds, checkpointing)
     return Plan(
         header=header,
         build=build,
@@ -960,6 +988,7 @@ def make_plan(
             or optimization.tbptt
             or (device.moves and not hooks.model_has("transfer_batch_to_device") and not distributed.scatters)
         ),
+        command_line=command_line,
         imports=imports,
         notices=tuple(notices),
         manual=manual,
@@ -2613,6 +2642,17 @@ def resolve_constants(
         num_sanity_val_steps=validation.sanity and not validation.sanity_all,
         root_dir=root_dir,
         default_root_dir=checkpointing.default_root_dir if root_dir else None,
+    )
+
+
+def resolve_command_line(spec: Spec, build: Build, bounds: Bounds, checkpointing: Checkpointing) -> CommandLine:
+    bounded = not spec.trainer.fast_dev_run  # fast_dev_run decides both limits (Lightning)
+    return CommandLine(
+        ckpt_path=checkpointing.resumes,
+        max_epochs=bounded and bounds.loop_until in ("epochs", "epochs_and_steps"),
+        max_steps=bounded and bounds.step_limit,
+        seed=build.seeds,
+        seed_at_run_time=build.seed_at_run_time,
     )
 
 

@@ -556,7 +556,7 @@ TRACES = {
     "limits": ["LIMIT_TRAIN_BATCHES", "LIMIT_VAL_BATCHES", "def num_batches"],
     "overfit": ["with_sequential_sampler", "SequentialSampler"],
     "reload": ["RELOAD_DATALOADERS_EVERY_N_EPOCHS", "train_loaded_epoch"],
-    "max_steps": ["global_step >= MAX_STEPS"],
+    "max_steps": ["global_step >= MAX_STEPS", "MAX_STEPS = options.max_steps", '"--max-steps"'],
     "min_epochs_steps": [],
     "deterministic": ["use_deterministic_algorithms", "CUBLAS_WORKSPACE_CONFIG", "cudnn.benchmark"],
     "tpu": [
@@ -725,7 +725,7 @@ TRACES = {
         "from rich.progress import",
         "class RichProgressBar",
         "PROGRESS_BAR_REFRESH_RATE = 100",
-        'f"Epoch {epoch}/1"',
+        'f"Epoch {epoch}/{MAX_EPOCHS - 1}"',
         "already tracks a metric with the name(s) 'v_num'",
     ],
     "manual": [

@@ -138,7 +138,8 @@ def run_loopgen(spec: dict[str, Any], workdir: Path) -> Any:
     script = render(spec, workdir)  # from the working directory, where loopgen finds the test modules
     os.chdir(workdir)
     namespace = runpy.run_path(str(script), run_name="loopgen_parity_script")
-    sys.argv = [str(script)]  # as `python train.py` would see it
+    # as `python train.py ARGS` would see it: ARGS from $LOOPGEN_SCRIPT_ARGS (JSON), for the script's own options
+    sys.argv = [str(script), *json.loads(os.environ.get("LOOPGEN_SCRIPT_ARGS", "[]"))]
     return namespace["main"]()
 
 

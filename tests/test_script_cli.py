@@ -1,0 +1,222 @@
+"""The generated script's own command line (templates/cli.j2): only the options the spec's script serves, each
+overriding the spec's value everywhere it is used.
+
+--max-epochs / --max-steps are offered only where the loop tests that limit (and not under fast_dev_run), --seed
+only where the script seeds, --ckpt-path only where it resumes. A script run with `--max-epochs 2 --seed 3` ends
+with the weights and checkpoint files of the script rendered from the spec with `max_epochs: 2` and
+`seed_everything: 3`, and of Lightning trained on that spec."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers import ROOT, env_with_root, render, write_spec
+
+torch = pytest.importorskip("torch")
+
+TINY = """
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+class Tiny(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layer = torch.nn.Linear(2, 1)
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        return torch.nn.functional.mse_loss(self.layer(x), y)
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.1)
+
+    def train_dataloader(self):
+        g = torch.Generator().manual_seed(0)
+        return DataLoader(TensorDataset(torch.randn(8, 2, generator=g), torch.randn(8, 1, generator=g)), batch_size=4)
+"""
+
+QUIET = {"logger": False, "enable_checkpointing": False, "enable_progress_bar": False, "enable_model_summary": False}
+
+
+def tiny(seed: Any = 1, **flags: Any) -> dict[str, Any]:
+    return {"seed_everything": seed, "model": {"class_path": "proj.models.Tiny"}, "trainer": {**QUIET, **flags}}
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "proj").mkdir()
+    (tmp_path / "proj" / "__init__.py").write_text("")
+    (tmp_path / "proj" / "models.py").write_text(TINY)
+    return tmp_path
+
+
+def script(project: Path, spec: dict[str, Any], name: str = "train.py") -> Path:
+    path = project / name
+    path.write_text(render(spec, project), encoding="utf-8")
+    return path
+
+
+def run(path: Path, *args: str) -> subprocess.CompletedProcess:
+    env = env_with_root(path.parent)
+    return subprocess.run(
+        [sys.executable, str(path), *args], cwd=path.parent, env=env, capture_output=True, text=True, timeout=240
+    )
+
+
+OFFERED = {
+    "epochs_seed": (tiny(max_epochs=2), {"--max-epochs", "--seed"}),
+    "steps_only": (tiny(max_steps=3, max_epochs=-1), {"--max-steps", "--seed"}),
+    "both_limits": (tiny(max_steps=3, max_epochs=2), {"--max-epochs", "--max-steps", "--seed"}),
+    "default_epochs_no_seed": (tiny(seed=False), {"--max-epochs"}),
+    "seed_at_run_time": (tiny(seed=True, max_epochs=1), {"--max-epochs", "--seed"}),
+    "fast_dev_run": (tiny(fast_dev_run=2), {"--seed"}),
+    "checkpoints": (tiny(max_epochs=1, enable_checkpointing=True), {"--ckpt-path", "--max-epochs", "--seed"}),
+}
+
+
+def test_help_lists_exactly_the_offered_options(project):
+    """One process: each script's --help exits before anything is built."""
+    paths = {key: script(project, spec, f"{key}.py") for key, (spec, _) in OFFERED.items()}
+    code = "import runpy, sys\nfor path in sys.argv[1:]:\n    sys.argv = [path, '--help']\n"
+    code += "    try:\n        runpy.run_path(path, run_name='__main__')\n    except SystemExit:\n        print('@@')\n"
+    result = subprocess.run(
+        [sys.executable, "-c", code, *map(str, paths.values())],
+        cwd=project,
+        env=env_with_root(project),
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert result.returncode == 0, result.stderr
+    helps = result.stdout.split("@@")
+    for (key, (_, expected)), text in zip(OFFERED.items(), helps):
+        offered = set(re.findall(r"(--[a-z][a-z-]+)", text)) - {"--help"}
+        assert offered == expected, (key, text)
+        if "--ckpt-path" not in expected:
+            assert "ckpt" not in paths[key].read_text(), key
+
+
+def test_no_option_no_argparse(project):
+    """fast_dev_run sets both limits and the spec does not seed: nothing to offer, no command line."""
+    text = render(tiny(seed=False, fast_dev_run=1), project)
+    assert "argparse" not in text
+    assert "command_line" not in text
+
+
+def test_bad_options_exit_2_with_argparse_message(project):
+    path = script(project, tiny(max_epochs=1))
+    result = run(path, "--bogus")
+    assert result.returncode == 2
+    assert "error: unrecognized arguments: --bogus" in result.stderr
+    result = run(path, "--max-epochs", "-1")
+    assert result.returncode == 2
+    assert "argument --max-epochs: -1: this script's loop was rendered for a limit >= 0" in result.stderr
+    assert "put -1 in the spec and render it again" in result.stderr
+    result = run(path, "--seed", str(2**32))
+    assert result.returncode == 2
+    assert "argument --seed: 4294967296: a seed is an integer in [0, 4294967295]" in result.stderr
+    result = run(path, "--max-steps", "3")  # the loop does not test a step limit: not offered
+    assert result.returncode == 2
+    assert "unrecognized arguments: --max-steps 3" in result.stderr
+
+
+def test_options_change_the_run(project):
+    path = script(project, tiny(max_epochs=3))
+    assert "Training stopped after 1 epochs and 2 optimizer steps." in run(path, "--max-epochs", "1").stdout
+    path = script(project, tiny(max_steps=5, max_epochs=-1), "steps.py")
+    assert "Training stopped after 2 epochs and 3 optimizer steps." in run(path, "--max-steps", "3").stdout
+    path = script(project, tiny(seed=True, max_epochs=1), "chosen.py")
+    assert "Seed set to" in run(path).stdout
+    assert "Seed set to 5\n" in run(path, "--seed", "5").stdout
+
+
+def test_loopgen_run_passes_the_options(project):
+    write_spec(project, tiny(max_epochs=3))
+    result = subprocess.run(
+        [sys.executable, "-m", "loopgen", "run", "spec.yaml", "--", "--max-epochs", "1"],
+        cwd=project,
+        env=env_with_root(project),
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "Training stopped after 1 epochs and 2 optimizer steps." in result.stdout
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# parity: the options against the spec that says the same, and against Lightning
+
+
+PARITY = {
+    "seed_everything": 42,
+    "model": {"class_path": "tests.parity.models.MLP", "init_args": {"hidden": 16}},
+    "trainer": {
+        "max_epochs": 4,
+        "logger": False,
+        "enable_progress_bar": False,
+        "enable_model_summary": False,
+        "enable_checkpointing": True,
+        "callbacks": [{"class_path": "ModelCheckpoint", "init_args": {"save_last": True, "every_n_train_steps": 3}}],
+    },
+}
+
+
+def parity_run(tmp_path: Path, name: str, side: str, spec: dict[str, Any], *args: str) -> dict[str, Any]:
+    directory = tmp_path / name
+    directory.mkdir()
+    spec_path = write_spec(directory, spec)
+    out = directory / "out.pt"
+    env = {**env_with_root(), "LOOPGEN_SCRIPT_ARGS": json.dumps(list(args))}
+    result = subprocess.run(
+        [sys.executable, "-m", "tests.parity.runner", side, str(spec_path), str(out)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return torch.load(out, weights_only=False)
+
+
+def assert_same(a: dict[str, Any], b: dict[str, Any]) -> None:
+    assert a["state_dict"].keys() == b["state_dict"].keys()
+    for key, tensor in a["state_dict"].items():
+        assert torch.equal(tensor, b["state_dict"][key]), key
+    assert a["checkpoints"] == b["checkpoints"]
+
+
+@pytest.mark.slow
+def test_options_give_the_spec_s_run_and_lightning_s(tmp_path):
+    said = copy.deepcopy(PARITY)
+    said["seed_everything"] = 3
+    said["trainer"]["max_epochs"] = 2
+    overridden = parity_run(tmp_path, "overridden", "loopgen", PARITY, "--max-epochs", "2", "--seed", "3")
+    rendered = parity_run(tmp_path, "rendered", "loopgen", said)
+    assert_same(overridden, rendered)
+    assert len(overridden["checkpoints"]) > 0
+    lightning = parity_run(tmp_path, "lightning", "lightning", said)
+    assert_same(overridden, lightning)
+    plain = parity_run(tmp_path, "plain", "loopgen", PARITY)  # the options did change the run
+    assert not torch.equal(plain["state_dict"]["net.0.weight"], overridden["state_dict"]["net.0.weight"])
+
+
+@pytest.mark.slow
+def test_max_steps_option_gives_the_spec_s_run(tmp_path):
+    spec = copy.deepcopy(PARITY)
+    spec["trainer"].update(max_epochs=-1, max_steps=20)
+    said = copy.deepcopy(spec)
+    said["trainer"]["max_steps"] = 7
+    assert_same(
+        parity_run(tmp_path, "overridden", "loopgen", spec, "--max-steps", "7"),
+        parity_run(tmp_path, "rendered", "loopgen", said),
+    )
