@@ -64,7 +64,10 @@ TRAINER_ATTRIBUTES = (
     # constant in a one-process run, or set once
     "world_size", "global_rank", "local_rank", "node_rank", "num_devices", "num_nodes", "lightning_module",
     "datamodule", "precision", "default_root_dir", "estimated_stepping_batches", "training",
+    # the loggers, and the run's state (fn, status, stage)
+    "logger", "loggers", "log_dir", "state",
 )  # fmt: skip
+LOGGER_ATTRIBUTES = frozenset({"logger", "loggers", "log_dir"})
 METRIC_ATTRIBUTES = frozenset({"callback_metrics", "logged_metrics"})
 
 
@@ -158,6 +161,9 @@ class State:
     estimates: bool = False
     estimate_epochs: int = -1  # max(max_epochs, 1); -1: no epoch limit (the estimate is max_steps, or inf)
     estimate_accumulate: int = 1
+    # trainer.log_dir: "root" (default_root_dir) | "logger" (the first logger's log_dir: CSV, TensorBoard) |
+    # "logger_save_dir" (another first logger's save_dir)
+    log_dir: str = "root"
 
     def has(self, name: str) -> bool:
         return name in self.attributes
@@ -759,6 +765,10 @@ def make_plan(
     hooks = with_lightning_callbacks(spec, hooks, checkpointing, logging, summaries, progress)
     metrics = resolve_metrics(model, user_callbacks, optimizers, optimization, checkpointing, logging, progress)
     state = resolve_state(spec, model, user_callbacks, metrics, checkpointing)
+    if state.has("log_dir") and logging.loggers:
+        # Lightning's trainer.log_dir: a CSV or TensorBoard logger's log_dir, another logger's save_dir
+        first = logging.loggers[0].kind
+        state = replace(state, log_dir="logger" if first in ("csv", "tensorboard") else "logger_save_dir")
     if state.has("estimated_stepping_batches"):
         state = with_estimate(spec, state, bounds, optimization)
     epoch_start = (
@@ -1976,8 +1986,10 @@ def resolve_state(
             reads |= facts.trainer_reads
     counters = {"current_epoch", "global_step"}
     module_counters = model.attributes_read | {r for facts in callbacks for r in facts.module_reads}
+    module_loggers = module_counters & {"logger", "loggers"}
     if model.is_lightning_module:
         reads |= module_counters & counters  # a LightningModule's counters are read through its trainer
+        reads |= module_loggers  # ... and its self.logger, self.loggers
     unknown = sorted(reads - set(TRAINER_ATTRIBUTES) - {"_trainer"})
     if unknown:
         supported = ", ".join(TRAINER_ATTRIBUTES)
@@ -1992,8 +2004,23 @@ def resolve_state(
                 for name in unknown
             ]
         )
+    dummy_logger = bool(spec.trainer.fast_dev_run) and spec.trainer.logger is not False
+    if dummy_logger and reads & LOGGER_ATTRIBUTES:
+        where = {name: at for facts in (model, *callbacks) for name, at in facts.trainer_read_at.items()}
+        raise LoopgenError(
+            [
+                Problem(
+                    where.get(name, ""),
+                    f"reads trainer.{name}: under fast_dev_run Lightning's loggers are a DummyLogger, which the"
+                    " script does not provide: set logger: false, or remove fast_dev_run",
+                )
+                for name in sorted(reads & LOGGER_ATTRIBUTES)
+            ]
+        )
     # a trainer passed on gets everything but the estimate (which would move the training data's loading)
     attributes = frozenset(TRAINER_ATTRIBUTES) - {"estimated_stepping_batches"} if everything else frozenset(reads)
+    if dummy_logger:
+        attributes -= LOGGER_ATTRIBUTES
     if not metrics.collect:
         attributes -= METRIC_ATTRIBUTES
     exists = bool(attributes) or bool(callbacks) or bool(checkpointing.checkpoints)  # the user's callbacks get it
@@ -2003,7 +2030,8 @@ def resolve_state(
         exists=exists,
         attributes=attributes,
         counters=bool(attributes & counters),
-        attach_private=model.is_lightning_module and (module_reads_trainer or bool(module_counters & counters)),
+        attach_private=model.is_lightning_module
+        and (module_reads_trainer or bool(module_counters & counters) or bool(module_loggers)),
         attach_public=not model.is_lightning_module and module_reads_trainer,
         mirror_epoch="current_epoch" in plain_counters,
         mirror_step="global_step" in plain_counters,

@@ -20,6 +20,7 @@ from tests.parity.test_parity import (
     case,
     csv_logger,
     differences,
+    logger,
     model_checkpoint,
     stop_request,
     train_both,
@@ -88,6 +89,25 @@ CASES = [
         precision="bf16-mixed",
         callbacks=TRAINER_ATTRIBUTES,
     ),
+    # trainer.logger, loggers, log_dir, state with loggers; a module writing to self.logger.experiment
+    manual_case(
+        "trainer_attributes_loggers_csv_first",
+        "ManualGAN",
+        max_epochs=1,
+        limit_train_batches=4,
+        val_check_interval=2,
+        logger=[csv_logger(name="csv", version=3), logger("TensorBoardLogger", save_dir="tb")],
+        callbacks=TRAINER_ATTRIBUTES,
+    ),
+    manual_case(
+        "experiment_scalars_tensorboard",
+        "ExperimentScalarsGAN",
+        max_epochs=2,
+        log_every_n_steps=2,
+        logger=logger("TensorBoardLogger", save_dir=".", name="gan"),
+        callbacks=TRAINER_ATTRIBUTES,
+    ),
+    manual_case("trainer_attributes_no_logger", "ManualGAN", max_epochs=1, logger=False, callbacks=TRAINER_ATTRIBUTES),
     # OneCycleLR sized by trainer.estimated_stepping_batches
     manual_case("one_cycle_estimated_stepping_batches", "OneCycleModel", max_epochs=3),
     manual_case(
