@@ -1295,7 +1295,6 @@ def resolve_manual(spec: Spec, model: ClassFacts, hooks: Hooks, problems: list[P
     if spec.loop.optimizer_frequencies is not None:
         problems.append(Problem("loop.optimizer_frequencies", "is not used with manual optimization: remove it"))
     not_yet = {"profiler": t.profiler is not None}
-    not_yet["callbacks"] = any(_is_lightning(ref, "LearningRateMonitor") for ref in t.callbacks)
     for flag, used in not_yet.items():
         if used:
             message = "is not supported with manual optimization yet (the model sets automatic_optimization = False)"

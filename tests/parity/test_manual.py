@@ -21,6 +21,7 @@ from tests.parity.test_parity import (
     csv_logger,
     differences,
     logger,
+    lr_monitor,
     model_checkpoint,
     stop_request,
     train_both,
@@ -108,6 +109,22 @@ CASES = [
         callbacks=TRAINER_ATTRIBUTES,
     ),
     manual_case("trainer_attributes_no_logger", "ManualGAN", max_epochs=1, logger=False, callbacks=TRAINER_ATTRIBUTES),
+    # LearningRateMonitor over the schedulers the module steps itself, at each step and at each epoch
+    manual_case(
+        "manual_lr_monitor_step",
+        "ManualAccumulateClip",
+        max_epochs=3,
+        logger=csv_logger(),
+        log_every_n_steps=2,
+        callbacks=[lr_monitor(logging_interval="step", log_momentum=True)],
+    ),
+    manual_case(
+        "manual_gan_lr_monitor_epoch",
+        "ManualGAN",
+        max_epochs=2,
+        logger=csv_logger(),
+        callbacks=[lr_monitor(logging_interval="epoch")],
+    ),
     # OneCycleLR sized by trainer.estimated_stepping_batches
     manual_case("one_cycle_estimated_stepping_batches", "OneCycleModel", max_epochs=3),
     manual_case(
