@@ -1986,6 +1986,8 @@ def resolve_state(
     counters = {"current_epoch", "global_step"}
     module_counters = model.attributes_read | {r for facts in callbacks for r in facts.module_reads}
     module_loggers = module_counters & {"logger", "loggers"}
+    # Lightning's toggle_optimizer reads self.trainer.optimizers
+    toggles = model.manual_optimization and bool(model.attributes_read & {"toggle_optimizer", "untoggle_optimizer"})
     if model.is_lightning_module:
         reads |= module_counters & counters  # a LightningModule's counters are read through its trainer
         reads |= module_loggers  # ... and its self.logger, self.loggers
@@ -2030,7 +2032,7 @@ def resolve_state(
         attributes=attributes,
         counters=bool(attributes & counters),
         attach_private=model.is_lightning_module
-        and (module_reads_trainer or bool(module_counters & counters) or bool(module_loggers)),
+        and (module_reads_trainer or bool(module_counters & counters) or bool(module_loggers) or toggles),
         attach_public=not model.is_lightning_module and module_reads_trainer,
         mirror_epoch="current_epoch" in plain_counters,
         mirror_step="global_step" in plain_counters,

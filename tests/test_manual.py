@@ -259,3 +259,9 @@ def test_a_logger_read_under_fast_dev_run_is_refused(tmp_path: Path) -> None:
     assert (
         f"models.py:{line}: reads trainer.log_dir: under fast_dev_run Lightning's loggers are a DummyLogger" in message
     )
+
+
+def test_toggle_optimizer_alone_attaches_the_trainer(tmp_path: Path) -> None:
+    """Lightning's toggle_optimizer reads self.trainer.optimizers: a module reading nothing else from its
+    trainer gets it attached all the same."""
+    assert "model._trainer = trainer" in render(tmp_path)
