@@ -102,8 +102,8 @@ def main():
             output = model.training_step(batch, batch_idx)
             if output is not None and not isinstance(output, (torch.Tensor, dict)):
                 raise TypeError(
-                    "In manual optimization, `training_step` must either return a Tensor"
-                    " or have no return."
+                    "In manual optimization, `training_step` must either return"
+                    " a Tensor or have no return."
                 )
 
         # end of epoch

@@ -2116,6 +2116,7 @@ def resolve_constants(
     root_dir = checkpointing.saves or any(logger.save_dir is None for logger in logging.loggers)
     root_dir = root_dir or (profiling.writes_files and profiling.directory == "root")
     root_dir = root_dir or state.has("default_root_dir")
+    root_dir = root_dir or (state.has("log_dir") and state.log_dir == "root")  # trainer.log_dir without a logger
     return Constants(
         seed=build.seed is not None,
         max_epochs=bounds.loop_until in ("epochs", "epochs_and_steps") or state.has("max_epochs"),
@@ -2154,6 +2155,7 @@ def resolve_imports(
         json=logging.hparams and "wandb" in logging.kinds,
         os=build.deterministic
         or state.has("default_root_dir")
+        or state.has("log_dir")
         or checkpointing.resumes
         or logging.enabled
         or profiles

@@ -238,7 +238,7 @@ def test_loggers_log_dir_and_state_are_served(tmp_path: Path) -> None:
         "    def configure_optimizers(self):",
     )
     script = render(tmp_path, source, "trainer:\n  max_epochs: 1\n  logger: false\n")
-    for served in ("logger=None,", "loggers=[],", "log_dir=default_root_dir,", 'stage="train"'):
+    for served in ("logger=None,", "loggers=[],", "log_dir=default_root_dir,", "default_root_dir = ", 'stage="train"'):
         assert served in script
     script = render(
         tmp_path,
