@@ -45,3 +45,57 @@ class LitClassifier(pl.LightningModule):
     def val_dataloader(self) -> DataLoader:
         data = make_classification(128, self.hparams.features, self.hparams.classes, seed=1)
         return DataLoader(data, batch_size=self.hparams.batch_size)
+
+
+class LitGAN(pl.LightningModule):
+    """A small GAN over the classification features, optimized manually (Lightning 2.x's way): the generator
+    step, then the discriminator's, each with its own optimizer toggled so that only its parameters get
+    gradients; the discriminator's learning rate decays by a scheduler the module steps each epoch."""
+
+    def __init__(self, features: int = 16, latent: int = 8, hidden: int = 32, lr: float = 0.002, batch_size: int = 32):
+        super().__init__()
+        self.save_hyperparameters()
+        self.automatic_optimization = False
+        self.generator = nn.Sequential(nn.Linear(latent, hidden), nn.ReLU(), nn.Linear(hidden, features))
+        self.discriminator = nn.Sequential(nn.Linear(features, hidden), nn.LeakyReLU(0.2), nn.Linear(hidden, 1))
+
+    def forward(self, z: torch.Tensor) -> torch.Tensor:
+        return self.generator(z)
+
+    def training_step(self, batch, batch_idx):
+        x, _ = batch
+        opt_g, opt_d = self.optimizers()
+        z = torch.randn(x.shape[0], self.hparams.latent, device=self.device)
+        real_label = torch.ones(x.shape[0], 1, device=self.device)
+        fake_label = torch.zeros(x.shape[0], 1, device=self.device)
+
+        self.toggle_optimizer(opt_g)
+        g_loss = F.binary_cross_entropy_with_logits(self.discriminator(self(z)), real_label)
+        self.manual_backward(g_loss)
+        opt_g.step()
+        opt_g.zero_grad()
+        self.untoggle_optimizer(opt_g)
+
+        self.toggle_optimizer(opt_d)
+        real = F.binary_cross_entropy_with_logits(self.discriminator(x), real_label)
+        fake = F.binary_cross_entropy_with_logits(self.discriminator(self(z).detach()), fake_label)
+        d_loss = (real + fake) / 2
+        self.manual_backward(d_loss)
+        self.clip_gradients(opt_d, gradient_clip_val=1.0, gradient_clip_algorithm="norm")
+        opt_d.step()
+        opt_d.zero_grad()
+        self.untoggle_optimizer(opt_d)
+        self.log_dict({"g_loss": g_loss, "d_loss": d_loss}, prog_bar=True)
+
+    def on_train_epoch_end(self):
+        self.lr_schedulers().step()
+
+    def configure_optimizers(self):
+        opt_g = torch.optim.Adam(self.generator.parameters(), lr=self.hparams.lr, betas=(0.5, 0.999))
+        opt_d = torch.optim.Adam(self.discriminator.parameters(), lr=self.hparams.lr, betas=(0.5, 0.999))
+        scheduler = torch.optim.lr_scheduler.StepLR(opt_d, step_size=1, gamma=0.8)
+        return [opt_g, opt_d], [scheduler]
+
+    def train_dataloader(self) -> DataLoader:
+        data = make_classification(512, self.hparams.features, 4, seed=0)
+        return DataLoader(data, batch_size=self.hparams.batch_size, shuffle=True)

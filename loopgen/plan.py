@@ -65,9 +65,10 @@ TRAINER_ATTRIBUTES = (
     # constant in a one-process run, or set once
     "world_size", "global_rank", "local_rank", "node_rank", "num_devices", "num_nodes", "lightning_module",
     "datamodule", "precision", "default_root_dir", "estimated_stepping_batches", "training",
+    # the loggers, and the run's state (fn, status, stage)
+    "logger", "loggers", "log_dir", "state",
 )  # fmt: skip
-# ... of which these are constants in a one-process script (1, 0, 0, 0), left out unless something reads them
-RANK_ATTRIBUTES = frozenset({"world_size", "global_rank", "local_rank", "node_rank"})
+LOGGER_ATTRIBUTES = frozenset({"logger", "loggers", "log_dir"})
 METRIC_ATTRIBUTES = frozenset({"callback_metrics", "logged_metrics"})
 
 
@@ -188,6 +189,9 @@ class State:
     estimates: bool = False
     estimate_epochs: int = -1  # max(max_epochs, 1); -1: no epoch limit (the estimate is max_steps, or inf)
     estimate_accumulate: int = 1
+    # trainer.log_dir: "root" (default_root_dir) | "logger" (the first logger's log_dir: CSV, TensorBoard) |
+    # "logger_save_dir" (another first logger's save_dir)
+    log_dir: str = "root"
 
     def has(self, name: str) -> bool:
         return name in self.attributes
@@ -908,6 +912,10 @@ def make_plan(
     if problems:
         raise LoopgenError(problems)
     state = resolve_state(spec, model, user_callbacks, metrics, checkpointing, distributed=distributed.enabled)
+    if state.has("log_dir") and logging.loggers:
+        # Lightning's trainer.log_dir: a CSV or TensorBoard logger's log_dir, another logger's save_dir
+        first = logging.loggers[0].kind
+        state = replace(state, log_dir="logger" if first in ("csv", "tensorboard") else "logger_save_dir")
     if state.has("estimated_stepping_batches"):
         state = with_estimate(spec, state, bounds, optimization)
     epoch_start = (
@@ -1461,7 +1469,6 @@ def resolve_manual(spec: Spec, model: ClassFacts, hooks: Hooks, problems: list[P
     if spec.loop.optimizer_frequencies is not None:
         problems.append(Problem("loop.optimizer_frequencies", "is not used with manual optimization: remove it"))
     not_yet = {"profiler": t.profiler is not None}
-    not_yet["callbacks"] = any(_is_lightning(ref, "LearningRateMonitor") for ref in t.callbacks)
     for flag, used in not_yet.items():
         if used:
             message = "is not supported with manual optimization yet (the model sets automatic_optimization = False)"
@@ -2153,8 +2160,12 @@ def resolve_state(
             reads |= facts.trainer_reads
     counters = {"current_epoch", "global_step"}
     module_counters = model.attributes_read | {r for facts in callbacks for r in facts.module_reads}
+    module_loggers = module_counters & {"logger", "loggers"}
+    # Lightning's toggle_optimizer reads self.trainer.optimizers
+    toggles = model.manual_optimization and bool(model.attributes_read & {"toggle_optimizer", "untoggle_optimizer"})
     if model.is_lightning_module:
         reads |= module_counters & counters  # a LightningModule's counters are read through its trainer
+        reads |= module_loggers  # ... and its self.logger, self.loggers
     unknown = sorted(reads - set(TRAINER_ATTRIBUTES) - {"_trainer"})
     if unknown:
         supported = ", ".join(TRAINER_ATTRIBUTES)
@@ -2169,8 +2180,23 @@ def resolve_state(
                 for name in unknown
             ]
         )
+    dummy_logger = bool(spec.trainer.fast_dev_run) and spec.trainer.logger is not False
+    if dummy_logger and reads & LOGGER_ATTRIBUTES:
+        where = {name: at for facts in (model, *callbacks) for name, at in facts.trainer_read_at.items()}
+        raise LoopgenError(
+            [
+                Problem(
+                    where.get(name, ""),
+                    f"reads trainer.{name}: under fast_dev_run Lightning's loggers are a DummyLogger, which the"
+                    " script does not provide: set logger: false, or remove fast_dev_run",
+                )
+                for name in sorted(reads & LOGGER_ATTRIBUTES)
+            ]
+        )
     # a trainer passed on gets everything but the estimate (which would move the training data's loading)
     attributes = frozenset(TRAINER_ATTRIBUTES) - {"estimated_stepping_batches"} if everything else frozenset(reads)
+    if dummy_logger:
+        attributes -= LOGGER_ATTRIBUTES
     if not metrics.collect:
         attributes -= METRIC_ATTRIBUTES
     if attributes & counters:  # the loop counts on the trainer: both counters live there
@@ -2182,7 +2208,8 @@ def resolve_state(
         exists=exists,
         attributes=attributes,
         counters=bool(attributes & counters),
-        attach_private=model.is_lightning_module and (module_reads_trainer or bool(module_counters & counters)),
+        attach_private=model.is_lightning_module
+        and (module_reads_trainer or bool(module_counters & counters) or bool(module_loggers) or toggles),
         attach_public=not model.is_lightning_module and module_reads_trainer,
         mirror_epoch="current_epoch" in plain_counters,
         mirror_step="global_step" in plain_counters,
@@ -2635,6 +2662,7 @@ def resolve_constants(
     root_dir = (checkpointing.saves and in_root) or any(logger.save_dir is None for logger in logging.loggers)
     root_dir = root_dir or (profiling.writes_files and profiling.directory == "root")
     root_dir = root_dir or state.has("default_root_dir")
+    root_dir = root_dir or (state.has("log_dir") and state.log_dir == "root")  # trainer.log_dir without a logger
     return Constants(
         seed=build.seed is not None,
         max_epochs=bounds.loop_until in ("epochs", "epochs_and_steps") or state.has("max_epochs"),
@@ -2684,6 +2712,7 @@ def resolve_imports(
         json=logging.hparams and "wandb" in logging.kinds,
         os=build.deterministic
         or state.has("default_root_dir")
+        or state.has("log_dir")
         or checkpointing.resumes
         or logging.enabled
         or profiles

@@ -228,3 +228,40 @@ def test_manual_optimization_under_float16_amp_scales_unscales_and_steps_through
         ("scaler.update",),
         ("global_step", 1),
     ]
+
+
+def test_loggers_log_dir_and_state_are_served(tmp_path: Path) -> None:
+    source = GAN.replace(
+        "    def configure_optimizers(self):",
+        "    def on_train_start(self):\n"
+        "        print(self.logger, self.loggers, self.trainer.log_dir, self.trainer.state.stage)\n\n"
+        "    def configure_optimizers(self):",
+    )
+    script = render(tmp_path, source, "trainer:\n  max_epochs: 1\n  logger: false\n")
+    for served in ("logger=None,", "loggers=[],", "log_dir=default_root_dir,", "default_root_dir = ", 'stage="train"'):
+        assert served in script
+    script = render(
+        tmp_path,
+        source,
+        "trainer:\n  max_epochs: 1\n  logger: {class_path: TensorBoardLogger, init_args: {save_dir: logs}}\n",
+    )
+    for served in ("logger=loggers[0],", "log_dir=loggers[0].log_dir,", "def experiment(self):"):
+        assert served in script
+
+
+def test_a_logger_read_under_fast_dev_run_is_refused(tmp_path: Path) -> None:
+    source = GAN.replace(
+        "    def configure_optimizers(self):",
+        "    def on_train_start(self):\n        print(self.trainer.log_dir)\n\n    def configure_optimizers(self):",
+    )
+    message = refusal(tmp_path, source, "trainer:\n  fast_dev_run: true\n")
+    line = source.splitlines().index("        print(self.trainer.log_dir)") + 1
+    assert (
+        f"models.py:{line}: reads trainer.log_dir: under fast_dev_run Lightning's loggers are a DummyLogger" in message
+    )
+
+
+def test_toggle_optimizer_alone_attaches_the_trainer(tmp_path: Path) -> None:
+    """Lightning's toggle_optimizer reads self.trainer.optimizers: a module reading nothing else from its
+    trainer gets it attached all the same."""
+    assert "model._trainer = trainer" in render(tmp_path)

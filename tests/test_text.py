@@ -239,7 +239,8 @@ class ManualRich(pl.LightningModule):
         return d_loss
 
     def on_train_batch_end(self, outputs, batch, batch_idx):
-        pass
+        if self.trainer.state.stage == "train" and self.trainer.log_dir:
+            self.logger.log_metrics({"batch": float(batch_idx)}, step=self.global_step)
 
     def on_before_optimizer_step(self, optimizer):
         pass
@@ -736,6 +737,10 @@ TRACES = {
         "model.clip_gradients = clip_gradients",
         "model.on_validation_model_zero_grad()",
         "def manual_outputs(output):",
+        "logger=loggers[0],",
+        "log_dir=loggers[0].log_dir,",
+        'state=SimpleNamespace(fn="fit", status="running", stage="train"),',
+        'trainer.state.stage = "validate"',
     ],
     "manual_fp16_cuda": ["loss = scaler.scale(loss)", "output = scaler.step(optimizer, **kwargs)"],
     "clip_hook_estimate": [

@@ -172,3 +172,14 @@ class OneCycleModel(MLP):
         total_steps = self.trainer.estimated_stepping_batches
         scheduler = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=0.5, total_steps=total_steps)
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
+
+
+class ExperimentScalarsGAN(ManualGAN):
+    """The GAN writing its own scalars through self.logger.experiment (TensorBoard's SummaryWriter), as public
+    GAN code does, beside what it logs with self.log."""
+
+    def on_train_batch_end(self, outputs, batch, batch_idx):
+        norm = sum(p.detach().pow(2).sum() for p in self.generator.parameters()).sqrt()
+        self.logger.experiment.add_scalar("generator_norm", norm.item(), self.global_step)
+        for logger in self.loggers:
+            logger.log_metrics({"batch_idx": float(batch_idx)}, step=self.global_step)

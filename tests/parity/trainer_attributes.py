@@ -55,5 +55,22 @@ class TrainerAttributesRecorder(pl.Callback):
             "precision": trainer.precision,
             "default_root_dir": trainer.default_root_dir == os.getcwd(),
             "training": trainer.training,
+            # the loggers (the module's own self.logger and self.loggers are the trainer's), the state
+            "logger": _logger(trainer.logger),
+            "loggers": [_logger(logger) for logger in trainer.loggers],
+            "module_logger": pl_module.logger is trainer.logger,
+            "module_loggers": list(pl_module.loggers) == list(trainer.loggers),
+            "log_dir": os.path.relpath(trainer.log_dir, os.getcwd()),
+            "state": [trainer.state.fn == "fit", trainer.state.status == "running", trainer.state.stage],
         }
+        state["state"][2] = None if state["state"][2] is None else str.__str__(state["state"][2])
         pl_module.events.append((hook, state))
+
+
+def _logger(logger):
+    """A logger's class and directories, relative to the run's directory."""
+    if logger is None:
+        return None
+    here = os.getcwd()
+    directories = [os.path.relpath(logger.save_dir, here), os.path.relpath(logger.log_dir, here)]
+    return [type(logger).__name__, logger.name, logger.version, *directories]
