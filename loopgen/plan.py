@@ -911,7 +911,7 @@ def make_plan(
     check_sized_loaders(spec, model, data, problems)
     if problems:
         raise LoopgenError(problems)
-    state = resolve_state(spec, model, user_callbacks, metrics, checkpointing, distributed=distributed.enabled)
+    state = resolve_state(spec, model, user_callbacks, metrics, checkpointing)
     if state.has("log_dir") and logging.loggers:
         # Lightning's trainer.log_dir: a CSV or TensorBoard logger's log_dir, another logger's save_dir
         first = logging.loggers[0].kind
@@ -2139,7 +2139,6 @@ def resolve_state(
     callbacks: tuple[ClassFacts, ...],
     metrics: Metrics,
     checkpointing: Checkpointing,
-    distributed: bool = False,
 ) -> State:
     """The `trainer` object: the attributes the model and the callbacks read, each one true."""
     reads: set[str] = set()
