@@ -216,6 +216,8 @@ class Data:
     sequential: bool  # overfit_batches: random samplers are replaced by sequential ones
     reload_every: int
     reloads: bool
+    unsized: bool = False  # a loader may have no length (IterableDataset): decided when the script runs
+    checks_fraction: bool = False  # ... and val_check_interval is a float other than 1.0: Lightning's error then
 
 
 @dataclass(frozen=True)
@@ -875,7 +877,7 @@ def make_plan(
     device = resolve_device(spec)
     precision = resolve_precision(spec, model, device, problems, notices)
     optimizers = resolve_optimizers(spec, model, precision, problems)
-    data_plan = resolve_data(spec, model, data, problems)
+    data_plan = with_unsized_loaders(resolve_data(spec, model, data, problems), spec, model, data, problems)
     bounds = resolve_bounds(spec, model, user_callbacks)
     validation = resolve_validation(spec, model, hooks, data_plan, bounds, problems)
     optimization = resolve_optimization(spec, model, hooks, optimizers, bounds, validation, problems)
@@ -908,7 +910,6 @@ def make_plan(
     hooks = with_lightning_callbacks(spec, hooks, checkpointing, logging, summaries, progress)
     metrics = resolve_metrics(model, user_callbacks, optimizers, optimization, checkpointing, logging, progress)
     metrics = with_torchmetrics(metrics, spec, model, user_callbacks, problems)
-    check_sized_loaders(spec, model, data, problems)
     if problems:
         raise LoopgenError(problems)
     state = resolve_state(spec, model, user_callbacks, metrics, checkpointing)
@@ -3103,19 +3104,31 @@ def with_torchmetrics(
 # loaders without a length
 
 
-def check_sized_loaders(spec: Spec, model: ClassFacts, data: ClassFacts | None, problems: list[Problem]) -> None:
-    """Loaders without `__len__` (an IterableDataset, streaming data) are refused at render time, from the source:
-    the script counts each epoch's batches with len(), where Lightning makes num_training_batches infinite (an
-    epoch then ends when the iterator does, validation needs an int val_check_interval, and its fetcher draws one
-    batch ahead to know the last one)."""
-    for facts, key, ref in ((data, "data", spec.data), (model, "model", spec.model)):
-        if facts is not None and ref is not None and facts.mentions_iterable_dataset:
-            problems.append(
-                Problem(
-                    f"{key}.class_path",
-                    f"{ref.class_path}'s source uses IterableDataset: loaders without a length are not supported yet"
-                    " (give the dataset a __len__ and use a map-style Dataset)",
-                    ref.line,
-                )
+def with_unsized_loaders(
+    data_plan: Data, spec: Spec, model: ClassFacts, data: ClassFacts | None, problems: list[Problem]
+) -> Data:
+    """Loaders without `__len__` (an IterableDataset, streaming data), when the model's or data class's source uses
+    IterableDataset: the script asks each loader for its length when it loads it and follows Lightning's rules
+    for the loaders that have none (num_training_batches infinite, an epoch that ends when the iterator does,
+    val_check_interval an int or 1.0, the fetcher reading one batch ahead to know the last one). What such a
+    script does not serve yet is refused here."""
+    for facts, ref in ((data, spec.data), (model, spec.model)):
+        if facts is None or ref is None or not facts.mentions_iterable_dataset:
+            continue
+        t = spec.trainer
+        given = {"ckpt_path": spec.ckpt_path is not None}
+        given["overfit_batches"] = bool(t.overfit_batches)
+        given["reload_dataloaders_every_n_epochs"] = t.reload_dataloaders_every_n_epochs > 0
+        given["profiler"] = t.profiler is not None
+        for flag in (flag for flag, on in given.items() if on):
+            message = (
+                f"{ref.class_path}'s source uses IterableDataset: {flag} with a loader that may have no length"
+                " is not supported yet"
             )
-            return
+            problems.append(
+                Problem(flag, message, spec.line(flag)) if flag == "ckpt_path" else _flag_problem(spec, flag, message)
+            )
+        interval = t.val_check_interval
+        fraction = isinstance(interval, float) and interval != 1.0 and not t.fast_dev_run and t.limit_train_batches != 0
+        return replace(data_plan, unsized=True, checks_fraction=fraction)
+    return data_plan

@@ -46,10 +46,10 @@ for name, script, directory in json.loads(sys.argv[1]):
 
 def fixture_specs() -> dict[str, dict]:
     """The examples and the parity cases (Lightning 2.x's and the objects / torchmetrics ones), by name."""
-    from tests.parity import test_objects, test_parity
+    from tests.parity import test_objects, test_parity, test_streams
 
     specs = {f"example:{p.stem}": yaml.safe_load(p.read_text()) for p in sorted((ROOT / "examples").glob("*.yaml"))}
-    for case in [*test_parity.CASES, *test_objects.CASES]:
+    for case in [*test_parity.CASES, *test_objects.CASES, *test_streams.CASES]:
         specs[f"case:{case.id}"] = copy.deepcopy(case.spec)
     return specs
 

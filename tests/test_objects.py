@@ -4,6 +4,7 @@ that tests/harness.py builds them as LightningCLI does (the parity runner's Ligh
 from __future__ import annotations
 
 import copy
+import os
 import textwrap
 from pathlib import Path
 
@@ -243,14 +244,58 @@ class StreamModel(pl.LightningModule):
 """
 
 
-def test_a_loader_without_length_is_refused_at_render_time(tmp_path: Path) -> None:
-    """The script counts batches with len(); a module whose source uses IterableDataset is refused, naming it, rather
-    than crashing with a TypeError when the script runs."""
+def _stream_package(tmp_path: Path) -> dict:
     (tmp_path / "streampkg").mkdir()
     (tmp_path / "streampkg" / "__init__.py").write_text("")
     (tmp_path / "streampkg" / "models.py").write_text(STREAM_MODEL)
-    with pytest.raises(LoopgenError, match=r"model.class_path \(line \d\): .*IterableDataset.*not supported yet"):
-        _render(tmp_path, {"model": {"class_path": "streampkg.models.StreamModel"}, "trainer": {"max_steps": 3}})
+    return {"class_path": "streampkg.models.StreamModel"}
+
+
+@pytest.mark.parametrize(
+    "given",
+    [{"trainer": {"overfit_batches": 2}}, {"trainer": {"reload_dataloaders_every_n_epochs": 1}},
+     {"trainer": {"profiler": "simple"}}, {"ckpt_path": "last.ckpt"}],
+    ids=["overfit_batches", "reload_dataloaders_every_n_epochs", "profiler", "ckpt_path"],
+)  # fmt: skip
+def test_what_a_loader_without_length_does_not_serve_is_refused_at_render_time(tmp_path: Path, given: dict) -> None:
+    """A module whose source uses IterableDataset renders a script that decides at run time; the flags that script
+    does not serve yet are refused, naming the flag and the class."""
+    model = _stream_package(tmp_path)
+    spec = {"model": model, "trainer": {"max_steps": 3, **given.get("trainer", {})}}
+    spec.update({key: value for key, value in given.items() if key != "trainer"})
+    flag = next(iter(given["trainer"])) if "trainer" in given else "ckpt_path"
+    with pytest.raises(LoopgenError, match=rf"{flag}.*StreamModel's source uses IterableDataset.*not supported yet"):
+        _render(tmp_path, spec)
+
+
+def test_a_loader_without_length_has_code_only_where_the_source_uses_iterable_dataset(tmp_path: Path) -> None:
+    text = _render(tmp_path, {"model": _stream_package(tmp_path), "trainer": {"max_steps": 3}}, "stream.py")
+    for trace in ("def loader_length(loader):", "class Fetcher:", "while not train_iter.done:"):
+        assert trace in text, trace
+    plain = _render(tmp_path, {"model": {"class_path": "tests.parity.models.MLP"}, "trainer": {"max_steps": 3}})
+    assert "Fetcher" not in plain and "loader_length" not in plain and "train_iter.done" not in plain
+
+
+@pytest.mark.parametrize(
+    ("trainer", "message"),
+    [({"val_check_interval": 0.5}, "`Trainer(val_check_interval)` must be time based, `1.0` or an int"),
+     ({"limit_train_batches": 0.5}, "`Trainer(limit_train_batches)` must be `1.0` or an int")],
+    ids=["val_check_interval", "limit_train_batches"],
+)  # fmt: skip
+def test_a_float_fraction_of_a_loader_without_length_raises_lightnings_error(
+    tmp_path: Path, trainer: dict, message: str
+) -> None:
+    """The spec cannot tell whether the loader has a length: the script raises Lightning's error when it loads it."""
+    import subprocess
+    import sys
+
+    spec = {"model": _stream_package(tmp_path), "trainer": {"max_steps": 3, "logger": False, **trainer}}
+    _render(tmp_path, spec)
+    result = subprocess.run(
+        [sys.executable, str(tmp_path / "train.py")], cwd=tmp_path, capture_output=True, text=True, check=False,
+        env={**os.environ, "PYTHONPATH": str(tmp_path)},
+    )  # fmt: skip
+    assert result.returncode != 0 and message in result.stderr, result.stderr[-2000:]
 
 
 def test_data_and_callbacks_take_objects_too(tmp_path: Path) -> None:

@@ -192,6 +192,41 @@ class Saver(pytorch_lightning.LightningModule):
         return torch.optim.SGD(self.parameters(), lr=0.1)
 '''
 
+STREAM_MODEL = '''
+import pytorch_lightning
+import torch
+from torch.utils.data import DataLoader, IterableDataset
+
+
+class Rows(IterableDataset):
+    def __iter__(self):
+        for _ in range(12):
+            yield torch.randn(4)
+
+
+class Stream(pytorch_lightning.LightningModule):
+    """Reads loaders without a length (IterableDataset)."""
+
+    def __init__(self):
+        super().__init__()
+        self.layer = torch.nn.Linear(4, 1)
+
+    def train_dataloader(self):
+        return DataLoader(Rows(), batch_size=4)
+
+    def val_dataloader(self):
+        return DataLoader(Rows(), batch_size=4)
+
+    def training_step(self, batch, batch_idx):
+        return self.layer(batch).sum()
+
+    def validation_step(self, batch, batch_idx):
+        return self.layer(batch).sum()
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.1)
+'''
+
 CALLBACK = """
 class Recorder:
     def on_train_start(self, trainer, pl_module):
@@ -461,6 +496,15 @@ FLAG_SETS = {
             "LearningRateMonitor",
         ],
     },
+    # loaders without a length: the length, the prefetching fetcher, a mid-epoch resume, the bar's unknown total,
+    # Lightning's errors for float fractions
+    "iterable_loader": {
+        "val_check_interval": 0.5,
+        "limit_train_batches": 3,
+        "accumulate_grad_batches": 2,
+        "enable_checkpointing": True,
+        "enable_progress_bar": True,
+    },
 }
 
 
@@ -474,6 +518,7 @@ def project(tmp_path_factory) -> Path:
     (root / "proj" / "seed.py").write_text(SEED_MODEL)
     (root / "proj" / "saver.py").write_text(SAVER_MODEL)
     (root / "proj" / "manual.py").write_text(MANUAL_MODEL)
+    (root / "proj" / "stream.py").write_text(STREAM_MODEL)
     return root
 
 
@@ -503,6 +548,7 @@ def spec_with(project: Path, name: str, flags: dict) -> Path:
         "manual": "proj.manual.ManualRich",
         "manual_fp16_cuda": "proj.manual.ManualRich",
         "clip_hook_estimate": "proj.manual.ClipHookRich",
+        "iterable_loader": "proj.stream.Stream",
     }
     model = special.get(name, "proj.seed.SeedRich" if name.startswith("seed") else BASE["model"])
     spec = {**BASE, "model": model, "trainer": {**BASE["trainer"], **flags}}
@@ -551,6 +597,18 @@ def test_every_variant_is_clean_under_ruff(rendered, project):
 
 # flag set -> lines that must appear when it is on, and nowhere when it is off
 TRACES = {
+    "iterable_loader": [
+        "def loader_length(loader):",
+        "class Fetcher:",
+        "train_iter = Fetcher(train_loader, num_training_batches)",
+        "val_iter = Fetcher(val_loader, num_batches)",
+        "while not train_iter.done:",
+        "is_last_batch = train_iter.done",
+        "resuming in the middle of an epoch of a train loader without",
+        "must be time based, `1.0` or an int",
+        "`Trainer(limit_{name}_batches)` must be `1.0` or an int",
+        'self.total = None if total == float("inf") else total',
+    ],
     "accumulate": ["ACCUMULATE_GRAD_BATCHES", "should_step"],
     "clip_norm": ["GRADIENT_CLIP_VAL", "clip_grad_norm_"],
     "clip_value": ["GRADIENT_CLIP_VAL", "clip_grad_value_"],
