@@ -2338,6 +2338,32 @@ def resolve_distributed(
     )
 
 
+def refuse_unshared(
+    refuse: Any,
+    optimizers: Optimizers,
+    optimization: Optimization,
+    checkpointing: Checkpointing,
+    logging: Logging,
+    profiling: Profiling,
+    progress: Progress,
+) -> None:
+    """What the Horovod, DataParallel and XLA scripts do not serve yet, refused through the strategy's `refuse`:
+    steps through a closure, several optimizers, and the features that write files or draw (checkpoints,
+    loggers, profilers, the progress bar), which these engines would need to gate on their own ranks."""
+    if optimization.closure:
+        refuse("strategy", "an optimizer step through a closure (LBFGS or an optimizer_step override)")
+    if optimizers.several:
+        refuse("strategy", "several optimizers")
+    if checkpointing.saves or checkpointing.resumes:
+        refuse("enable_checkpointing", "checkpointing (set `enable_checkpointing: false`, no ModelCheckpoint)")
+    if logging.enabled:
+        refuse("logger", "a logger (set `logger: false`)")
+    if profiling.enabled:
+        refuse("profiler", "a profiler")
+    if progress.enabled:
+        refuse("enable_progress_bar", "the progress bar (set `enable_progress_bar: false`)")
+
+
 def resolve_horovod(
     spec: Spec,
     script_name: str,
@@ -2381,24 +2407,13 @@ def resolve_horovod(
     elif optimization.accumulates:
         # Lightning 1.9.5's Horovod "handles accumulation": its loop calls optimizer.step() on every batch
         refuse("accumulate_grad_batches", "accumulate_grad_batches > 1 (Lightning 1.9.5 steps on every batch then)")
-    if optimization.closure:
-        refuse("strategy", "an optimizer step through a closure (LBFGS or an optimizer_step override)")
-    if optimizers.several:
-        refuse("strategy", "several optimizers")
     if optimizers.general_schedulers:
         refuse("strategy", "LR schedulers from a configure_optimizers whose returned form its source does not show")
     if optimization.tbptt:
         refuse("truncated_bptt_steps", "truncated_bptt_steps")
     if data.sequential:
         refuse("overfit_batches", "overfit_batches")
-    if checkpointing.saves or checkpointing.resumes:
-        refuse("enable_checkpointing", "checkpointing (set `enable_checkpointing: false`, no ModelCheckpoint)")
-    if logging.enabled:
-        refuse("logger", "a logger (set `logger: false`)")
-    if profiling.enabled:
-        refuse("profiler", "a profiler")
-    if progress.enabled:
-        refuse("enable_progress_bar", "the progress bar (set `enable_progress_bar: false`)")
+    refuse_unshared(refuse, optimizers, optimization, checkpointing, logging, profiling, progress)
     if any(_is_lightning(ref, "EarlyStopping") for ref in t.callbacks):
         refuse("callbacks", "EarlyStopping")
     if optimization.track_grad_norm is not None:
@@ -2452,20 +2467,9 @@ def resolve_dp(
     if model.uses_log:
         # DataParallel's replicas would each log into the one collection
         refuse("strategy", "self.log in the module")
-    if optimization.closure:
-        refuse("strategy", "an optimizer step through a closure (LBFGS or an optimizer_step override)")
-    if optimizers.several:
-        refuse("strategy", "several optimizers")
     if optimization.tbptt:
         refuse("truncated_bptt_steps", "truncated_bptt_steps")
-    if checkpointing.saves or checkpointing.resumes:
-        refuse("enable_checkpointing", "checkpointing (set `enable_checkpointing: false`, no ModelCheckpoint)")
-    if logging.enabled:
-        refuse("logger", "a logger (set `logger: false`)")
-    if profiling.enabled:
-        refuse("profiler", "a profiler")
-    if progress.enabled:
-        refuse("enable_progress_bar", "the progress bar (set `enable_progress_bar: false`)")
+    refuse_unshared(refuse, optimizers, optimization, checkpointing, logging, profiling, progress)
     if any(_is_lightning(ref, "EarlyStopping") for ref in t.callbacks):
         refuse("callbacks", "EarlyStopping")
     if optimization.track_grad_norm is not None:
@@ -2519,22 +2523,11 @@ def resolve_xla(
     if spec.seed_everything is True:
         message = "seed_everything: true with accelerator tpu: each process would choose its own seed; give a number"
         problems.append(Problem("seed_everything", message, spec.line("seed_everything")))
-    if optimization.closure:
-        refuse("strategy", "an optimizer step through a closure (LBFGS or an optimizer_step override)")
-    if optimizers.several:
-        refuse("strategy", "several optimizers")
     if optimization.tbptt:
         refuse("truncated_bptt_steps", "truncated_bptt_steps")
     if data.sequential:
         refuse("overfit_batches", "overfit_batches")
-    if checkpointing.saves or checkpointing.resumes:
-        refuse("enable_checkpointing", "checkpointing (set `enable_checkpointing: false`, no ModelCheckpoint)")
-    if logging.enabled:
-        refuse("logger", "a logger (set `logger: false`)")
-    if profiling.enabled:
-        refuse("profiler", "a profiler")
-    if progress.enabled:
-        refuse("enable_progress_bar", "the progress bar (set `enable_progress_bar: false`)")
+    refuse_unshared(refuse, optimizers, optimization, checkpointing, logging, profiling, progress)
     if t.devices > 1 and any(_is_lightning(ref, "EarlyStopping") for ref in t.callbacks):
         refuse("callbacks", "EarlyStopping on several devices")
     if optimization.track_grad_norm is not None:
