@@ -23,10 +23,12 @@ from tests.harness import ROOT, env_with_root
 
 pytestmark = pytest.mark.slow
 
-# torch is imported once; each script runs in a forked child (no state of one script's libraries reaches the next)
+# torch and Lightning (the fixtures' models are LightningModules) are imported once; each script runs in a forked
+# child (no state of one script's libraries reaches the next)
 RUNNER = """
 import json, os, runpy, sys, traceback
 import torch
+import pytorch_lightning
 for name, script, directory in json.loads(sys.argv[1]):
     pid = os.fork()
     if pid == 0:
@@ -58,6 +60,8 @@ def briefly(spec: dict) -> dict | None:
     """The spec bounded to a few batches (None: one that needs files from another run)."""
     if spec.get("ckpt_path"):
         return None
+    if "strategy" in (spec.get("trainer") or {}):
+        return None  # runs under its launcher (torchrun): tests/test_ddp.py and tests/test_coverage.py run it
     spec = copy.deepcopy(spec)
     trainer = spec["trainer"] = dict(spec.get("trainer") or {})
     trainer.setdefault("accelerator", "cpu")
