@@ -233,7 +233,7 @@ def test_bad_output(tmp_path, capsys):
     for output, expected in [
         (tmp_path / "curves.pdf", "the plot is a PNG; name the file *.png"),
         (tmp_path / "nowhere" / "c.png", f"directory {tmp_path / 'nowhere'} does not exist"),
-        (tmp_path / "d.png", "is a directory"),
+        (tmp_path / "d.png", "is a directory; name a file in it"),
     ]:
         status, _, err = run_cli(str(csv_path), "-o", str(output), capsys=capsys)
         assert (status, err) == (2, f"loopgen: error: -o {output}: {expected}\n")
