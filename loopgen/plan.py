@@ -725,6 +725,10 @@ class Manual:
     backward: bool = False  # ... self.manual_backward(loss)
     clip_gradients: bool = False  # ... self.clip_gradients(optimizer, ...)
     outputs_used: bool = False  # on_train_batch_end receives training_step's output
+    # strategy ddp: training_step runs through DistributedDataParallel's forward, which prepares no all-reduce
+    # when it returns; manual_backward prepares the all-reduce of each backward (Lightning's DDPStrategy)
+    ddp: bool = False
+    ddp_finds_unused: bool = False  # ... and finds the parameters the loss does not depend on (find_unused_parameters)
 
 
 # the LightningModule methods a manually optimizing module calls that the script binds to the model
@@ -900,11 +904,7 @@ def make_plan(
             progress, problems,
         )  # fmt: skip
     if manual.enabled and distributed.enabled:
-        message = (
-            f"manual optimization (self.automatic_optimization = False) with strategy {distributed.kind}: not"
-            " supported yet; train it on one device, or with automatic optimization"
-        )
-        problems.append(Problem("trainer.strategy", message, spec.line("trainer.strategy")))
+        manual = manual_under_strategy(spec, manual, distributed, problems)
     if problems:
         raise LoopgenError(problems)
     hooks = with_lightning_callbacks(spec, hooks, checkpointing, logging, summaries, progress)
@@ -1469,13 +1469,6 @@ def resolve_manual(spec: Spec, model: ClassFacts, hooks: Hooks, problems: list[P
         problems.append(Problem(where, message, line))
     if spec.loop.optimizer_frequencies is not None:
         problems.append(Problem("loop.optimizer_frequencies", "is not used with manual optimization: remove it"))
-    not_yet = {"profiler": t.profiler is not None}
-    for flag, used in not_yet.items():
-        if used:
-            message = "is not supported with manual optimization yet (the model sets automatic_optimization = False)"
-            problems.append(
-                _flag_problem(spec, flag, message if flag == "profiler" else "LearningRateMonitor " + message)
-            )
     outputs_used = bool(hooks.callbacks_with("on_train_batch_end")) or hooks.model_has("on_train_batch_end")
     return Manual(
         enabled=True,
@@ -1500,6 +1493,26 @@ def with_estimate(spec: Spec, state: State, bounds: Bounds, optimization: Optimi
         estimate_epochs=max(bounds.max_epochs, 1) if bounds.max_epochs != -1 else -1,
         estimate_accumulate=optimization.accumulate,
     )
+
+
+def manual_under_strategy(spec: Spec, manual: Manual, distributed: Distributed, problems: list[Problem]) -> Manual:
+    """Manual optimization under a strategy: DDP as Lightning's DDPStrategy runs it (the step through the wrapper,
+    manual_backward preparing the all-reduce); the other strategies are refused."""
+    where, line = "trainer.strategy", spec.line("trainer.strategy")
+    if not distributed.ddp:
+        message = (
+            f"manual optimization (self.automatic_optimization = False) with strategy {distributed.kind}: not"
+            " supported yet; train it on one device, with strategy ddp, or with automatic optimization"
+        )
+        problems.append(Problem(where, message, line))
+        return manual
+    if distributed.static_graph:
+        message = (
+            "DDPStrategy(static_graph=True) with manual optimization (self.automatic_optimization = False): not"
+            " supported yet (Lightning delays the first backward's all-reduce by hand); remove static_graph"
+        )
+        problems.append(Problem(where, message, line))
+    return replace(manual, ddp=True, ddp_finds_unused=distributed.find_unused_parameters)
 
 
 def clip_gradients_bound(model: ClassFacts, manual: Manual) -> Manual:

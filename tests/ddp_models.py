@@ -73,3 +73,103 @@ class DDPNet(pl.LightningModule):
     def on_train_end(self):
         if os.environ.get("DDP_SAVE"):
             torch.save(self.state_dict(), f"{os.environ['DDP_SAVE']}/rank{os.environ['RANK']}.pt")
+
+
+class DDPManualGAN(pl.LightningModule):
+    """Manual optimization under DDP: a small GAN over the classification features (Lightning's documented style),
+    the generator then the discriminator, each toggled so that only its parameters get gradients, each backward
+    all-reduced by manual_backward; the losses logged with sync_dist=True."""
+
+    def __init__(self, latent: int = 4, lr: float = 0.01) -> None:
+        super().__init__()
+        self.automatic_optimization = False
+        self.latent = latent
+        self.lr = lr
+        self.generator = nn.Sequential(nn.Linear(latent, 16), nn.ReLU(), nn.Linear(16, FEATURES))
+        self.discriminator = nn.Sequential(nn.Linear(FEATURES, 16), nn.LeakyReLU(0.2), nn.Linear(16, 1))
+
+    def training_step(self, batch, batch_idx):
+        x, _ = batch
+        opt_g, opt_d = self.optimizers()
+        z = torch.randn(x.shape[0], self.latent, device=self.device)
+        ones = torch.ones(x.shape[0], 1, device=self.device)
+        zeros = torch.zeros(x.shape[0], 1, device=self.device)
+
+        self.toggle_optimizer(opt_g)
+        g_loss = F.binary_cross_entropy_with_logits(self.discriminator(self.generator(z)), ones)
+        self.log("g_loss", g_loss, prog_bar=True, sync_dist=True)
+        self.manual_backward(g_loss)
+        opt_g.step()
+        opt_g.zero_grad()
+        self.untoggle_optimizer(opt_g)
+
+        self.toggle_optimizer(opt_d)
+        real = F.binary_cross_entropy_with_logits(self.discriminator(x), ones)
+        fake = F.binary_cross_entropy_with_logits(self.discriminator(self.generator(z).detach()), zeros)
+        d_loss = (real + fake) / 2
+        self.log("d_loss", d_loss, sync_dist=True)
+        self.manual_backward(d_loss)
+        opt_d.step()
+        opt_d.zero_grad()
+        self.untoggle_optimizer(opt_d)
+
+    def configure_optimizers(self):
+        opt_g = torch.optim.Adam(self.generator.parameters(), lr=self.lr, betas=(0.5, 0.999))
+        opt_d = torch.optim.Adam(self.discriminator.parameters(), lr=self.lr, betas=(0.5, 0.999))
+        return [opt_g, opt_d], []
+
+    def train_dataloader(self):
+        return DataLoader(make_classification(90, seed=0), batch_size=8, shuffle=True)
+
+    def on_train_end(self):
+        if os.environ.get("DDP_SAVE"):
+            torch.save(self.state_dict(), f"{os.environ['DDP_SAVE']}/rank{os.environ['RANK']}.pt")
+
+
+class DDPManualAccumulate(pl.LightningModule):
+    """Manual optimization under DDP: gradients accumulated by hand over `accumulate` batches (each backward
+    all-reduced, no no_sync), clipped with self.clip_gradients, a StepLR the module steps at each epoch's end;
+    train and validation losses logged with sync_dist=True."""
+
+    def __init__(self, accumulate: int = 4, lr: float = 0.1) -> None:
+        super().__init__()
+        self.automatic_optimization = False
+        self.accumulate = accumulate
+        self.lr = lr
+        self.net = nn.Sequential(nn.Linear(FEATURES, 32), nn.ReLU(), nn.Linear(32, CLASSES))
+
+    def forward(self, x):
+        return self.net(x)
+
+    def training_step(self, batch, batch_idx):
+        opt = self.optimizers()
+        x, y = batch
+        loss = F.cross_entropy(self(x), y)
+        self.manual_backward(loss / self.accumulate)
+        if (batch_idx + 1) % self.accumulate == 0:
+            self.clip_gradients(opt, gradient_clip_val=0.5, gradient_clip_algorithm="norm")
+            opt.step()
+            opt.zero_grad()
+        self.log("train_loss", loss, on_epoch=True, sync_dist=True)
+        return loss
+
+    def validation_step(self, batch, batch_idx):
+        x, y = batch
+        self.log("val_loss", F.cross_entropy(self(x), y), sync_dist=True)
+
+    def on_train_epoch_end(self):
+        self.lr_schedulers().step()
+
+    def configure_optimizers(self):
+        optimizer = torch.optim.SGD(self.parameters(), lr=self.lr, momentum=0.9)
+        return [optimizer], [torch.optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=0.5)]
+
+    def train_dataloader(self):
+        return DataLoader(make_classification(90, seed=0), batch_size=8, shuffle=True)
+
+    def val_dataloader(self):
+        return DataLoader(make_classification(30, seed=1), batch_size=8)
+
+    def on_train_end(self):
+        if os.environ.get("DDP_SAVE"):
+            torch.save(self.state_dict(), f"{os.environ['DDP_SAVE']}/rank{os.environ['RANK']}.pt")

@@ -44,6 +44,14 @@ SPECS = {
         },
     ),
 }
+# Manual optimization (self.automatic_optimization = False) under DDP: (model, init args, flags). The GAN toggles
+# its optimizers, so each backward leaves the other network's parameters unused: Lightning needs
+# find_unused_parameters for it (plain ddp fails in both, with DDP's error).
+FIND_UNUSED = {"strategy": "ddp_find_unused_parameters_true"}
+MANUAL_SPECS = {
+    "manual_gan": ("tests.ddp_models.DDPManualGAN", {}, {"max_epochs": 2, **FIND_UNUSED}),
+    "manual_accumulate": ("tests.ddp_models.DDPManualAccumulate", {}, {"max_epochs": 3}),
+}
 # Jobs that write files (a CSVLogger, a ModelCheckpoint on a sync_dist metric, the progress bar), each side into
 # its own directory: `files`, then `resumed` from its last.ckpt to 5 epochs, and `uninterrupted` for 5 epochs.
 FILE_JOBS = ("files", "resumed", "uninterrupted")
@@ -68,10 +76,10 @@ def file_spec(job: str, root: Path, files_root: Path) -> dict:
     return content
 
 
-def spec(init_args: dict, flags: dict, **trainer) -> dict:
+def spec(init_args: dict, flags: dict, model: str = MODEL, **trainer) -> dict:
     return {
         "seed_everything": 42,
-        "model": {"class_path": MODEL, "init_args": init_args},
+        "model": {"class_path": model, "init_args": init_args},
         "trainer": {**DDP, **flags, **trainer},
     }
 
@@ -126,6 +134,8 @@ class Launch:
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict:
     directory = tmp_path_factory.mktemp("ddp")
     specs = {name: write_spec(directory, name, spec(*args)) for name, args in SPECS.items()}
+    for name, (model, init_args, flags) in MANUAL_SPECS.items():
+        specs[name] = write_spec(directory, name, spec(init_args, flags, model))
     scripts = {name: render(path) for name, path in specs.items()}
     side_jobs = {}
     for side in ("lightning", "loopgen"):
@@ -195,7 +205,7 @@ def assert_equal(a: dict, b: dict) -> None:
     assert not different, f"different: {different}"
 
 
-@pytest.mark.parametrize("name", list(SPECS))
+@pytest.mark.parametrize("name", [*SPECS, *MANUAL_SPECS])
 def test_weights_equal_lightnings_ddp(runs: dict, name: str) -> None:
     launches = runs["launches"]
     for side in ("lightning", "loopgen"):
@@ -220,8 +230,8 @@ def test_two_nodes_of_one_process_train_as_one_node_of_two(runs: dict) -> None:
 
 def test_rank_zero_prints_alone(runs: dict) -> None:
     output = runs["launches"]["loopgen"].output
-    assert output.count("Total params") == len(SPECS) + len(FILE_JOBS)
-    assert output.count("Training stopped after") == len(SPECS) + len(FILE_JOBS)
+    assert output.count("Total params") == len(SPECS) + len(MANUAL_SPECS) + len(FILE_JOBS)
+    assert output.count("Training stopped after") == len(SPECS) + len(MANUAL_SPECS) + len(FILE_JOBS)
     assert output.count("Checkpoints: ") == len(FILE_JOBS)
     assert output.count("Logs: ") == len(FILE_JOBS)
     # the bar of rank 0 alone: epochs 0-2, 3-4 (resumed), 0-4 (its postfix shows train_loss, synced)
@@ -314,6 +324,30 @@ def problems(tmp_path: Path, content: dict) -> list[str]:
 )  # fmt: skip
 def test_what_ddp_cannot_serve_is_refused(tmp_path: Path, trainer: dict, expected: str) -> None:
     found = problems(tmp_path, spec({}, {"max_epochs": 1}, **trainer))
+    assert any(expected in problem for problem in found), found
+
+
+def test_manual_optimization_under_ddp_prepares_each_backwards_all_reduce(tmp_path: Path) -> None:
+    model, init_args, flags = MANUAL_SPECS["manual_gan"]
+    text, _ = render_spec(write_spec(tmp_path, "spec", spec(init_args, flags, model)), tmp_path / "train.py")
+    for line in ('output = ddp_model("training_step", batch, batch_idx)', "prepare_all_reduce(ddp_model, loss)",
+                 "ddp_model.reducer.prepare_for_backward([loss])", "ddp_model.module.register_forward_hook("):  # fmt: skip
+        assert line in text
+    model, init_args, flags = MANUAL_SPECS["manual_accumulate"]
+    text, _ = render_spec(write_spec(tmp_path, "spec", spec(init_args, flags, model)), tmp_path / "train.py")
+    assert "ddp_model.reducer.prepare_for_backward([])" in text
+
+
+@pytest.mark.parametrize(
+    ("strategy", "expected"),
+    [
+        ({"class_path": "DDPStrategy", "init_args": {"static_graph": True}},
+         "DDPStrategy(static_graph=True) with manual optimization"),
+        ("horovod", "manual optimization (self.automatic_optimization = False) with strategy horovod: not supported"),
+    ],
+)  # fmt: skip
+def test_manual_optimization_under_what_is_not_ddp_is_refused(tmp_path: Path, strategy, expected: str) -> None:
+    found = problems(tmp_path, spec({}, {"max_epochs": 1}, "tests.ddp_models.DDPManualGAN", strategy=strategy))
     assert any(expected in problem for problem in found), found
 
 

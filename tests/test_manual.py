@@ -93,7 +93,6 @@ def test_a_value_loopgen_cannot_read_is_refused(tmp_path: Path) -> None:
         ("  gradient_clip_val: 0.5\n", "trainer.gradient_clip_val", "Automatic gradient clipping is not supported"),
         ("  accumulate_grad_batches: 2\n", "trainer.accumulate_grad_batches",
          "Automatic gradient accumulation is not supported"),
-        ("  profiler: simple\n", "trainer.profiler", "not supported with manual optimization yet"),
     ],
 )  # fmt: skip
 def test_lightning_refuses_these_flags_with_manual_optimization(tmp_path: Path, spec: str, key: str, reason: str):

@@ -462,6 +462,8 @@ FLAG_SETS = {
     },
     "manual": {"enable_checkpointing": True, "logger": True},
     "manual_fp16_cuda": {"accelerator": "cuda", "precision": "16-mixed"},
+    "manual_ddp": {"strategy": "ddp_find_unused_parameters_true", "devices": 2, "logger": True},
+    "manual_profiler": {"profiler": "simple", "val_check_interval": 0.5},
     "clip_hook_estimate": {"gradient_clip_val": 0.5, "accumulate_grad_batches": 2, "max_steps": 7},
     "horovod": {"strategy": "horovod", "devices": 2},
     "tpu": {"accelerator": "tpu", "devices": 2},
@@ -547,6 +549,8 @@ def spec_with(project: Path, name: str, flags: dict) -> Path:
         "progress_bar_rich": "proj.models.RichBar",
         "manual": "proj.manual.ManualRich",
         "manual_fp16_cuda": "proj.manual.ManualRich",
+        "manual_ddp": "proj.manual.ManualRich",
+        "manual_profiler": "proj.manual.ManualRich",
         "clip_hook_estimate": "proj.manual.ClipHookRich",
         "iterable_loader": "proj.stream.Stream",
     }
@@ -801,6 +805,14 @@ TRACES = {
         'trainer.state.stage = "validate"',
     ],
     "manual_fp16_cuda": ["loss = scaler.scale(loss)", "output = scaler.step(optimizer, **kwargs)"],
+    "manual_ddp": [
+        "def prepare_all_reduce(ddp_model, loss):",
+        "prepare_all_reduce(ddp_model, loss)",
+        "ddp_model.reducer.prepare_for_backward([loss])",
+        "ddp_model.module.register_forward_hook(step_returned)",
+        "ddp_model.register_forward_pre_hook(next_call)",
+    ],
+    "manual_profiler": ['with profiler.profile("optimizer_step"):'],
     "clip_hook_estimate": [
         "model.configure_gradient_clipping(",
         "trainer.estimated_stepping_batches = min(",
