@@ -776,6 +776,8 @@ class Distributed:
     scatters: bool = False
     # dp: the per-GPU outputs of training_step reduced to their mean (no training_step_end of the model's)
     reduces_step_output: bool = False
+    # horovod with accumulation: optimizer.step() on every batch, counted at a window's end (Lightning 1.9.5)
+    steps_every_batch: bool = False
 
     @property
     def enabled(self) -> bool:
@@ -899,6 +901,8 @@ def make_plan(
             spec, script_name, precision, optimizers, optimization, data_plan, checkpointing, logging, profiling,
             progress, problems,
         )  # fmt: skip
+    if distributed.steps_every_batch:  # no step forced at the epoch's last batch
+        optimization = replace(optimization, window_end=optimizers.any_schedulers or validation.at_epoch_end)
     if manual.enabled and distributed.enabled:
         message = (
             f"manual optimization (self.automatic_optimization = False) with strategy {distributed.kind}: not"
@@ -2404,9 +2408,6 @@ def resolve_horovod(
         )
     if optimization.schedule is not None:
         refuse("accumulate_grad_batches", "an accumulation schedule (Lightning 1.9.5 refuses it)")
-    elif optimization.accumulates:
-        # Lightning 1.9.5's Horovod "handles accumulation": its loop calls optimizer.step() on every batch
-        refuse("accumulate_grad_batches", "accumulate_grad_batches > 1 (Lightning 1.9.5 steps on every batch then)")
     if optimizers.general_schedulers:
         refuse("strategy", "LR schedulers from a configure_optimizers whose returned form its source does not show")
     if optimization.tbptt:
@@ -2428,6 +2429,8 @@ def resolve_horovod(
         replaces_samplers=True,
         wraps_samplers=True,
         backward_passes_per_step=optimization.accumulate if optimization.accumulates else 1,
+        # Lightning 1.9.5's Horovod "handles accumulation": its loop calls optimizer.step() on every batch
+        steps_every_batch=optimization.accumulates,
         launch=f"horovodrun -np {devices} -H localhost:{devices} python {script_name}",
         launch_nodes=f"horovodrun -np N -H HOST1:SLOTS1,HOST2:SLOTS2 python {script_name}",
     )

@@ -105,6 +105,9 @@ def assert_close(a: dict, b: dict) -> None:
 CASES = {
     "clipping": ("Net", {}, {"gradient_clip_val": 0.05}),
     "shuffled_dropout_steplr": ("NetStepLR", {"shuffle": True, "dropout": 0.2}, {}),
+    # 4 batches a process an epoch: the last ends no window (no step counted, the "step" scheduler waits), yet
+    # Lightning 1.9.5 calls optimizer.step() on every batch with the gradients added up so far
+    "accumulation_stepwise_lr": ("NetStepwiseLR", {}, {"accumulate_grad_batches": 3, "gradient_clip_val": 0.05}),
 }
 
 
@@ -148,7 +151,6 @@ def test_launched_without_horovodrun_it_says_how(tmp_path):
         ({"num_nodes": 2}, r"trainer.num_nodes.*num_nodes > 1 \(Lightning 1.9.5 refuses it"),
         ({"accelerator": "cuda", "precision": "16-mixed", "amp_backend": "apex"}, r"trainer.amp_backend.*apex"),
         ({"precision": "bf16-mixed"}, r"trainer.precision.*precision bf16-mixed with strategy horovod"),
-        ({"accumulate_grad_batches": 2}, r"steps on every batch"),
         ({"accumulate_grad_batches": {0: 1, 1: 2}}, r"an accumulation schedule \(Lightning 1.9.5 refuses it\)"),
         ({"enable_checkpointing": True}, r"trainer.enable_checkpointing.*with strategy horovod"),
     ],

@@ -464,6 +464,7 @@ FLAG_SETS = {
     "manual_fp16_cuda": {"accelerator": "cuda", "precision": "16-mixed"},
     "clip_hook_estimate": {"gradient_clip_val": 0.5, "accumulate_grad_batches": 2, "max_steps": 7},
     "horovod": {"strategy": "horovod", "devices": 2},
+    "horovod_accumulate": {"strategy": "horovod", "devices": 2, "accumulate_grad_batches": 2},
     "tpu": {"accelerator": "tpu", "devices": 2},
     "tpu_one_device": {"accelerator": "tpu", "accumulate_grad_batches": 2},
     "ddp": {
@@ -648,6 +649,12 @@ TRACES = {
         "with optimizer.skip_synchronize():",
         'group["lr"] *= world_size',
         "sampler = SamplerShards(loader.sampler, **kwargs)",
+    ],
+    "horovod_accumulate": [
+        "backward_passes_per_step=2,",
+        "# Horovod, as Lightning 1.9.5: an epoch's last batch ends no window of its own",
+        "should_step = window_end",
+        "# optimizer step on every batch, as Lightning 1.9.5's Horovod: the gradients",
     ],
     "cuda": ["def map_tensors", "t.to(device, non_blocking=True)", "model.to(device)", 'torch.device("cuda")'],
     "callback": ["callback.on_train_start(trainer, model)", "callback.on_validation_end(trainer, model)"],

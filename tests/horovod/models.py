@@ -52,3 +52,12 @@ class NetStepLR(Net):
     def configure_optimizers(self):
         optimizer = torch.optim.SGD(self.parameters(), lr=self.lr, momentum=0.9)
         return [optimizer], [torch.optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=0.5)]
+
+
+class NetStepwiseLR(Net):
+    """Net with a StepLR stepped per optimizer step (interval "step"): halved every 2 steps."""
+
+    def configure_optimizers(self):
+        optimizer = torch.optim.SGD(self.parameters(), lr=self.lr, momentum=0.9)
+        scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=2, gamma=0.5)
+        return [optimizer], [{"scheduler": scheduler, "interval": "step"}]
