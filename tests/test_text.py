@@ -652,7 +652,7 @@ TRACES = {
     ],
     "horovod_accumulate": [
         "backward_passes_per_step=2,",
-        "# Horovod, as Lightning 1.9.5: an epoch's last batch ends no window of its own",
+        "# Horovod, as Lightning 1.9.5: the epoch's last batch ends no window itself",
         "should_step = window_end",
         "# optimizer step on every batch, as Lightning 1.9.5's Horovod: the gradients",
     ],
