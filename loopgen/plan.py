@@ -942,7 +942,8 @@ def make_plan(
     build = with_objects(resolve_build(spec, hooks.callbacks), spec, model, data, callbacks, objects or {})
     distributed = replace(
         distributed,
-        syncs_metrics=distributed.enabled and metrics.collect,
+        # Lightning 1.9.5's self.log(sync_dist=True) reduces only under torch.distributed: not under Horovod
+        syncs_metrics=distributed.enabled and metrics.collect and not distributed.horovod,
         local_rank=distributed.enabled and (device.moves or state.has("local_rank")),
         node_rank=distributed.enabled and state.has("node_rank"),
     )
@@ -2414,9 +2415,17 @@ def resolve_horovod(
         refuse("truncated_bptt_steps", "truncated_bptt_steps")
     if data.sequential:
         refuse("overfit_batches", "overfit_batches")
-    refuse_unshared(refuse, optimizers, optimization, checkpointing, logging, profiling, progress)
-    if any(_is_lightning(ref, "EarlyStopping") for ref in t.callbacks):
-        refuse("callbacks", "EarlyStopping")
+    if optimization.closure:
+        refuse("strategy", "an optimizer step through a closure (LBFGS or an optimizer_step override)")
+    if optimizers.several:
+        refuse("strategy", "several optimizers")
+    if checkpointing.time_triggered:
+        # each process's clock would decide on its own (Lightning broadcasts rank 0's decision)
+        refuse("callbacks", "ModelCheckpoint(train_time_interval=...)")
+    for kind in sorted(logging.kinds - {"csv", "tensorboard"}):
+        refuse("logger", f"a {kind} logger (CSVLogger and TensorBoardLogger are)")
+    if profiling.enabled:
+        refuse("profiler", "a profiler")
     if optimization.track_grad_norm is not None:
         refuse("track_grad_norm", "track_grad_norm")
     devices = t.devices
@@ -2431,6 +2440,13 @@ def resolve_horovod(
         backward_passes_per_step=optimization.accumulate if optimization.accumulates else 1,
         # Lightning 1.9.5's Horovod "handles accumulation": its loop calls optimizer.step() on every batch
         steps_every_batch=optimization.accumulates,
+        # rank 0 writes the checkpoints and the logs; rank 0's directories and versions hold on every process
+        broadcasts=checkpointing.saves or logging.versions,
+        saves_on_rank_zero=checkpointing.saves,
+        logs_on_rank_zero=logging.enabled,
+        silent_bar=progress.enabled,
+        # EarlyStopping: one process that stops stops all (1.9.5's reduce_boolean_decision, an hvd.allreduce)
+        reduces_decisions=bool(checkpointing.early_stopping),
         launch=f"horovodrun -np {devices} -H localhost:{devices} python {script_name}",
         launch_nodes=f"horovodrun -np N -H HOST1:SLOTS1,HOST2:SLOTS2 python {script_name}",
     )
@@ -2472,9 +2488,17 @@ def resolve_dp(
         refuse("strategy", "self.log in the module")
     if optimization.tbptt:
         refuse("truncated_bptt_steps", "truncated_bptt_steps")
-    refuse_unshared(refuse, optimizers, optimization, checkpointing, logging, profiling, progress)
-    if any(_is_lightning(ref, "EarlyStopping") for ref in t.callbacks):
-        refuse("callbacks", "EarlyStopping")
+    if optimization.closure:
+        refuse("strategy", "an optimizer step through a closure (LBFGS or an optimizer_step override)")
+    if optimizers.several:
+        refuse("strategy", "several optimizers")
+    if checkpointing.time_triggered:
+        # each process's clock would decide on its own (Lightning broadcasts rank 0's decision)
+        refuse("callbacks", "ModelCheckpoint(train_time_interval=...)")
+    for kind in sorted(logging.kinds - {"csv", "tensorboard"}):
+        refuse("logger", f"a {kind} logger (CSVLogger and TensorBoardLogger are)")
+    if profiling.enabled:
+        refuse("profiler", "a profiler")
     if optimization.track_grad_norm is not None:
         refuse("track_grad_norm", "track_grad_norm")
     return Distributed(

@@ -465,6 +465,14 @@ FLAG_SETS = {
     "clip_hook_estimate": {"gradient_clip_val": 0.5, "accumulate_grad_batches": 2, "max_steps": 7},
     "horovod": {"strategy": "horovod", "devices": 2},
     "horovod_accumulate": {"strategy": "horovod", "devices": 2, "accumulate_grad_batches": 2},
+    "horovod_files": {
+        "strategy": "horovod",
+        "devices": 2,
+        "enable_checkpointing": True,
+        "enable_progress_bar": True,
+        "logger": {"class_path": "CSVLogger", "init_args": {"save_dir": "logs"}},
+        "callbacks": [{"class_path": "EarlyStopping", "init_args": {"monitor": "val_loss"}}],
+    },
     "tpu": {"accelerator": "tpu", "devices": 2},
     "tpu_one_device": {"accelerator": "tpu", "accumulate_grad_batches": 2},
     "ddp": {
@@ -649,6 +657,13 @@ TRACES = {
         "with optimizer.skip_synchronize():",
         'group["lr"] *= world_size',
         "sampler = SamplerShards(loader.sampler, **kwargs)",
+    ],
+    "horovod_files": [
+        "return hvd.broadcast_object(value, 0)",
+        "writes = hvd.rank() == 0",
+        "if not logged or hvd.rank() != 0:",
+        "return bool(hvd.allreduce(torch.tensor(int(decision)), op=hvd.Sum) > 0)",
+        "else SilentBar(",
     ],
     "horovod_accumulate": [
         "backward_passes_per_step=2,",
