@@ -153,7 +153,10 @@ def test_launched_without_horovodrun_it_says_how(tmp_path):
         ({"precision": "bf16-mixed"}, r"trainer.precision.*precision bf16-mixed with strategy horovod"),
         ({"accumulate_grad_batches": {0: 1, 1: 2}}, r"an accumulation schedule \(Lightning 1.9.5 refuses it\)"),
         ({"logger": {"class_path": "MLFlowLogger"}}, r"trainer.logger.*a mlflow logger .*with strategy horovod"),
-        ({"logger": {"class_path": "TensorBoardLogger"}}, r"trainer.logger.*a tensorboard logger \(CSVLogger is\)"),
+        (
+            {"logger": {"class_path": "TensorBoardLogger", "init_args": {"save_dir": "logs"}}},
+            r"trainer.logger.*a tensorboard logger \(CSVLogger is\)",
+        ),
         (
             {
                 "enable_checkpointing": True,
