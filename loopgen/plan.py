@@ -780,6 +780,8 @@ class Distributed:
     scatters: bool = False
     # dp: the per-GPU outputs of training_step reduced to their mean (no training_step_end of the model's)
     reduces_step_output: bool = False
+    # horovod with accumulation: optimizer.step() on every batch, counted at a window's end (Lightning 1.9.5)
+    steps_every_batch: bool = False
 
     @property
     def enabled(self) -> bool:
@@ -903,6 +905,8 @@ def make_plan(
             spec, script_name, precision, optimizers, optimization, data_plan, checkpointing, logging, profiling,
             progress, problems,
         )  # fmt: skip
+    if distributed.steps_every_batch:  # no step forced at the epoch's last batch
+        optimization = replace(optimization, window_end=optimizers.any_schedulers or validation.at_epoch_end)
     if manual.enabled and distributed.enabled:
         manual = manual_under_strategy(spec, manual, distributed, problems)
     if problems:
@@ -938,7 +942,8 @@ def make_plan(
     build = with_objects(resolve_build(spec, hooks.callbacks), spec, model, data, callbacks, objects or {})
     distributed = replace(
         distributed,
-        syncs_metrics=distributed.enabled and metrics.collect,
+        # Lightning 1.9.5's self.log(sync_dist=True) reduces only under torch.distributed: not under Horovod
+        syncs_metrics=distributed.enabled and metrics.collect and not distributed.horovod,
         local_rank=distributed.enabled and (device.moves or state.has("local_rank")),
         node_rank=distributed.enabled and state.has("node_rank"),
     )
@@ -2417,18 +2422,24 @@ def resolve_horovod(
         )
     if optimization.schedule is not None:
         refuse("accumulate_grad_batches", "an accumulation schedule (Lightning 1.9.5 refuses it)")
-    elif optimization.accumulates:
-        # Lightning 1.9.5's Horovod "handles accumulation": its loop calls optimizer.step() on every batch
-        refuse("accumulate_grad_batches", "accumulate_grad_batches > 1 (Lightning 1.9.5 steps on every batch then)")
     if optimizers.general_schedulers:
         refuse("strategy", "LR schedulers from a configure_optimizers whose returned form its source does not show")
     if optimization.tbptt:
         refuse("truncated_bptt_steps", "truncated_bptt_steps")
     if data.sequential:
         refuse("overfit_batches", "overfit_batches")
-    refuse_unshared(refuse, optimizers, optimization, checkpointing, logging, profiling, progress)
-    if any(_is_lightning(ref, "EarlyStopping") for ref in t.callbacks):
-        refuse("callbacks", "EarlyStopping")
+    if optimization.closure:
+        refuse("strategy", "an optimizer step through a closure (LBFGS or an optimizer_step override)")
+    if optimizers.several:
+        refuse("strategy", "several optimizers")
+    if checkpointing.time_triggered:
+        # each process's clock would decide on its own (Lightning broadcasts rank 0's decision)
+        refuse("callbacks", "ModelCheckpoint(train_time_interval=...)")
+    for kind in sorted(logging.kinds - {"csv"}):
+        # TensorBoardLogger: not checked against Lightning 1.9.5 (its venv has no tensorboard)
+        refuse("logger", f"a {kind} logger (CSVLogger is)")
+    if profiling.enabled:
+        refuse("profiler", "a profiler")
     if optimization.track_grad_norm is not None:
         refuse("track_grad_norm", "track_grad_norm")
     devices = t.devices
@@ -2441,6 +2452,15 @@ def resolve_horovod(
         replaces_samplers=True,
         wraps_samplers=True,
         backward_passes_per_step=optimization.accumulate if optimization.accumulates else 1,
+        # Lightning 1.9.5's Horovod "handles accumulation": its loop calls optimizer.step() on every batch
+        steps_every_batch=optimization.accumulates,
+        # rank 0 writes the checkpoints and the logs; rank 0's directories and versions hold on every process
+        broadcasts=checkpointing.saves or logging.versions,
+        saves_on_rank_zero=checkpointing.saves,
+        logs_on_rank_zero=logging.enabled,
+        silent_bar=progress.enabled,
+        # EarlyStopping: one process that stops stops all (1.9.5's reduce_boolean_decision, an hvd.allreduce)
+        reduces_decisions=bool(checkpointing.early_stopping),
         launch=f"horovodrun -np {devices} -H localhost:{devices} python {script_name}",
         launch_nodes=f"horovodrun -np N -H HOST1:SLOTS1,HOST2:SLOTS2 python {script_name}",
     )
@@ -2482,9 +2502,17 @@ def resolve_dp(
         refuse("strategy", "self.log in the module")
     if optimization.tbptt:
         refuse("truncated_bptt_steps", "truncated_bptt_steps")
-    refuse_unshared(refuse, optimizers, optimization, checkpointing, logging, profiling, progress)
-    if any(_is_lightning(ref, "EarlyStopping") for ref in t.callbacks):
-        refuse("callbacks", "EarlyStopping")
+    if optimization.closure:
+        refuse("strategy", "an optimizer step through a closure (LBFGS or an optimizer_step override)")
+    if optimizers.several:
+        refuse("strategy", "several optimizers")
+    if checkpointing.time_triggered:
+        # each process's clock would decide on its own (Lightning broadcasts rank 0's decision)
+        refuse("callbacks", "ModelCheckpoint(train_time_interval=...)")
+    for kind in sorted(logging.kinds - {"csv", "tensorboard"}):
+        refuse("logger", f"a {kind} logger (CSVLogger and TensorBoardLogger are)")
+    if profiling.enabled:
+        refuse("profiler", "a profiler")
     if optimization.track_grad_norm is not None:
         refuse("track_grad_norm", "track_grad_norm")
     return Distributed(

@@ -101,24 +101,27 @@ def assert_close(a: dict, b: dict) -> None:
         torch.testing.assert_close(value, b[key], rtol=1e-5, atol=1e-6, msg=key)
 
 
-# (model, its init_args, trainer flags): each trained by the script and by Lightning 1.9.5, under horovodrun
+# (model, its init_args, trainer flags): each trained by the script and by Lightning 1.9.5, under horovodrun, in
+# the two launches tests/test_horovod_files.py shares
 CASES = {
     "clipping": ("Net", {}, {"gradient_clip_val": 0.05}),
     "shuffled_dropout_steplr": ("NetStepLR", {"shuffle": True, "dropout": 0.2}, {}),
+    # 4 batches a process an epoch: the last ends no window (no step counted, the "step" scheduler waits), yet
+    # Lightning 1.9.5 calls optimizer.step() on every batch with the gradients added up so far
+    "accumulation_stepwise_lr": ("NetStepwiseLR", {}, {"accumulate_grad_batches": 3, "gradient_clip_val": 0.05}),
+    # each process monitors its own val_loss (1.9.5 reduces sync_dist values only under torch.distributed); the
+    # decision to stop is reduced over the processes (reduce_boolean_decision: an hvd.allreduce)
+    "early_stopping": (
+        "NetStepLR",
+        {},
+        {
+            "max_epochs": 8,
+            "callbacks": [
+                {"class_path": "EarlyStopping", "init_args": {"monitor": "val_loss", "patience": 1, "min_delta": 0.05}}
+            ],
+        },
+    ),
 }
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("name", list(CASES))
-def test_horovod_trains_as_lightning_1_9_5_horovod(tmp_path, name):
-    """Bit for bit: the same averaged gradients, learning rates scaled by 2, the same shards of the data."""
-    horovodrun()
-    model, model_args, flags = CASES[name]
-    case = spec("horovod", 0.05, model, model_args, **flags)
-    lightning = run_lightning_195(tmp_path, case, "lightning")
-    ours = run_horovod_script(tmp_path, case, "ours")
-    for key, value in lightning.items():
-        assert torch.equal(ours[key], value), key
 
 
 @pytest.mark.slow
@@ -148,9 +151,19 @@ def test_launched_without_horovodrun_it_says_how(tmp_path):
         ({"num_nodes": 2}, r"trainer.num_nodes.*num_nodes > 1 \(Lightning 1.9.5 refuses it"),
         ({"accelerator": "cuda", "precision": "16-mixed", "amp_backend": "apex"}, r"trainer.amp_backend.*apex"),
         ({"precision": "bf16-mixed"}, r"trainer.precision.*precision bf16-mixed with strategy horovod"),
-        ({"accumulate_grad_batches": 2}, r"steps on every batch"),
         ({"accumulate_grad_batches": {0: 1, 1: 2}}, r"an accumulation schedule \(Lightning 1.9.5 refuses it\)"),
-        ({"enable_checkpointing": True}, r"trainer.enable_checkpointing.*with strategy horovod"),
+        ({"logger": {"class_path": "MLFlowLogger"}}, r"trainer.logger.*a mlflow logger .*with strategy horovod"),
+        (
+            {"logger": {"class_path": "TensorBoardLogger", "init_args": {"save_dir": "logs"}}},
+            r"trainer.logger.*a tensorboard logger \(CSVLogger is\)",
+        ),
+        (
+            {
+                "enable_checkpointing": True,
+                "callbacks": [{"class_path": "ModelCheckpoint", "init_args": {"train_time_interval": "0:01:00"}}],
+            },
+            r"trainer.callbacks.*train_time_interval",
+        ),
     ],
 )
 def test_what_horovod_cannot_serve_is_refused_at_render_time(tmp_path, monkeypatch, flags, message):

@@ -52,3 +52,25 @@ class NetStepLR(Net):
     def configure_optimizers(self):
         optimizer = torch.optim.SGD(self.parameters(), lr=self.lr, momentum=0.9)
         return [optimizer], [torch.optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=0.5)]
+
+
+class NetStepwiseLR(Net):
+    """Net with a StepLR stepped per optimizer step (interval "step"): halved every 2 steps."""
+
+    def configure_optimizers(self):
+        optimizer = torch.optim.SGD(self.parameters(), lr=self.lr, momentum=0.9)
+        scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=2, gamma=0.5)
+        return [optimizer], [{"scheduler": scheduler, "interval": "step"}]
+
+
+class NetLogged(NetStepLR):
+    """NetStepLR that logs its training loss on each step and epoch (for the loggers and ModelCheckpoint)."""
+
+    def __init__(self, lr: float = 0.1, dropout: float = 0.0, shuffle: bool = False) -> None:
+        super().__init__(lr, dropout, shuffle)
+        self.save_hyperparameters()
+
+    def training_step(self, batch, batch_idx):
+        loss = super().training_step(batch, batch_idx)
+        self.log("train_loss", loss, on_step=True, on_epoch=True, sync_dist=True)
+        return loss

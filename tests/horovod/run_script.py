@@ -1,10 +1,10 @@
 """Run a generated script's main() in one process of a multi-process launch (horovodrun, torchrun) and save the
 final weights from the first process only.
 
-    horovodrun -np 2 -H localhost:2 python -m tests.horovod.run_script SCRIPT OUT.pt
+    horovodrun -np 2 -H localhost:2 python -m tests.horovod.run_script SCRIPT OUT.pt [SCRIPT OUT.pt ...]
     torchrun --nproc_per_node=2 -m tests.horovod.run_script SCRIPT OUT.pt
 
-The rank is read from the launcher's environment (HOROVOD_RANK or RANK), so that this file imports neither
+Several SCRIPT OUT pairs run in turn, in one launch. The rank is read from the launcher's environment (HOROVOD_RANK or RANK), so that this file imports neither
 horovod nor torch.distributed itself.
 """
 
@@ -18,11 +18,12 @@ import torch
 
 
 def main() -> None:
-    script, out = sys.argv[1], sys.argv[2]
-    sys.argv = [script]
-    model = runpy.run_path(script)["main"]()
-    if int(os.environ.get("HOROVOD_RANK", os.environ.get("RANK", "0"))) == 0:
-        torch.save({"state_dict": model.state_dict(), "records": getattr(model, "records", None)}, out)
+    args = sys.argv[1:]
+    for script, out in zip(args[::2], args[1::2]):
+        sys.argv = [script]
+        model = runpy.run_path(script)["main"]()
+        if int(os.environ.get("HOROVOD_RANK", os.environ.get("RANK", "0"))) == 0:
+            torch.save({"state_dict": model.state_dict(), "records": getattr(model, "records", None)}, out)
 
 
 if __name__ == "__main__":
