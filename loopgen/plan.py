@@ -2008,7 +2008,7 @@ def resolve_profiling(spec: Spec, logging: Logging, problems: list[Problem], not
         # Lightning's trainer.log_dir: a CSV or TensorBoard logger's log_dir, another logger's save_dir
         first = logging.loggers[0].kind if logging.loggers else None
         directory = "root" if first is None else "logger" if first in ("csv", "tensorboard") else "logger_save_dir"
-    ddp = strategy_args(t.strategy)[0] == "ddp" and t.accelerator != "tpu"
+    ddp = strategy_args(t.strategy)[0] == "ddp" and t.accelerator != "tpu" and kind is not None
     strategy_class = "DDPStrategy" if ddp else "SingleDeviceStrategy"
     trace = kind == "pytorch" and args["export_to_chrome"]
     if trace and directory is None:
