@@ -516,3 +516,39 @@ def test_without_ddp_nothing_of_it_is_in_the_script() -> None:
         text = golden.read_text(encoding="utf-8")
         for word in ("torch.distributed", "DistributedDataParallel", "DistributedSampler", "is_global_zero =", "RANK"):
             assert word not in text, (golden.name, word)
+
+
+@pytest.mark.parametrize("filename", ["report", "a{b}_", "x/y:z"])
+def test_profiler_file_names_are_lightnings_for_each_rank(tmp_path: Path, filename: str) -> None:
+    """The f-strings of a DDP script's profiler files, evaluated for local rank 1, give the names Lightning's
+    profilers give when set up with local_rank=1 (its _prepare_filename)."""
+    import re
+
+    from pytorch_lightning.profilers import AdvancedProfiler, PyTorchProfiler, SimpleProfiler
+
+    def script(profiler: dict) -> str:
+        path = write_spec(tmp_path, "spec", spec({}, {"max_epochs": 1, "profiler": profiler}))
+        return render_spec(path, tmp_path / "train.py")[0]
+
+    def value(pattern: str, text: str, **names) -> str:
+        found = re.search(pattern, text)
+        assert found, pattern
+        return eval(found.group(1), {}, names)  # an f-string literal of the script
+
+    ddp_step = "[Strategy]DDPStrategy.training_step"
+    simple = SimpleProfiler(filename=filename)
+    simple.setup("fit", local_rank=1)
+    text = script({"class_path": "SimpleProfiler", "init_args": {"filename": filename}})
+    assert value(r"os\.path\.join\(default_root_dir, (f\".*?\")\)", text, local_rank=1) == simple._prepare_filename()
+    assert "rank=local_rank" in text
+    advanced = AdvancedProfiler(filename=filename, dump_stats=True)
+    advanced.setup("fit", local_rank=1)
+    text = script({"class_path": "AdvancedProfiler", "init_args": {"filename": filename, "dump_stats": True}})
+    prefix = value(r'"_",\s*(f".*?")\s*\+\s*action', text, self=type("P", (), {"rank": 1}))
+    name = re.sub(r"_+", "_", re.sub(r"[\\/:*?\"<>|\n\r\t]", "_", prefix + ddp_step)).strip() + ".prof"
+    assert name == advanced._prepare_filename(action_name=ddp_step, extension=".prof")
+    pytorch = PyTorchProfiler(filename=filename, export_to_chrome=True)
+    pytorch.setup("fit", local_rank=1)
+    text = script({"class_path": "PyTorchProfiler", "init_args": {"filename": filename, "export_to_chrome": True}})
+    trace = value(r"tensorboard_trace_handler\(\s*self\.directory,\s*(f\".*?\")", text, self=type("P", (), {"rank": 1}))
+    assert trace == pytorch._prepare_filename(action_name=ddp_step, extension="")
