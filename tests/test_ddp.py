@@ -226,7 +226,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict:
                    f"--master_port={nodes_port}", str(scripts["shuffled_dropout"])]  # fmt: skip
         launches[f"node{rank}"] = Launch(f"node{rank}", command, directory, {**env, "DDP_SAVE": str(nodes)})
     deadline = time.monotonic() + LAUNCH_TIMEOUT
-    while not all(launch.poll() for launch in launches.values()):
+    # every launch polled each time (all() would stop at the first running one): each end time is its own
+    while sum(not launch.poll() for launch in launches.values()):
         if time.monotonic() > deadline:
             for launch in launches.values():
                 if not launch.poll():
