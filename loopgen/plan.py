@@ -663,7 +663,9 @@ class Profiling:
     line_count_restriction: int | float  # advanced: the functions listed per action
     dump_stats: bool  # advanced: each action's stats in a .prof file
     trace: bool  # pytorch: a trace for Chrome's trace viewer / TensorBoard
-    trace_name: str  # ... its worker name (Lightning's file name for the training step's trace)
+    # ... its worker name (Lightning's file name for the training step's trace); with `ranked`, this and the
+    # other file names are f-strings' texts (braces doubled), a NUL where the process's local rank goes
+    trace_name: str
     stats_prefix: str  # advanced, dump_stats: what each action's .prof file name starts with
     row_limit: int
     sort_by_key: str | None  # None: cuda_time_total when CUDA is available, else cpu_time_total
@@ -671,11 +673,28 @@ class Profiling:
     record_module_names: bool
     profile_args: Mapping[str, Any]  # torch.profiler.profile's arguments that differ from its defaults
 
+    # strategy ddp: Lightning's strategy class in the actions' names; each process reports, its local rank in
+    # the files' names (fit-FILENAME-RANK...) and the report's headers; printed by local rank 0 alone
+    strategy_class: str = "SingleDeviceStrategy"
+    ranked: bool = False
+
     # the actions of the loop's own parts, under Lightning's names for the same code
-    training_step: ClassVar[str] = "[Strategy]SingleDeviceStrategy.training_step"
-    validation_step: ClassVar[str] = "[Strategy]SingleDeviceStrategy.validation_step"
-    backward: ClassVar[str] = "[Strategy]SingleDeviceStrategy.backward"
-    batch_to_device: ClassVar[str] = "[Strategy]SingleDeviceStrategy.batch_to_device"
+    @property
+    def training_step(self) -> str:
+        return f"[Strategy]{self.strategy_class}.training_step"
+
+    @property
+    def validation_step(self) -> str:
+        return f"[Strategy]{self.strategy_class}.validation_step"
+
+    @property
+    def backward(self) -> str:
+        return f"[Strategy]{self.strategy_class}.backward"
+
+    @property
+    def batch_to_device(self) -> str:
+        return f"[Strategy]{self.strategy_class}.batch_to_device"
+
     train_next: ClassVar[str] = "[_TrainingEpochLoop].train_dataloader_next"
     val_next: ClassVar[str] = "[_EvaluationLoop].val_next"
     save_checkpoint: ClassVar[str] = "save_checkpoint"
@@ -944,7 +963,7 @@ def make_plan(
         distributed,
         # Lightning 1.9.5's self.log(sync_dist=True) reduces only under torch.distributed: not under Horovod
         syncs_metrics=distributed.enabled and metrics.collect and not distributed.horovod,
-        local_rank=distributed.enabled and (device.moves or state.has("local_rank")),
+        local_rank=distributed.enabled and (device.moves or state.has("local_rank") or profiling.ranked),
         node_rank=distributed.enabled and state.has("node_rank"),
     )
     header = resolve_header(spec, optimizers, script_name, device, precision, bounds, optimization, validation)
@@ -1968,13 +1987,24 @@ def resolve_summary(spec: Spec, model: ClassFacts, precision: Precision) -> tupl
     return summary, summaries
 
 
-def _profiler_file_name(filename: str | None, action: str | None = None, extension: str = ".txt") -> str:
-    """Lightning's Profiler._prepare_filename for the fit stage on one device."""
+def _profiler_file_name(
+    filename: str | None, action: str | None = None, extension: str = ".txt", ranked: bool = False
+) -> str:
+    """Lightning's Profiler._prepare_filename for the fit stage on one device; `ranked` (several processes): with
+    the local rank after the filename: the text of an f-string, its braces doubled, NUL where the rank goes."""
     import re
 
-    base = "-".join(part for part in ("fit", filename, action) if part)
+    base = "-".join(part for part in ("fit", filename, "\0" if ranked else None, action) if part)
     base = re.sub(r"_+", "_", re.sub(r"[\\/:*?\"<>|\n\r\t]", "_", base)).strip()
+    if ranked:
+        return base.replace("{", "{{").replace("}", "}}") + extension
     return (base or "profile") + extension
+
+
+def _ranked_prefix(filename: str | None) -> str:
+    """The start of an AdvancedProfiler's .prof file names with several processes, as an f-string's text."""
+    escaped = (filename or "").replace("{", "{{").replace("}", "}}")
+    return f"fit-{escaped}-\0-" if filename else "fit-\0-"
 
 
 def resolve_profiling(spec: Spec, logging: Logging, problems: list[Problem], notices: list[str]) -> Profiling:
@@ -1996,6 +2026,8 @@ def resolve_profiling(spec: Spec, logging: Logging, problems: list[Problem], not
         # Lightning's trainer.log_dir: a CSV or TensorBoard logger's log_dir, another logger's save_dir
         first = logging.loggers[0].kind if logging.loggers else None
         directory = "root" if first is None else "logger" if first in ("csv", "tensorboard") else "logger_save_dir"
+    ddp = strategy_args(t.strategy)[0] == "ddp" and t.accelerator != "tpu" and kind is not None
+    strategy_class = "DDPStrategy" if ddp else "SingleDeviceStrategy"
     trace = kind == "pytorch" and args["export_to_chrome"]
     if trace and directory is None:
         trace = False
@@ -2013,18 +2045,20 @@ def resolve_profiling(spec: Spec, logging: Logging, problems: list[Problem], not
         data_class=spec.data.name if spec.data else None,
         directory=directory if kind is not None else None,
         dirpath=dirpath,
-        report_file=_profiler_file_name(filename) if filename and directory is not None else None,
+        report_file=_profiler_file_name(filename, ranked=ddp) if filename and directory is not None else None,
         extended=args.get("extended", True),
         line_count_restriction=args.get("line_count_restriction", 1.0),
         dump_stats=args.get("dump_stats", False),
         trace=trace,
-        trace_name=_profiler_file_name(filename, Profiling.training_step, ""),
-        stats_prefix=f"fit-{filename}-" if filename else "fit-",
+        trace_name=_profiler_file_name(filename, f"[Strategy]{strategy_class}.training_step", "", ddp),
+        stats_prefix=(f"fit-{filename}-" if filename else "fit-") if not ddp else _ranked_prefix(filename),
         row_limit=args.get("row_limit", 20),
         sort_by_key=args.get("sort_by_key"),
         group_by_input_shapes=args.get("group_by_input_shapes", False) and args.get("record_shapes", False),
         record_module_names=args.get("record_module_names", True),
         profile_args={key: args[key] for key in defaults if key in args and args[key] != defaults[key]},
+        strategy_class=strategy_class,
+        ranked=ddp,
     )
 
 
@@ -2301,22 +2335,12 @@ def resolve_distributed(
         reason = "each process would choose its own seed" if spec.seed_everything else "not supported yet"
         message = f"seed_everything: {str(spec.seed_everything).lower()} with strategy ddp: {reason}; give a number"
         problems.append(Problem("seed_everything", message, spec.line("seed_everything")))
-    if optimization.closure:
-        refuse("strategy", "an optimizer step through a closure (LBFGS or an optimizer_step override)")
     if optimizers.several:
         refuse("strategy", "several optimizers (training_step with optimizer_idx, Lightning 1.9)")
     if optimization.tbptt:
         refuse("truncated_bptt_steps", "truncated_bptt_steps")
     if data.sequential:
         refuse("overfit_batches", "overfit_batches")
-    if checkpointing.time_triggered:
-        # each process's clock would decide on its own (Lightning broadcasts rank 0's decision)
-        refuse("callbacks", "ModelCheckpoint(train_time_interval=...)")
-    for kind in sorted(logging.kinds - {"csv", "tensorboard"}):
-        refuse("logger", f"a {kind} logger (CSVLogger and TensorBoardLogger are)")
-    if profiling.enabled:
-        # Lightning writes one report per process, named and headed by its rank
-        refuse("profiler", "a profiler")
     if optimization.track_grad_norm is not None:
         refuse("track_grad_norm", "track_grad_norm")
     backend = args.get("process_group_backend")

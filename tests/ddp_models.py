@@ -22,11 +22,13 @@ from tests.parity.data import CLASSES, FEATURES, make_classification
 class DDPNet(pl.LightningModule):
     """An MLP classifier (dropout), SGD with momentum; 90 training and 30 validation samples in batches of 8
     (uneven shares over 2 processes). `plateau`: validation logs val_loss with sync_dist=True and a
-    ReduceLROnPlateau reads it. `log_train`: training logs train_loss with sync_dist=True (step and epoch). `fail_at`: the process of rank 1 raises at that training batch.
+    ReduceLROnPlateau reads it. `log_train`: training logs train_loss with sync_dist=True (step and epoch).
+    `fail_at`: the process of rank 1 raises at that training batch. `late_start`: the process of rank 1 sleeps that
+    many seconds in on_train_start (after the callbacks' on_train_start: its clock then lags rank 0's).
     """
 
     def __init__(self, dropout: float = 0.2, shuffle: bool = True, lr: float = 0.1, plateau: bool = False,
-                 fail_at: int = -1, log_train: bool = False) -> None:  # fmt: skip
+                 fail_at: int = -1, log_train: bool = False, late_start: float = 0.0) -> None:  # fmt: skip
         super().__init__()
         self.save_hyperparameters()
         self.net = nn.Sequential(nn.Linear(FEATURES, 32), nn.ReLU(), nn.Dropout(dropout), nn.Linear(32, CLASSES))
@@ -35,6 +37,7 @@ class DDPNet(pl.LightningModule):
         self.plateau = plateau
         self.fail_at = fail_at
         self.log_train = log_train
+        self.late_start = late_start
 
     def forward(self, x):
         return self.net(x)
@@ -69,6 +72,10 @@ class DDPNet(pl.LightningModule):
 
     def val_dataloader(self):
         return DataLoader(make_classification(30, seed=1), batch_size=8)
+
+    def on_train_start(self):
+        if self.late_start and os.environ.get("RANK") == "1":
+            time.sleep(self.late_start)
 
     def on_train_end(self):
         if os.environ.get("DDP_SAVE"):
@@ -173,3 +180,10 @@ class DDPManualAccumulate(pl.LightningModule):
     def on_train_end(self):
         if os.environ.get("DDP_SAVE"):
             torch.save(self.state_dict(), f"{os.environ['DDP_SAVE']}/rank{os.environ['RANK']}.pt")
+
+
+class DDPLBFGSNet(DDPNet):
+    """DDPNet stepped by LBFGS: the optimizer calls the closure (training_step and backward) several times a step."""
+
+    def configure_optimizers(self):
+        return torch.optim.LBFGS(self.parameters(), lr=self.lr, max_iter=5)

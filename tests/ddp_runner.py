@@ -31,11 +31,32 @@ def lightning(spec_path: Path) -> None:
     pl.seed_everything(spec["seed_everything"])
     model = instantiate(spec["model"])
     flags = dict(spec["trainer"])
-    flags["callbacks"] = [instantiate(callback_entry(entry)) for entry in flags.get("callbacks") or []]
+    flags["callbacks"] = [instantiate(with_timedelta(callback_entry(entry))) for entry in flags.get("callbacks") or []]
     if isinstance(flags.get("logger"), dict):
         flags["logger"] = instantiate(logger_entry(flags["logger"]))
+    if isinstance(flags.get("profiler"), dict):
+        profiler = dict(flags["profiler"])
+        profiler["class_path"] = "pytorch_lightning.profilers." + profiler["class_path"].rpartition(".")[2]
+        flags["profiler"] = instantiate(profiler)
     trainer = pl.Trainer(**{**flags, "enable_model_summary": False})
     trainer.fit(model, ckpt_path=spec.get("ckpt_path"))
+
+
+def with_timedelta(entry: dict) -> dict:
+    """A ModelCheckpoint entry's train_time_interval "H:MM:SS" as the timedelta LightningCLI makes of it."""
+    from datetime import timedelta
+
+    interval = (entry.get("init_args") or {}).get("train_time_interval")
+    if not isinstance(interval, str):
+        return entry
+    hours, minutes, seconds = map(float, interval.split(":"))
+    return {
+        **entry,
+        "init_args": {
+            **entry["init_args"],
+            "train_time_interval": timedelta(hours=hours, minutes=minutes, seconds=seconds),
+        },
+    }
 
 
 def loopgen(script: Path) -> None:

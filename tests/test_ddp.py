@@ -33,6 +33,9 @@ SPECS = {
     "accumulate_clip": ({}, {"max_epochs": 2, "accumulate_grad_batches": 3, "gradient_clip_val": 0.5}),
     "plateau_sync_dist": ({"plateau": True}, {"max_epochs": 4}),
     "bf16_mixed": ({"dropout": 0.0}, {"max_epochs": 2, "precision": "bf16-mixed"}),
+    # an optimizer step through a closure (tests.ddp_models.DDPLBFGSNet); accumulation skips the all-reduce
+    "lbfgs": ({"dropout": 0.0}, {"max_epochs": 2}, "DDPLBFGSNet"),
+    "lbfgs_accumulate": ({"dropout": 0.0}, {"max_epochs": 2, "accumulate_grad_batches": 2}, "DDPLBFGSNet"),
     # stops after 3 of 8 epochs
     "early_stopping": (
         {"plateau": True},
@@ -55,7 +58,21 @@ MANUAL_SPECS = {
 # Jobs that write files (a CSVLogger, a ModelCheckpoint on a sync_dist metric, the progress bar), each side into
 # its own directory: `files`, then `resumed` from its last.ckpt to 5 epochs, and `uninterrupted` for 5 epochs.
 FILE_JOBS = ("files", "resumed", "uninterrupted")
-LAUNCH_TIMEOUT = 400  # seconds, for all the launches together
+# Jobs whose processes each do their part as Lightning's do, in the same launches: MLflow and W&B runs that rank 0
+# alone writes (and the checkpoints in them), each process's profiler report, a time-triggered ModelCheckpoint
+# whose rank 1 starts late (rank 0's clock decides for both).
+PROFILERS = {
+    "profiler_simple": {"class_path": "SimpleProfiler", "init_args": {"filename": "report"}},
+    "profiler_advanced": {
+        "class_path": "AdvancedProfiler",
+        "init_args": {"filename": "adv", "dump_stats": True, "line_count_restriction": 3},
+    },
+    "profiler_pytorch": {"class_path": "PyTorchProfiler", "init_args": {"filename": "pt", "export_to_chrome": True}},
+    "profiler_printed": "simple",
+}
+MORE_JOBS = ("mlflow", "wandb", *PROFILERS, "time_interval")
+LOGGER_ENVIRONMENT = {"WANDB_MODE": "offline", "WANDB_SILENT": "true", "MLFLOW_ALLOW_FILE_STORE": "true"}
+LAUNCH_TIMEOUT = 700  # seconds, for all the launches together (about 500 on a loaded 2-core machine)
 
 
 def file_spec(job: str, root: Path, files_root: Path) -> dict:
@@ -76,10 +93,50 @@ def file_spec(job: str, root: Path, files_root: Path) -> dict:
     return content
 
 
+def more_spec(job: str, root: Path) -> dict:
+    """The spec of a MORE_JOBS job whose files go under `root`."""
+    if job in ("mlflow", "wandb"):
+        logger = {
+            "mlflow": {"class_path": "MLFlowLogger",
+                       "init_args": {"tracking_uri": f"file:{root}/mlruns", "run_name": "ddp run", "tags": {"k": "v"}}},
+            "wandb": {"class_path": "WandbLogger",
+                      "init_args": {"save_dir": str(root), "project": "ddp", "name": "a run", "offline": True}},
+        }[job]  # fmt: skip
+        checkpoint = {"monitor": "val_loss", "save_top_k": 2, "save_last": True}
+        flags = {
+            "max_epochs": 2,
+            "log_every_n_steps": 2,
+            "default_root_dir": str(root),
+            "logger": logger,
+            "enable_checkpointing": True,
+            "callbacks": [
+                {"class_path": "ModelCheckpoint", "init_args": checkpoint},
+                {"class_path": "LearningRateMonitor"},
+            ],
+        }
+        return spec({"dropout": 0.0, "plateau": True, "log_train": True}, flags)
+    if job in PROFILERS:
+        flags = {"max_epochs": 1, "default_root_dir": str(root), "profiler": PROFILERS[job]}
+        if job != "profiler_printed":
+            flags["logger"] = {"class_path": "CSVLogger", "init_args": {"save_dir": str(root)}}
+        return spec({"dropout": 0.0}, flags)
+    # rank 1 starts 4 s late: only rank 0's clock says that 2 s have passed at the first batch; then none do
+    checkpoint = {"train_time_interval": "0:00:02"}
+    flags = {
+        "max_epochs": 1,
+        "limit_train_batches": 4,
+        "limit_val_batches": 0,
+        "default_root_dir": str(root),
+        "enable_checkpointing": True,
+        "callbacks": [{"class_path": "ModelCheckpoint", "init_args": checkpoint}],
+    }
+    return spec({"dropout": 0.0, "late_start": 4.0}, flags)
+
+
 def spec(init_args: dict, flags: dict, model: str = MODEL, **trainer) -> dict:
     return {
         "seed_everything": 42,
-        "model": {"class_path": model, "init_args": init_args},
+        "model": {"class_path": model if "." in model else f"tests.ddp_models.{model}", "init_args": init_args},
         "trainer": {**DDP, **flags, **trainer},
     }
 
@@ -144,10 +201,10 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict:
         side_jobs[side] = [
             write_spec(folder, job, file_spec(job, directory / side / job, directory / side / "files"))
             for job in FILE_JOBS
-        ]
+        ] + [write_spec(folder, job, more_spec(job, directory / side / job)) for job in MORE_JOBS]
     side_jobs["loopgen"] = [render(path) for path in side_jobs["loopgen"]]
     failing = render(write_spec(directory, "failing", spec({"fail_at": 2}, {"max_epochs": 1})))
-    env = {**env_with_root(), "OMP_NUM_THREADS": "1"}
+    env = {**env_with_root(), "OMP_NUM_THREADS": "1", **LOGGER_ENVIRONMENT}
     env.pop("RANK", None)
     env.pop("WORLD_SIZE", None)
     runner = str(ROOT / "tests" / "ddp_runner.py")
@@ -179,7 +236,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict:
                    f"--master_port={nodes_port}", str(scripts["shuffled_dropout"])]  # fmt: skip
         launches[f"node{rank}"] = Launch(f"node{rank}", command, directory, {**env, "DDP_SAVE": str(nodes)})
     deadline = time.monotonic() + LAUNCH_TIMEOUT
-    while not all(launch.poll() for launch in launches.values()):
+    # every launch polled each time (all() would stop at the first running one): each end time is its own
+    while sum(not launch.poll() for launch in launches.values()):
         if time.monotonic() > deadline:
             for launch in launches.values():
                 if not launch.poll():
@@ -230,10 +288,12 @@ def test_two_nodes_of_one_process_train_as_one_node_of_two(runs: dict) -> None:
 
 def test_rank_zero_prints_alone(runs: dict) -> None:
     output = runs["launches"]["loopgen"].output
-    assert output.count("Total params") == len(SPECS) + len(MANUAL_SPECS) + len(FILE_JOBS)
-    assert output.count("Training stopped after") == len(SPECS) + len(MANUAL_SPECS) + len(FILE_JOBS)
-    assert output.count("Checkpoints: ") == len(FILE_JOBS)
-    assert output.count("Logs: ") == len(FILE_JOBS)
+    jobs = len(SPECS) + len(MANUAL_SPECS) + len(FILE_JOBS) + len(MORE_JOBS)
+    assert output.count("Total params") == jobs
+    assert output.count("Training stopped after") == jobs
+    assert output.count("Checkpoints: ") == len(FILE_JOBS) + 3  # and mlflow, wandb, time_interval
+    assert output.count("Logs: ") == len(FILE_JOBS) + 5  # and mlflow, wandb and the profilers' CSV loggers
+    assert output.count("FIT Profiler Report") == 1  # profiler_printed: local rank 0 prints its report
     # the bar of rank 0 alone: epochs 0-2, 3-4 (resumed), 0-4 (its postfix shows train_loss, synced)
     assert [output.count(f"Epoch {epoch}: 100%") for epoch in range(5)] == [2, 2, 2, 2, 2], output
     assert "Training stopped after 3 epochs" in output  # EarlyStopping stopped both processes
@@ -258,6 +318,104 @@ def test_checkpoints_and_logs_equal_lightnings_ddp(runs: dict) -> None:
         assert {"path": "lightning_logs/version_0/hparams.yaml"} in [{"path": fact["path"]} for fact in logs]
         assert_equal(*weights(ours))
         assert_equal(weights(ours)[0], weights(theirs)[0])
+
+
+def test_mlflow_and_wandb_runs_equal_lightnings_ddp(runs: dict) -> None:
+    """Rank 0 alone makes the run and writes to it (Lightning's rank_zero_experiment and rank_zero_only); the
+    checkpoints go into rank 0's run directory on every process."""
+    from tests.harness import checkpoint_facts, log_facts
+    from tests.logger_files import run_ids, with_ids_replaced
+
+    for side in ("lightning", "loopgen"):
+        assert runs["launches"][side].returncode == 0, runs["launches"][side].output
+    for job in ("mlflow", "wandb"):
+        ours, theirs = runs["directory"] / "loopgen" / job, runs["directory"] / "lightning" / job
+
+        def facts(directory: Path) -> tuple:
+            ids = run_ids(directory)
+            return (with_ids_replaced(log_facts(directory), ids),
+                    with_ids_replaced(without_lr(checkpoint_facts(directory)), ids))  # fmt: skip
+
+        logs, checkpoints = facts(ours)
+        assert (logs, checkpoints) == facts(theirs), job
+        assert len(checkpoints) == 3, checkpoints  # the best 2 and last.ckpt, in the one run's directory
+        if job == "mlflow":
+            [store] = logs
+            [experiment] = [e for e in store["experiments"] if e["name"] == "lightning_logs"]
+            [run] = experiment["runs"]  # one run: rank 1 made none
+            assert run["metrics"]["val_loss"] and run["params"]
+        else:
+            [run] = logs  # one offline run
+            assert run["history"] and run["exit_code"] == 0
+        assert_equal(*weights(ours))
+        assert_equal(weights(ours)[0], weights(theirs)[0])
+
+
+def profiler_rows(path: Path) -> dict[str, int]:
+    """A SimpleProfiler report's actions and their numbers of calls (its Total row left out)."""
+    rows = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        cells = [cell.strip() for cell in line.split("|")]
+        if len(cells) == 7 and cells[3].isdigit() and cells[1] != "Total":
+            rows[cells[1]] = int(cells[3])
+    return rows
+
+
+def test_each_process_writes_its_profiler_report_as_lightning(runs: dict) -> None:
+    """One report per process, fit-FILENAME-LOCALRANK.txt, the advanced and PyTorch profilers' headers naming
+    the rank, the actions under DDPStrategy's names; the advanced profiler's .prof files and the PyTorch trace
+    named by the rank too."""
+    for side in ("lightning", "loopgen"):
+        assert runs["launches"][side].returncode == 0, runs["launches"][side].output
+    folder = Path("lightning_logs") / "version_0"
+    for job, name in (("profiler_simple", "report"), ("profiler_advanced", "adv"), ("profiler_pytorch", "pt")):
+        ours, theirs = (runs["directory"] / side / job / folder for side in ("loopgen", "lightning"))
+        reports = sorted(path.name for path in ours.glob("fit-*.txt"))
+        assert (
+            reports == sorted(path.name for path in theirs.glob("fit-*.txt")) == [f"fit-{name}-{r}.txt" for r in (0, 1)]
+        )
+        for rank in (0, 1):
+            report = (ours / f"fit-{name}-{rank}.txt").read_text(encoding="utf-8")
+            headers = [line for line in report.splitlines() if line.startswith("Profile stats for: ")]
+            if job == "profiler_simple":
+                # the script times the loop's own parts (and the hooks it calls) under Lightning's names
+                rows, lightning = profiler_rows(ours / f"fit-{name}-{rank}.txt"), profiler_rows(theirs / reports[rank])
+                strategy = {action: calls for action, calls in rows.items() if action.startswith("[Strategy]")}
+                assert set(strategy) == {f"[Strategy]DDPStrategy.{step}" for step in
+                                         ("training_step", "validation_step", "backward")}  # fmt: skip
+                shared = rows.keys() & lightning.keys()
+                assert set(strategy) <= shared and {action: rows[action] for action in shared} == {
+                    action: lightning[action] for action in shared
+                }
+            elif job == "profiler_advanced":
+                assert headers and all(header.endswith(f" rank: {rank}") for header in headers)
+                assert f"Profile stats for: [Strategy]DDPStrategy.training_step rank: {rank}" in headers
+                stats = {path.name for path in ours.glob(f"fit-adv-{rank}-*.prof")}
+                assert f"fit-adv-{rank}-[Strategy]DDPStrategy.training_step.prof" in stats
+                assert {p for p in stats if "Strategy" in p} <= {p.name for p in theirs.glob(f"fit-adv-{rank}-*.prof")}
+            else:
+                assert headers == [f"Profile stats for: records rank: {rank}"]
+                assert list(ours.glob(f"fit-pt-{rank}-[[]Strategy]DDPStrategy.*.pt.trace.json"))
+                assert list(theirs.glob(f"fit-pt-{rank}-[[]Strategy]DDPStrategy.*.pt.trace.json"))
+    for job in PROFILERS:  # and the training is Lightning's
+        ours = weights(runs["directory"] / "loopgen" / job)
+        assert_equal(*ours)
+        assert_equal(ours[0], weights(runs["directory"] / "lightning" / job)[0])
+
+
+def test_a_time_triggered_checkpoint_follows_rank_zeros_clock(runs: dict) -> None:
+    """Rank 1 starts 4 s late: at the first batch only rank 0's clock has passed train_time_interval (2 s). Both
+    processes take rank 0's decision (Lightning broadcasts it): one checkpoint, after step 1, and no hang."""
+    from tests.harness import checkpoint_facts
+
+    for side in ("lightning", "loopgen"):
+        assert runs["launches"][side].returncode == 0, runs["launches"][side].output
+    ours, theirs = runs["directory"] / "loopgen" / "time_interval", runs["directory"] / "lightning" / "time_interval"
+    facts = checkpoint_facts(ours)
+    assert [fact["path"] for fact in facts] == ["checkpoints/epoch=0-step=1.ckpt"]
+    assert facts == checkpoint_facts(theirs)
+    assert_equal(*weights(ours))
+    assert_equal(weights(ours)[0], weights(theirs)[0])
 
 
 def without_lr(facts: list[dict]) -> list[dict]:
@@ -308,11 +466,6 @@ def problems(tmp_path: Path, content: dict) -> list[str]:
         ({"strategy": "auto", "devices": 2}, "devices: 2 needs `strategy: ddp`"),
         ({"strategy": "auto", "num_nodes": 2}, "num_nodes: 2 needs `strategy: ddp`"),
         ({"precision": "64"}, "precision 64 with strategy ddp is not supported yet"),
-        ({"profiler": "simple"}, "a profiler with strategy ddp"),
-        ({"logger": {"class_path": "MLFlowLogger"}}, "a mlflow logger (CSVLogger and TensorBoardLogger are) with"),
-        ({"enable_checkpointing": True,
-          "callbacks": [{"class_path": "ModelCheckpoint", "init_args": {"train_time_interval": "0:01:00"}}]},
-         "ModelCheckpoint(train_time_interval=...) with strategy ddp"),
         ({"overfit_batches": 2}, "overfit_batches with strategy ddp"),
         ({"devices": [1, 2]}, "not supported by loopgen (give a device count"),
         ({"strategy": {"class_path": "DDPStrategy", "init_args": {"start_method": "spawn"}}},
@@ -398,3 +551,39 @@ def test_without_ddp_nothing_of_it_is_in_the_script() -> None:
         text = golden.read_text(encoding="utf-8")
         for word in ("torch.distributed", "DistributedDataParallel", "DistributedSampler", "is_global_zero =", "RANK"):
             assert word not in text, (golden.name, word)
+
+
+@pytest.mark.parametrize("filename", ["report", "a{b}_", "x/y:z"])
+def test_profiler_file_names_are_lightnings_for_each_rank(tmp_path: Path, filename: str) -> None:
+    """The f-strings of a DDP script's profiler files, evaluated for local rank 1, give the names Lightning's
+    profilers give when set up with local_rank=1 (its _prepare_filename)."""
+    import re
+
+    from pytorch_lightning.profilers import AdvancedProfiler, PyTorchProfiler, SimpleProfiler
+
+    def script(profiler: dict) -> str:
+        path = write_spec(tmp_path, "spec", spec({}, {"max_epochs": 1, "profiler": profiler}))
+        return render_spec(path, tmp_path / "train.py")[0]
+
+    def value(pattern: str, text: str, **names) -> str:
+        found = re.search(pattern, text)
+        assert found, pattern
+        return eval(found.group(1), {}, names)  # an f-string literal of the script
+
+    ddp_step = "[Strategy]DDPStrategy.training_step"
+    simple = SimpleProfiler(filename=filename)
+    simple.setup("fit", local_rank=1)
+    text = script({"class_path": "SimpleProfiler", "init_args": {"filename": filename}})
+    assert value(r"os\.path\.join\(default_root_dir, (f\".*?\")\)", text, local_rank=1) == simple._prepare_filename()
+    assert "rank=local_rank" in text
+    advanced = AdvancedProfiler(filename=filename, dump_stats=True)
+    advanced.setup("fit", local_rank=1)
+    text = script({"class_path": "AdvancedProfiler", "init_args": {"filename": filename, "dump_stats": True}})
+    prefix = value(r'"_",\s*(f".*?")\s*\+\s*action', text, self=type("P", (), {"rank": 1}))
+    name = re.sub(r"_+", "_", re.sub(r"[\\/:*?\"<>|\n\r\t]", "_", prefix + ddp_step)).strip() + ".prof"
+    assert name == advanced._prepare_filename(action_name=ddp_step, extension=".prof")
+    pytorch = PyTorchProfiler(filename=filename, export_to_chrome=True)
+    pytorch.setup("fit", local_rank=1)
+    text = script({"class_path": "PyTorchProfiler", "init_args": {"filename": filename, "export_to_chrome": True}})
+    trace = value(r"tensorboard_trace_handler\(\s*self\.directory,\s*(f\".*?\")", text, self=type("P", (), {"rank": 1}))
+    assert trace == pytorch._prepare_filename(action_name=ddp_step, extension="")

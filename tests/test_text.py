@@ -507,6 +507,22 @@ FLAG_SETS = {
             "LearningRateMonitor",
         ],
     },
+    "ddp_mlflow_wandb_profiler_time": {
+        "strategy": "ddp",
+        "devices": 2,
+        "logger": [
+            {"class_path": "MLFlowLogger", "init_args": {"tracking_uri": "file:./mlruns"}},
+            {"class_path": "WandbLogger", "init_args": {"offline": True}},
+        ],
+        "profiler": {"class_path": "AdvancedProfiler", "init_args": {"filename": "p{1}", "dump_stats": True}},
+        "enable_checkpointing": True,
+        "callbacks": [{"class_path": "ModelCheckpoint", "init_args": {"train_time_interval": "0:00:30"}}],
+    },
+    "ddp_pytorch_profiler_printed": {
+        "strategy": "ddp",
+        "devices": 2,
+        "profiler": {"class_path": "PyTorchProfiler", "init_args": {"export_to_chrome": True}},
+    },
     # loaders without a length: the length, the prefetching fetcher, a mid-epoch resume, the bar's unknown total,
     # Lightning's errors for float fractions
     "iterable_loader": {
@@ -872,6 +888,19 @@ TRACES = {
         'elif action == "link" and writes:',
         "else SilentBar(",
         "class SilentBar:",
+    ],
+    "ddp_mlflow_wandb_profiler_time": [
+        "checkpoint_dir = None",
+        "skip_time = from_rank_zero(skip_time)",
+        'f"fit-p{{1}}-{local_rank}.txt"',
+        'f"fit-p{{1}}-{self.rank}-" + action',
+        'lines += [f"Profile stats for: {action} rank: {self.rank}", text.getvalue()]',
+        'with profiler.profile("[Strategy]DDPStrategy.training_step"):',
+    ],
+    "ddp_pytorch_profiler_printed": [
+        "if self.rank == 0:",
+        'f"fit-{self.rank}-[Strategy]DDPStrategy.training_step"',
+        'f"Profile stats for: records rank: {self.rank}"',
     ],
 }
 
