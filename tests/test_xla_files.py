@@ -188,3 +188,22 @@ def test_other_processes_write_and_draw_nothing_and_make_the_same_collective_cal
         c[:2] for c in zero["calls"] if c[0] in COLLECTIVES
     ]
     assert [c for c in first["calls"] if c == ("xm._maybe_convert_to_cpu", True)] == []
+
+
+def test_one_device_resumes_a_lightning_checkpoint_as_lightning(runs: dict, tmp_path: Path) -> None:
+    """ckpt_path: the script on the stand-in and Lightning on the CPU each resume from the file Lightning wrote
+    after epoch 1 and train to epoch 4: the same weights and files."""
+    checkpoint = runs["root"] / "lightning" / "logs/lightning_logs/version_0/checkpoints/epoch=1-step=8.ckpt"
+    assert checkpoint.is_file()
+    callbacks = [SPEC["trainer"]["callbacks"][0]]  # ModelCheckpoint: its state comes back from the file
+    spec = {**spec_with(devices=1, max_epochs=4, callbacks=callbacks), "ckpt_path": str(checkpoint)}
+    render_tpu(tmp_path / "tpu", spec)
+    with ThreadPoolExecutor(2) as pool:
+        ours = pool.submit(run_tpu, tmp_path / "tpu", 1)
+        theirs = pool.submit(run_lightning, tmp_path / "lightning", spec)
+        ours, theirs = ours.result(), theirs.result()
+    assert "Epoch 3: 100%" in ours["output"] and "Epoch 1: 100%" not in ours["output"]
+    assert all(torch.equal(ours["weights"][k], theirs["state_dict"][k]) for k in theirs["state_dict"])
+    with contextlib.chdir(tmp_path / "tpu"):
+        facts = checkpoint_facts(tmp_path / "tpu")
+    assert facts == theirs["checkpoints"] and facts
