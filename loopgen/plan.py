@@ -996,6 +996,8 @@ def make_plan(
         imports = replace(imports, os=True, sys=True, timedelta=imports.timedelta or distributed.timeout is not None)
     if distributed.horovod and distributed.devices > 1:  # sys.exit(2) when not launched by horovodrun
         imports = replace(imports, sys=True)
+    if distributed.xla and distributed.broadcasts:  # XLAStrategy.broadcast pickles through a buffer
+        imports = replace(imports, io=True)
     command_line = resolve_command_line(spec, build, bounds, checkpointing)
     return Plan(
         header=header,
@@ -2388,21 +2390,23 @@ def refuse_unshared(
     logging: Logging,
     profiling: Profiling,
     progress: Progress,
+    files: bool = False,
 ) -> None:
     """What the Horovod, DataParallel and XLA scripts do not serve yet, refused through the strategy's `refuse`:
     steps through a closure, several optimizers, and the features that write files or draw (checkpoints,
-    loggers, profilers, the progress bar), which these engines would need to gate on their own ranks."""
+    loggers, profilers, the progress bar), which these engines would need to gate on their own ranks. `files`:
+    the engine serves checkpoints, loggers and the bar (the profiler stays refused)."""
     if optimization.closure:
         refuse("strategy", "an optimizer step through a closure (LBFGS or an optimizer_step override)")
     if optimizers.several:
         refuse("strategy", "several optimizers")
-    if checkpointing.saves or checkpointing.resumes:
+    if (checkpointing.saves or checkpointing.resumes) and not files:
         refuse("enable_checkpointing", "checkpointing (set `enable_checkpointing: false`, no ModelCheckpoint)")
-    if logging.enabled:
+    if logging.enabled and not files:
         refuse("logger", "a logger (set `logger: false`)")
     if profiling.enabled:
         refuse("profiler", "a profiler")
-    if progress.enabled:
+    if progress.enabled and not files:
         refuse("enable_progress_bar", "the progress bar (set `enable_progress_bar: false`)")
 
 
@@ -2592,13 +2596,18 @@ def resolve_xla(
         refuse("truncated_bptt_steps", "truncated_bptt_steps")
     if data.sequential:
         refuse("overfit_batches", "overfit_batches")
-    refuse_unshared(refuse, optimizers, optimization, checkpointing, logging, profiling, progress)
-    if t.devices > 1 and any(_is_lightning(ref, "EarlyStopping") for ref in t.callbacks):
-        refuse("callbacks", "EarlyStopping on several devices")
+    # checkpoints, the CSV and TensorBoard loggers and the bar: rank 0's on several devices (below)
+    refuse_unshared(refuse, optimizers, optimization, checkpointing, logging, profiling, progress, files=True)
     if optimization.track_grad_norm is not None:
         refuse("track_grad_norm", "track_grad_norm")
     devices = t.devices
     several = devices > 1
+    if several:
+        for kind in sorted(logging.kinds - {"csv", "tensorboard"}):
+            refuse("logger", f"a {kind} logger on several devices (CSVLogger and TensorBoardLogger are served)")
+        if checkpointing.time_triggered:
+            # each process's clock would decide on its own (Lightning broadcasts rank 0's decision)
+            refuse("callbacks", "ModelCheckpoint(train_time_interval=...) on several devices")
     launch = f"PJRT_DEVICE=TPU python {script_name}"
     return Distributed(
         kind="xla",
@@ -2607,6 +2616,13 @@ def resolve_xla(
         ranks_from="xla" if several else None,
         rank_zero_gates=several,
         replaces_samplers=several,
+        # several devices: XLAStrategy's rank-0 files (XLACheckpointIO), broadcasts (xm.collective_broadcast),
+        # barriers (xm.rendezvous) and decisions (xm.mesh_reduce); one device needs none of them
+        reduces_decisions=several and bool(checkpointing.early_stopping),
+        broadcasts=several and (checkpointing.saves or logging.versions),
+        saves_on_rank_zero=several and checkpointing.saves,
+        logs_on_rank_zero=several and logging.enabled,
+        silent_bar=several and progress.enabled,
         launch=launch,
         launch_nodes=launch,
     )

@@ -477,6 +477,23 @@ FLAG_SETS = {
     },
     "tpu": {"accelerator": "tpu", "devices": 2},
     "tpu_one_device": {"accelerator": "tpu", "accumulate_grad_batches": 2},
+    "tpu_files": {
+        "accelerator": "tpu",
+        "devices": 2,
+        "enable_checkpointing": True,
+        "logger": True,
+        "enable_progress_bar": True,
+        "callbacks": [
+            {"class_path": "EarlyStopping", "init_args": {"monitor": "val_loss"}},
+            {"class_path": "ModelCheckpoint", "init_args": {"monitor": "val_loss", "save_last": "link"}},
+        ],
+    },
+    "tpu_one_device_files": {
+        "accelerator": "tpu",
+        "enable_checkpointing": True,
+        "logger": True,
+        "enable_progress_bar": True,
+    },
     "ddp": {
         "strategy": "ddp",
         "devices": 2,
@@ -659,6 +676,20 @@ TRACES = {
         "xm.mark_step()",
         'xm.rendezvous("end-process")',
         "xmp.spawn(run_process)",
+    ],
+    "tpu_files": [
+        "content = xm._maybe_convert_to_cpu(content, convert=True)",
+        'xm.rendezvous("Trainer.save_checkpoint")',
+        'xm.rendezvous("")',
+        "xm.collective_broadcast(data, root_ordinal=0)",
+        "exists = any_process(xr.global_ordinal() == 0 and os.path.exists(path))",
+        "should_stop = any_process(should_stop)",
+        "return every_process(decision)",
+        "class SilentBar:",
+        "if not logged or xr.global_ordinal() != 0:",
+    ],
+    "tpu_one_device_files": [
+        "write_atomically(xm._maybe_convert_to_cpu(content, convert=True), path)",
     ],
     "tpu_one_device": [
         "import torch_xla.core.xla_model as xm",

@@ -129,8 +129,19 @@ def test_one_device_trains_as_the_cpu_script(tmp_path, monkeypatch):
         ({"precision": "bf16-mixed"}, r"trainer.precision.*bf16-mixed .*with accelerator tpu"),
         ({"num_nodes": 2}, r"trainer.num_nodes.*with accelerator tpu"),
         ({"strategy": "ddp", "devices": 2}, r"trainer.strategy.*strategy ddp .*with accelerator tpu"),
-        ({"enable_checkpointing": True}, r"trainer.enable_checkpointing.*checkpointing .*with accelerator tpu"),
-        ({"logger": True}, r"trainer.logger.*a logger .*with accelerator tpu"),
+        ({"profiler": "simple"}, r"trainer.profiler.*a profiler with accelerator tpu"),
+        (
+            {"devices": 2, "logger": {"class_path": "MLFlowLogger"}},
+            r"trainer.logger.*a mlflow logger on several devices .*with accelerator tpu",
+        ),
+        (
+            {
+                "devices": 2,
+                "enable_checkpointing": True,
+                "callbacks": [{"class_path": "ModelCheckpoint", "init_args": {"train_time_interval": 60}}],
+            },
+            r"train_time_interval=...\) on several devices with accelerator tpu",
+        ),
         ({"truncated_bptt_steps": 2}, r"truncated_bptt_steps"),
     ],
 )

@@ -1,9 +1,10 @@
 """Run a generated TPU script against the torch_xla stand-in (tests/standins/torch_xla), as its own
 `python train.py` would, recording the calls.
 
-    python -m tests.standins.fake_xla SCRIPT OUT.json WEIGHTS.pt WORLD_SIZE
+    python -m tests.standins.fake_xla SCRIPT OUT.json WEIGHTS.pt WORLD_SIZE [ORDINAL]
 
-WORLD_SIZE is what the runtime reports (the script checks it against its `devices`). The optimizer's
+WORLD_SIZE is what the runtime reports (the script checks it against its `devices`), ORDINAL this process's
+place among them (0 by default). The optimizer's
 step and zero_grad are recorded; the model that went to the device is saved at the end.
 """
 
@@ -22,6 +23,7 @@ from tests.standins.calls import CALLS
 def main() -> None:
     script, out, weights, world_size = sys.argv[1:5]
     torch_xla.WORLD_SIZE = int(world_size)
+    torch_xla.ORDINAL = int(sys.argv[5]) if len(sys.argv) > 5 else 0
     moved = []
     module_to, step, zero_grad = torch.nn.Module.to, torch.optim.SGD.step, torch.optim.SGD.zero_grad
 

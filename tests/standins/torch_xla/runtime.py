@@ -1,4 +1,4 @@
-"""torch_xla.runtime, recording: this process is ordinal 0 of torch_xla.WORLD_SIZE."""
+"""torch_xla.runtime, recording: this process is ordinal torch_xla.ORDINAL of torch_xla.WORLD_SIZE."""
 
 import torch_xla
 
@@ -12,11 +12,11 @@ def world_size():
 
 def global_ordinal():
     CALLS.append(("xr.global_ordinal",))
-    return 0
+    return torch_xla.ORDINAL
 
 
 def local_ordinal():
-    return 0
+    return torch_xla.ORDINAL
 
 
 def host_index():

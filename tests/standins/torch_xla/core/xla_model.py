@@ -39,3 +39,25 @@ def rendezvous(tag, payload=b"", replicas=None):
 def save(data, path, master_only=True, global_master=False):
     CALLS.append(("xm.save", str(path), master_only))
     torch.save(data, path)
+
+
+def _maybe_convert_to_cpu(data, convert=True):
+    """torch_xla's: the data with its XLA tensors synced and, with `convert`, copied to the CPU (new tensors;
+    the rest as it is). Here the device is the CPU: the copies are new CPU tensors."""
+    CALLS.append(("xm._maybe_convert_to_cpu", convert))
+
+    def copy(value):
+        if type(value) is torch.Tensor:
+            return value.detach().to("cpu", copy=True) if convert else value
+        if isinstance(value, dict):
+            return type(value)((key, copy(item)) for key, item in value.items())
+        if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
+            return type(value)(copy(item) for item in value)
+        return value
+
+    return copy(data)
+
+
+def collective_broadcast(tensors, root_ordinal=0, groups=None, pin_layout=True):
+    """torch_xla's: every process's tensors (in place) become the root's. This process is ordinal 0, the root."""
+    CALLS.append(("xm.collective_broadcast", root_ordinal, [str(t.dtype) for t in tensors]))

@@ -1,8 +1,11 @@
-"""torch_xla.distributed.xla_multiprocessing.spawn, recording: the function runs here, as ordinal 0."""
+"""torch_xla.distributed.xla_multiprocessing.spawn, recording: the function runs here, as ordinal
+torch_xla.ORDINAL."""
+
+import torch_xla
 
 from tests.standins.calls import CALLS
 
 
 def spawn(fn, args=(), nprocs=None, start_method="spawn"):
     CALLS.append(("xmp.spawn", nprocs))
-    fn(0, *args)
+    fn(torch_xla.ORDINAL, *args)
