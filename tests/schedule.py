@@ -125,7 +125,7 @@ class Recorder:
 
 
 def main() -> int:
-    """Write tests/durations.json from the cache of the last `-n` run in this checkout."""
+    """Rewrite the lines of tests/durations.json of the modules that the last `-n` runs in this checkout measured."""
     cache = TABLE.parent.parent / ".pytest_cache" / "v" / CACHE_KEY
     if not cache.exists():
         print(f"no measurements at {cache}: run `pytest -n 2` first", file=sys.stderr)
@@ -135,10 +135,13 @@ def main() -> int:
     for test, s in measured.items():
         modules.setdefault(module_of(test), []).append(s)
     # a module's mean per test, then the tests that take long enough to be worth their own line
-    table = {module: round(sum(times) / len(times), 2) for module, times in modules.items()}
+    table = json.loads(TABLE.read_text(encoding="utf-8")) if TABLE.exists() else {}
+    table = {name: s for name, s in table.items() if module_of(name) not in modules}  # the modules not measured
+    table.update({module: round(sum(times) / len(times), 2) for module, times in modules.items()})
     table.update({test: round(s, 1) for test, s in measured.items() if s >= MINIMUM})
     TABLE.write_text(json.dumps(dict(sorted(table.items())), indent=0) + "\n", encoding="utf-8")
-    print(f"{TABLE}: {len(modules)} modules, {len(table) - len(modules)} tests of {len(measured)} measured")
+    own = sum("::" in name for name in table)
+    print(f"{TABLE}: {len(modules)} modules measured ({len(measured)} tests); {own} tests have a line of their own")
     return 0
 
 
