@@ -1,8 +1,11 @@
-"""Every test session renders into its own cache directory (see loopgen/cache.py), removed when it ends."""
+"""Every test session renders into its own cache directory (see loopgen/cache.py), removed when it ends; under
+`-n N` the workers get the longest work first (tests/schedule.py)."""
 
 import os
 import shutil
 import tempfile
+
+import pytest
 
 _CACHE = None
 if "LOOPGEN_CACHE_DIR" not in os.environ:
@@ -13,3 +16,19 @@ def pytest_sessionfinish(session, exitstatus):
     """The session's cache goes with it (each xdist worker made its own)."""
     if _CACHE is not None:
         shutil.rmtree(_CACHE, ignore_errors=True)
+
+
+def pytest_configure(config):
+    """Under `-n N`, the controller records each test's seconds for the next run's order (tests/schedule.py)."""
+    if getattr(config.option, "dist", "no") != "no" and not hasattr(config, "workerinput"):
+        from tests.schedule import Recorder
+
+        config.pluginmanager.register(Recorder(config), "loopgen-durations")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """Plain `-n N`: the longest work first, a module's shared expensive fixture on one worker (tests/schedule.py)."""
+    from tests.schedule import make_scheduler
+
+    return make_scheduler(config, log)

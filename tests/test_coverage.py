@@ -1,5 +1,7 @@
 """Run on its own spec, almost every line of a rendered script executes: a script carries the branches its spec
-needs and no others. Measured with coverage on every example script; the README lists each figure.
+needs and no others. Measured with coverage on every example script; the README lists each figure. The scripts
+are measured once for the module (`figures`), each in a child forked from one interpreter (tests/coverage_runner.py),
+a DDP script under torchrun (`measure`).
 
     python -m tests.test_coverage      # print the README's table from a fresh measurement
 """
@@ -34,6 +36,8 @@ def measure(script: Path, directory: Path) -> float:
     """The percentage of `script`'s statements that run when it trains (in a fresh interpreter, in
     `directory`). A script that checkpoints is stopped by SIGTERM as soon as it handles the signal (it saves
     last.ckpt after its first batch), then resumed with `--ckpt-path last`: the statements of both runs count."""
+    directory = directory / script.stem
+    directory.mkdir(parents=True, exist_ok=True)
     data = directory / f"{script.stem}.coverage"
     env = {**env_with_root(), "OMP_NUM_THREADS": "1"}
     command = [sys.executable, "-m", "coverage", "run", "--parallel-mode", f"--data-file={data}", f"--include={script}"]
@@ -66,6 +70,46 @@ def measure(script: Path, directory: Path) -> float:
     return json.loads(report.read_text())["totals"]["percent_covered"]
 
 
+def launched(script: Path) -> bool:
+    """A DDP script: it runs under torchrun (`measure`), not forked by tests/coverage_runner.py."""
+    return re.search(r"^DEVICES = (\d+)", script.read_text(encoding="utf-8"), re.MULTILINE) is not None
+
+
+def measure_all(scripts: list[Path], directory: Path) -> dict[str, float | str]:
+    """`measure` of each script, by stem (or why it failed): DDP scripts one by one, the others in one run of
+    tests/coverage_runner.py (each script in a child forked from one interpreter: torch is imported once)."""
+    figures: dict[str, float | str] = {}
+    for script in filter(launched, scripts):
+        try:
+            figures[script.stem] = measure(script, directory)
+        except Exception as error:  # noqa: BLE001 - one script's failure is its test's, not the others'
+            figures[script.stem] = f"{type(error).__name__}: {error}"
+    forked = [str(script) for script in scripts if not launched(script)]
+    if forked:
+        run = subprocess.run(
+            [sys.executable, "-m", "tests.coverage_runner", str(directory), *forked],
+            cwd=ROOT, env={**env_with_root(), "OMP_NUM_THREADS": "1"}, capture_output=True, text=True,
+            timeout=300 * len(forked),
+        )  # fmt: skip
+        assert run.returncode == 0, run.stderr[-4000:]
+        figures.update(json.loads(run.stdout.strip().splitlines()[-1]))
+    return figures
+
+
+@pytest.fixture(scope="module")
+def figures(tmp_path_factory: pytest.TempPathFactory) -> dict[str, float | str]:
+    """Every example script's figure, measured once (tests/schedule.py runs this module on one worker)."""
+    return measure_all([golden_path(spec) for spec in example_specs()], tmp_path_factory.mktemp("coverage"))
+
+
+def figure(figures: dict[str, float | str], stem: str) -> float:
+    """The script's percentage; its test fails with the reason when it could not be measured."""
+    found = figures[stem]
+    if isinstance(found, str):
+        pytest.fail(f"{stem}: {found}", pytrace=False)
+    return found
+
+
 def catches(pid: int, signum: int) -> bool:
     """Process `pid` has a handler for `signum` (Linux: the SigCgt mask of /proc/PID/status)."""
     try:
@@ -95,8 +139,8 @@ def readme_figures() -> dict[str, int]:
 
 
 @pytest.mark.parametrize("spec", example_specs(), ids=lambda p: p.stem)
-def test_almost_every_line_runs(spec: Path, tmp_path: Path) -> None:
-    percent = measure(golden_path(spec), tmp_path)
+def test_almost_every_line_runs(spec: Path, figures: dict[str, float | str]) -> None:
+    percent = figure(figures, spec.stem)
     assert percent >= MINIMUM, f"{spec.stem}: only {percent:.1f}% of the script ran"
     listed = readme_figures().get(spec.stem)
     assert listed == round(percent), (
@@ -105,20 +149,21 @@ def test_almost_every_line_runs(spec: Path, tmp_path: Path) -> None:
     )
 
 
-def test_reference_spec_is_short_and_runs_almost_entirely(tmp_path: Path) -> None:
+def test_reference_spec_is_short_and_runs_almost_entirely(figures: dict[str, float | str]) -> None:
     script = golden_path(ROOT / "examples" / f"{REFERENCE}.yaml")
     assert code_lines(script) <= REFERENCE_MAX_CODE_LINES
-    assert measure(script, tmp_path) >= REFERENCE_MINIMUM
+    assert figure(figures, REFERENCE) >= REFERENCE_MINIMUM
 
 
 def main() -> int:
     with tempfile.TemporaryDirectory() as directory:
         print("| script | lines that run | lines of code |\n|---|---|---|")
-        for spec in example_specs():
-            script = golden_path(spec)
-            work = Path(directory) / spec.stem
-            work.mkdir()
-            print(f"| `{script.name}` | {round(measure(script, work))}% | {code_lines(script)} |")
+        scripts = [golden_path(spec) for spec in example_specs()]
+        figures = measure_all(scripts, Path(directory))
+        for script in scripts:
+            found = figures[script.stem]
+            shown = f"{round(found)}%" if isinstance(found, float) else found
+            print(f"| `{script.name}` | {shown} | {code_lines(script)} |")
     return 0
 
 

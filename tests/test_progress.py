@@ -9,6 +9,7 @@ the prog_bar=True values). Timings differ between any two runs; the frames' othe
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import pty
 import re
@@ -159,9 +160,21 @@ def run_script(project: Path, spec: dict[str, Any], name: str, terminal: bool) -
     return result.stdout
 
 
+# what run_lightning drew, by spec: tests that compare with the same Lightning run share it (tests/schedule.py
+# runs this module's tests on one worker)
+LIGHTNING_RUNS: dict[str, str] = {}
+
+
 def run_lightning(project: Path, spec: dict[str, Any], name: str) -> str:
     """pytorch_lightning.Trainer on the same spec, on a terminal, in its own directory (its CSVLogger's
-    version_0, as the script's)."""
+    version_0, as the script's); a spec already run here is not run again."""
+    key = json.dumps(spec, sort_keys=True)
+    if key not in LIGHTNING_RUNS:
+        LIGHTNING_RUNS[key] = lightning_on_a_terminal(project, spec, name)
+    return LIGHTNING_RUNS[key]
+
+
+def lightning_on_a_terminal(project: Path, spec: dict[str, Any], name: str) -> str:
     directory = project / name
     directory.mkdir(exist_ok=True)
     spec_file = write_spec(directory, spec)
