@@ -87,7 +87,7 @@ def spec_for(model: str, config: str, epochs: int, full: bool) -> dict:
 
 def render_all(jobs_path: str) -> None:
     """Render each [spec.yaml, script.py] of the JSON list at `jobs_path` (run in its own process: the server
-    never imports loopgen, libcst or black)."""
+    never imports loopgen, Jinja or black)."""
     from loopgen.pipeline import render_spec
 
     for spec_path, script_path in json.loads(Path(jobs_path).read_text()):

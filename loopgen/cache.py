@@ -1,5 +1,5 @@
 """A cache of rendered scripts, so that re-rendering an unchanged spec (`loopgen check` in CI or a
-pre-commit hook, `loopgen run`) skips libcst, Jinja and black.
+pre-commit hook, `loopgen run`) skips reading the sources, Jinja and black.
 
 An entry is found by the spec's bytes, the script name, the module roots, the formatting (black's version and
 the bytes of the pyproject.toml that configures it, see loopgen/formatting.py) and loopgen's own fingerprint

@@ -3,12 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import difflib
-import json
 import os
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 from loopgen import __version__
@@ -167,6 +163,8 @@ def write_atomically(path: Path, content: str | bytes) -> None:
         umask = os.umask(0)
         os.umask(umask)
         mode = 0o666 & ~umask
+    import tempfile
+
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
     except OSError as error:
@@ -214,6 +212,9 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    import subprocess
+    import tempfile
+
     from loopgen.pipeline import project_root
 
     script_args = args.script_args[1:] if args.script_args[:1] == ["--"] else args.script_args
@@ -252,6 +253,8 @@ def _launcher(spec_path: Path) -> list[str]:
 
 
 def _check(args: argparse.Namespace) -> int:
+    import difflib
+
     from loopgen.header import what_changed
 
     expected = _render_text(args.spec, args.script)
@@ -279,6 +282,8 @@ def _check(args: argparse.Namespace) -> int:
 
 def _diff(args: argparse.Namespace) -> int:
     """Like diff(1): exit 0 when the scripts are the same, 1 when they differ."""
+    import difflib
+
     a, b = _render_text(args.spec_a), _render_text(args.spec_b)
     lines = list(
         difflib.unified_diff(
@@ -291,6 +296,8 @@ def _diff(args: argparse.Namespace) -> int:
 
 
 def _schema(args: argparse.Namespace) -> int:
+    import json
+
     from loopgen.schema import spec_schema
 
     print(json.dumps(spec_schema(), indent=2))
