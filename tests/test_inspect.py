@@ -1,4 +1,4 @@
-"""loopgen.inspect reads the user's classes from source with libcst, never by importing them."""
+"""loopgen.inspect reads the user's classes from source with the standard library's ast, never by importing them."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """init_args checked at render time against the signatures of the classes they go to: user classes read with
-libcst, torch's optimizers and schedulers from loopgen's table (checked here against the installed torch),
+the standard library's ast, torch's optimizers and schedulers from loopgen's table (checked here against the installed torch),
 Lightning's callbacks, loggers and profilers from the flag tables (checked against the installed Lightning)."""
 
 from __future__ import annotations
