@@ -237,6 +237,11 @@ class Recorder:
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
         pass
+
+
+class AttributeReader:
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        print(trainer.progress_bar_metrics, trainer.lr_scheduler_configs[0].interval)
 """
 
 MANUAL_MODEL = """
@@ -463,6 +468,7 @@ FLAG_SETS = {
     "manual": {"enable_checkpointing": True, "logger": True},
     "manual_fp16_cuda": {"accelerator": "cuda", "precision": "16-mixed"},
     "clip_hook_estimate": {"gradient_clip_val": 0.5, "accumulate_grad_batches": 2, "max_steps": 7},
+    "trainer_metric_attributes": {"callbacks": [{"class_path": "proj.callbacks.AttributeReader"}]},
     "horovod": {"strategy": "horovod", "devices": 2},
     "tpu": {"accelerator": "tpu", "devices": 2},
     "tpu_one_device": {"accelerator": "tpu", "accumulate_grad_batches": 2},
@@ -801,6 +807,15 @@ TRACES = {
         'trainer.state.stage = "validate"',
     ],
     "manual_fp16_cuda": ["loss = scaler.scale(loss)", "output = scaler.step(optimizer, **kwargs)"],
+    "trainer_metric_attributes": [
+        "class ProgressBarTrainer(SimpleNamespace):",
+        "trainer = ProgressBarTrainer(",
+        "metric_log=metrics,",
+        "class LRSchedulerConfig:",
+        "lr_scheduler_configs=[],",
+        "trainer.lr_scheduler_configs = [",
+        "LRSchedulerConfig(scheduler),",
+    ],
     "clip_hook_estimate": [
         "model.configure_gradient_clipping(",
         "trainer.estimated_stepping_batches = min(",
