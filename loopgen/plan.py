@@ -943,6 +943,7 @@ def make_plan(
         state = with_estimate(spec, state, bounds, optimization)
     if state.has("lr_scheduler_configs"):
         state = with_scheduler_configs(spec, model, user_callbacks, state, optimizers)
+    check_logger_experiments(model, user_callbacks, logging)
     epoch_start = (
         state.mirror_epoch
         or bool(hooks.callbacks_with("on_train_epoch_start"))
@@ -1524,6 +1525,24 @@ def with_estimate(spec: Spec, state: State, bounds: Bounds, optimization: Optimi
         estimate_epochs=max(bounds.max_epochs, 1) if bounds.max_epochs != -1 else -1,
         estimate_accumulate=optimization.accumulate,
     )
+
+
+def check_logger_experiments(model: ClassFacts, callbacks: tuple[ClassFacts, ...], logging: Logging) -> None:
+    """A logger's `experiment` (read as `logger.experiment` / `loggers[i].experiment`): TensorBoard's SummaryWriter
+    and MLflow's MlflowClient are the script's loggers' own; a CSVLogger's and a WandbLogger's are refused."""
+    readers = [facts for facts in (model, *callbacks) if facts.experiment_read_at]
+    unserved = {
+        "csv": "CSVLogger, whose experiment (Lightning's _ExperimentWriter) the script does not provide",
+        "wandb": "WandbLogger, whose experiment (the W&B run, which Lightning starts when first read) the script"
+        " does not provide",
+    }
+    kinds = [kind for kind in ("csv", "wandb") if kind in logging.kinds]
+    if readers and kinds:
+        message = (
+            f"reads a logger's `experiment`, but the spec has a {unserved[kinds[0]]}: log with self.log, or use"
+            " TensorBoardLogger or MLFlowLogger"
+        )
+        raise LoopgenError([Problem(facts.experiment_read_at, message) for facts in readers])
 
 
 def with_progress_bar_metrics(

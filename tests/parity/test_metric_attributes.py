@@ -13,7 +13,7 @@ import pytest
 
 from tests.harness import Case, case_ids
 from tests.parity import test_parity
-from tests.parity.test_parity import Runner, case, differences, train_both
+from tests.parity.test_parity import Runner, case, differences, logger, train_both
 
 pytest.importorskip("pytorch_lightning")
 
@@ -33,6 +33,11 @@ def spec_optimizer(built: Case, scheduler: dict) -> Case:
 
 def manual(built: Case, model: str) -> Case:
     built.spec["model"]["class_path"] = f"tests.parity.manual_models.{model}"
+    return built
+
+
+def experiment(built: Case, model: str) -> Case:
+    built.spec["model"]["class_path"] = f"tests.parity.experiment_models.{model}"
     return built
 
 
@@ -69,6 +74,11 @@ CASES = [
     manual(case("manual_scheduler_configs", max_epochs=2, callbacks=RECORDER), "ManualAccumulateClip"),
     # the bar drawn too (the bar and the attribute read the same values)
     case("pbar_with_bar", "LoggingModel", max_epochs=1, enable_progress_bar=True, callbacks=RECORDER),
+    # a module writing through its logger's experiment: MLflow's client
+    experiment(
+        case("experiment_mlflow_client", max_epochs=2, logger=logger("MLFlowLogger", tracking_uri="file:./mlruns")),
+        "MlflowExperimentModel",
+    ),
 ]
 
 
