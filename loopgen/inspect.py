@@ -55,6 +55,8 @@ class ClassFacts:
     trainer_read_at: Mapping[str, str] = field(default_factory=dict, compare=False)
     defined_at: Mapping[str, str] = field(default_factory=dict, compare=False)  # "file:line" of each method's `def`
     mentions_iterable_dataset: bool = False  # ... names IterableDataset (its loaders may have no length)
+    # "file:line" of the first method reading a logger's `experiment` (`logger.experiment`, `loggers[i].experiment`)
+    experiment_read_at: str = field(default="", compare=False)
 
     def defines(self, hook: str) -> bool:
         return hook in self.methods
@@ -114,6 +116,7 @@ def inspect_class(
     optimizers: OptimizersFacts | None = None
     optimizers_unknown = ""
     automatic = _AutomaticOptimization()
+    experiment_in = ""  # the first line of a method that reads a logger's experiment
     for ancestor in reversed(_linearize([c for c in found if isinstance(c, _Class)])):
         automatic.walk(ancestor.node.body)  # bases first: the subclass's assignment wins
     for ancestor in _linearize([c for c in found if isinstance(c, _Class)]):
@@ -135,6 +138,9 @@ def inspect_class(
             module_reads |= use.module_reads
             trainer_reads = None if trainer_reads is None or use.escapes else trainer_reads | use.reads
             prog_bar = prog_bar or _logs_to_progress_bar(fn)
+            if not experiment_in:
+                code = source.lines(fn)
+                experiment_in = next((text.strip() for text in code if _EXPERIMENT_READ.search(text)), "")
             if first and fn.name in _LOG_DICT_HOOKS:
                 log_dicts = log_dicts or bool(words.strings & {"log", "progress_bar"})
                 prog_bar = prog_bar or "progress_bar" in words.strings
@@ -170,6 +176,7 @@ def inspect_class(
         init=init_signature(found),
         imports_torchmetrics=any(_imports_torchmetrics(file) for file in reader.files_read),
         mentions_iterable_dataset=any(_source_matches(file, r"\bIterableDataset\b") for file in reader.files_read),
+        experiment_read_at=_line_of(experiment_in, [cls.module.file, *reader.files_read]),
     )
 
 
@@ -235,6 +242,19 @@ def _source_matches(file: Path, pattern: str) -> bool:
     return re.search(pattern, source, re.MULTILINE) is not None
 
 
+def _line_of(text: str, files: Sequence[Path]) -> str:
+    """'file:line' of the first line of `files` that is `text` (stripped); "" when `text` is empty."""
+    for file in dict.fromkeys(files) if text else ():
+        try:
+            lines = file.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError):
+            continue
+        for number, line in enumerate(lines, 1):
+            if line.strip() == text:
+                return f"{file}:{number}"
+    return ""
+
+
 def _first_reads(names: set[str], files: Sequence[Path], prefix: str = r"trainer\.") -> dict[str, str]:
     """'file:line' of the first `trainer.X` (`prefix` then X) in `files`, for each X of `names`."""
     found: dict[str, str] = {}
@@ -282,6 +302,13 @@ class _Source:
 
     def _offset(self, line: int, column: int) -> int:
         return self._starts[line - 1] + column
+
+    def lines(self, node: ast.stmt) -> list[str]:
+        """The lines of the statement `node` as written, its decorators included."""
+        if not self._starts:
+            self._load()
+        first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
+        return [line.rstrip("\n") for line in self._lines[first - 1 : node.end_lineno]]
 
     def code(self, node: ast.expr, within: ast.stmt | None = None) -> str:
         """The source text of `node`; with the statement `within` it is in, with the parentheses written
@@ -657,6 +684,9 @@ def _hparams_logger(fn: _Function, me: str, so_far: bool | None) -> bool | None:
 _LOG_DICT_HOOKS = frozenset(
     {"training_step", "training_step_end", "validation_step", "training_epoch_end", "validation_epoch_end"}
 )
+
+
+_EXPERIMENT_READ = re.compile(r"\blogger\.experiment\b|\bloggers\[[^\]]*\]\.experiment\b")
 
 
 class _Words(_Visitor):

@@ -67,9 +67,11 @@ TRAINER_ATTRIBUTES = (
     "datamodule", "precision", "default_root_dir", "estimated_stepping_batches", "training",
     # the loggers, and the run's state (fn, status, stage)
     "logger", "loggers", "log_dir", "state",
+    # the values logged with prog_bar=True, computed when read; the LR schedulers' configs
+    "progress_bar_metrics", "lr_scheduler_configs",
 )  # fmt: skip
 LOGGER_ATTRIBUTES = frozenset({"logger", "loggers", "log_dir"})
-METRIC_ATTRIBUTES = frozenset({"callback_metrics", "logged_metrics"})
+METRIC_ATTRIBUTES = frozenset({"callback_metrics", "logged_metrics", "progress_bar_metrics"})
 
 
 # ---------------------------------------------------------------------------
@@ -174,6 +176,20 @@ class Build:
 
 
 @dataclass(frozen=True)
+class SchedulerConfig:
+    """One of trainer.lr_scheduler_configs: Lightning's LRSchedulerConfig of the scheduler `var`, as Lightning
+    builds it from configure_optimizers' return (its _configure_schedulers_automatic_opt / _manual_opt)."""
+
+    var: str
+    name: str | None
+    interval: str
+    frequency: int
+    reduce_on_plateau: bool
+    monitor: str | None
+    strict: bool
+
+
+@dataclass(frozen=True)
 class State:
     """The object hooks and callbacks receive as `trainer`: only the attributes something reads."""
 
@@ -192,6 +208,9 @@ class State:
     # trainer.log_dir: "root" (default_root_dir) | "logger" (the first logger's log_dir: CSV, TensorBoard) |
     # "logger_save_dir" (another first logger's save_dir)
     log_dir: str = "root"
+    # trainer.lr_scheduler_configs: one per scheduler the script holds by name (see with_scheduler_configs);
+    # None: the general helper's configs, made at run time
+    scheduler_configs: tuple[SchedulerConfig, ...] | None = ()
 
     def has(self, name: str) -> bool:
         return name in self.attributes
@@ -385,6 +404,8 @@ class Metrics:
     # torchmetrics Metric objects may be logged (the module's source imports torchmetrics): computed at epoch end
     # and reset where Lightning resets them (see with_torchmetrics)
     torchmetrics: bool = False
+    # the prog_bar=True values are kept: the progress bar shows them, or trainer.progress_bar_metrics is read
+    progress_bar: bool = False
 
 
 @dataclass(frozen=True)
@@ -933,6 +954,7 @@ def make_plan(
     hooks = with_lightning_callbacks(spec, hooks, checkpointing, logging, summaries, progress)
     metrics = resolve_metrics(model, user_callbacks, optimizers, optimization, checkpointing, logging, progress)
     metrics = with_torchmetrics(metrics, spec, model, user_callbacks, problems)
+    metrics = with_progress_bar_metrics(metrics, model, user_callbacks, progress)
     if problems:
         raise LoopgenError(problems)
     state = resolve_state(spec, model, user_callbacks, metrics, checkpointing)
@@ -942,6 +964,9 @@ def make_plan(
         state = replace(state, log_dir="logger" if first in ("csv", "tensorboard") else "logger_save_dir")
     if state.has("estimated_stepping_batches"):
         state = with_estimate(spec, state, bounds, optimization)
+    if state.has("lr_scheduler_configs"):
+        state = with_scheduler_configs(spec, model, user_callbacks, state, optimizers)
+    check_logger_experiments(model, user_callbacks, logging)
     epoch_start = (
         state.mirror_epoch
         or bool(hooks.callbacks_with("on_train_epoch_start"))
@@ -1539,6 +1564,96 @@ def manual_under_strategy(spec: Spec, manual: Manual, distributed: Distributed, 
         )
         problems.append(Problem(where, message, line))
     return replace(manual, ddp=True, ddp_finds_unused=distributed.find_unused_parameters)
+
+
+def check_logger_experiments(model: ClassFacts, callbacks: tuple[ClassFacts, ...], logging: Logging) -> None:
+    """A logger's `experiment` (read as `logger.experiment` / `loggers[i].experiment`): TensorBoard's SummaryWriter
+    and MLflow's MlflowClient are the script's loggers' own; a CSVLogger's and a WandbLogger's are refused."""
+    readers = [facts for facts in (model, *callbacks) if facts.experiment_read_at]
+    unserved = {
+        "csv": "CSVLogger, whose experiment (Lightning's _ExperimentWriter) the script does not provide",
+        "wandb": "WandbLogger, whose experiment (the W&B run, which Lightning starts when first read) the script"
+        " does not provide",
+    }
+    kinds = [kind for kind in ("csv", "wandb") if kind in logging.kinds]
+    if readers and kinds:
+        message = (
+            f"reads a logger's `experiment`, but the spec has a {unserved[kinds[0]]}: log with self.log, or use"
+            " TensorBoardLogger or MLFlowLogger"
+        )
+        raise LoopgenError([Problem(facts.experiment_read_at, message) for facts in readers])
+
+
+def with_progress_bar_metrics(
+    metrics: Metrics, model: ClassFacts, callbacks: tuple[ClassFacts, ...], progress: Progress
+) -> Metrics:
+    """The prog_bar=True values are kept where the bar shows them or trainer.progress_bar_metrics is read."""
+    reads = any(_reads_trainer(facts, "progress_bar_metrics") for facts in (model, *callbacks))
+    return replace(metrics, progress_bar=progress.metrics or (metrics.collect and reads))
+
+
+def with_scheduler_configs(
+    spec: Spec, model: ClassFacts, callbacks: tuple[ClassFacts, ...], state: State, optimizers: Optimizers
+) -> State:
+    """trainer.lr_scheduler_configs: Lightning's LRSchedulerConfig of each scheduler, from what configure_optimizers'
+    source (or the spec's lr_scheduler, as LightningCLI returns it) shows; the general helper's at run time.
+
+    Refused where the script cannot know a config as Lightning holds it (a trainer passed on without reading
+    the attribute by name just does not get it)."""
+    named = any(facts.trainer_reads is not None and "lr_scheduler_configs" in facts.trainer_reads
+                for facts in (model, *callbacks))  # fmt: skip
+    reason = ""
+    if optimizers.several:
+        reason = "with optimizer_idx (Lightning 1.9.5), whose configs hold opt_idx"
+    elif optimizers.general:
+        return replace(state, scheduler_configs=None)
+    facts = model.optimizers
+    named_in_source = facts is None or all(s.name_known for s in facts.schedulers)
+    if not reason and spec.optimizer is None and not named_in_source:
+        reason = 'configure_optimizers gives a scheduler a "name" its source does not show'
+    if reason:
+        if not named:
+            return replace(state, attributes=state.attributes - {"lr_scheduler_configs"})
+        at = {name: where for facts in (model, *callbacks) for name, where in facts.trainer_read_at.items()}
+        message = f"reads trainer.lr_scheduler_configs, which the script cannot serve {reason}"
+        raise LoopgenError([Problem(at.get("lr_scheduler_configs", ""), message)])
+    manual = optimizers.manual
+    configs = []
+    for index, planned in enumerate(optimizers.schedulers):
+        if spec.optimizer is not None:  # LightningCLI: {"scheduler": s, "monitor": m} for ReduceLROnPlateau
+            entry = {"monitor": planned.monitor} if planned.plateau else None
+            plateau, outer_monitor = planned.plateau, None
+        else:
+            source = facts.schedulers[index]
+            entry = None if source.config is None else dict(source.config)
+            if entry is not None and source.name is not None:
+                entry["name"] = source.name
+            plateau = source.cls == "ReduceLROnPlateau"
+            outer_monitor = facts.monitor if facts.form == "dict" else None
+        configs.append(_lightning_scheduler_config(planned.var, entry, plateau, outer_monitor, manual))
+    return replace(state, scheduler_configs=tuple(configs))
+
+
+def _lightning_scheduler_config(
+    var: str, entry: Mapping[str, Any] | None, plateau: bool, outer_monitor: str | None, manual: bool
+) -> SchedulerConfig:
+    """Lightning's LRSchedulerConfig of a scheduler given bare (`entry` None) or in a dict (its other keys)."""
+    given = dict(entry or {})
+    if manual:  # Lightning ignores these keys in manual optimization
+        given = {key: value for key, value in given.items() if key not in ("reduce_on_plateau", "monitor", "strict")}
+    elif entry is not None:
+        given.setdefault("reduce_on_plateau", plateau)
+    elif plateau:
+        given = {"reduce_on_plateau": True, "monitor": outer_monitor}
+    return SchedulerConfig(
+        var=var,
+        name=given.get("name"),
+        interval=given.get("interval", "epoch"),
+        frequency=given.get("frequency", 1),
+        reduce_on_plateau=bool(given.get("reduce_on_plateau", False)),
+        monitor=given.get("monitor"),
+        strict=given.get("strict", True),
+    )
 
 
 def clip_gradients_bound(model: ClassFacts, manual: Manual) -> Manual:
@@ -2821,7 +2936,8 @@ def resolve_imports(
         dataclass=metrics.collect
         or bool(checkpointing.checkpoints)
         or bool(checkpointing.stopping.get("lenient"))
-        or logging.enabled,
+        or logging.enabled
+        or state.has("lr_scheduler_configs"),
         field=bool(checkpointing.checkpoints),
         simple_namespace=state.exists,
         accumulate=optimization.frequencies is not None,

@@ -161,7 +161,7 @@ class Gan(pl.LightningModule):
         return self.layer(batch).sum()
 
     def on_train_start(self):
-        print(self.trainer.progress_bar_metrics)
+        print(self.trainer.fit_loop)
 
     def configure_optimizers(self):
         return torch.optim.SGD(self.parameters(), lr=0.1)
@@ -171,8 +171,8 @@ class Gan(pl.LightningModule):
 def test_an_attribute_the_script_cannot_serve_is_refused_with_its_line(tmp_path: Path) -> None:
     source = READER
     message = refusal(tmp_path, source)
-    line = source.splitlines().index("        print(self.trainer.progress_bar_metrics)") + 1
-    assert f"models.py:{line}: reads trainer.progress_bar_metrics" in message
+    line = source.splitlines().index("        print(self.trainer.fit_loop)") + 1
+    assert f"models.py:{line}: reads trainer.fit_loop" in message
     assert "compute it in your code or remove the read" in message
 
 

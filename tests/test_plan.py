@@ -273,7 +273,7 @@ class Passer:
 
 class Unknown:
     def on_train_end(self, trainer, pl_module):
-        print(trainer.progress_bar_metrics)
+        print(trainer.fit_loop)
 """
 
 
@@ -296,7 +296,7 @@ def test_trainer_holds_what_is_read(tmp_path: Path) -> None:
 
 def test_an_attribute_the_trainer_lacks_is_refused(tmp_path: Path) -> None:
     (found,) = plan_problems(tmp_path, extra=CALLBACK, spec="trainer:\n  callbacks: [pkg.models.Unknown]\n")
-    assert "reads trainer.progress_bar_metrics, which the script's trainer does not provide" in found
+    assert "reads trainer.fit_loop, which the script's trainer does not provide" in found
 
 
 # --- loggers

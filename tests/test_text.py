@@ -237,6 +237,11 @@ class Recorder:
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
         pass
+
+
+class AttributeReader:
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        print(trainer.progress_bar_metrics, trainer.lr_scheduler_configs[0].interval)
 """
 
 MANUAL_MODEL = """
@@ -465,6 +470,7 @@ FLAG_SETS = {
     "manual_ddp": {"strategy": "ddp_find_unused_parameters_true", "devices": 2, "logger": True},
     "manual_profiler": {"profiler": "simple", "val_check_interval": 0.5},
     "clip_hook_estimate": {"gradient_clip_val": 0.5, "accumulate_grad_batches": 2, "max_steps": 7},
+    "trainer_metric_attributes": {"callbacks": [{"class_path": "proj.callbacks.AttributeReader"}]},
     "horovod": {"strategy": "horovod", "devices": 2},
     "horovod_accumulate": {"strategy": "horovod", "devices": 2, "accumulate_grad_batches": 2},
     "horovod_files": {
@@ -882,6 +888,15 @@ TRACES = {
         "ddp_model.register_forward_pre_hook(next_call)",
     ],
     "manual_profiler": ['with profiler.profile("optimizer_step"):'],
+    "trainer_metric_attributes": [
+        "class ProgressBarTrainer(SimpleNamespace):",
+        "trainer = ProgressBarTrainer(",
+        "metric_log=metrics,",
+        "class LRSchedulerConfig:",
+        "lr_scheduler_configs=[],",
+        "trainer.lr_scheduler_configs = [",
+        "LRSchedulerConfig(scheduler),",
+    ],
     "clip_hook_estimate": [
         "model.configure_gradient_clipping(",
         "trainer.estimated_stepping_batches = min(",
