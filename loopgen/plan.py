@@ -281,6 +281,7 @@ class Validation:
     step_takes_batch_idx: bool
     output_used: bool  # validation_step's output is passed on
     collects_outputs: bool  # validation_epoch_end gets them
+    clears_grads: bool  # Lightning 1.9.5's evaluation loop: model.zero_grad() after eval mode, every validation
 
 
 @dataclass(frozen=True)
@@ -414,6 +415,8 @@ class Hooks:
     data: frozenset[str]
     callbacks: tuple[Callback, ...]
     validation_callbacks: tuple[Callback, ...]  # callbacks validate() must be given
+    # on_before_optimizer_step also gets the optimizer's index (Lightning 1.9.5's signature, for callbacks and model)
+    step_hook_index: bool = False
 
     @property
     def validation_trainer(self) -> bool:
@@ -1099,6 +1102,7 @@ def resolve_hooks(
         data=frozenset(h for h in ("prepare_data", "setup", "teardown") if data is not None and data.defines(h)),
         callbacks=plans,
         validation_callbacks=tuple(c for c in plans if c.hooks & set(VALIDATION_CALLBACK_HOOKS)),
+        step_hook_index=_follows_1_9_5(spec, model),
     )
 
 
@@ -1138,6 +1142,7 @@ def with_lightning_callbacks(
         data=hooks.data,
         callbacks=callbacks,
         validation_callbacks=tuple(c for c in callbacks if c.hooks & set(VALIDATION_CALLBACK_HOOKS)),
+        step_hook_index=hooks.step_hook_index,
     )
 
 
@@ -1383,6 +1388,7 @@ def resolve_validation(
         step_takes_batch_idx=_takes_two(model.methods.get("validation_step", ())),
         output_used=enabled and output_used,
         collects_outputs=enabled and hooks.model_has("validation_epoch_end"),
+        clears_grads=enabled and _follows_1_9_5(spec, model),
     )
 
 
