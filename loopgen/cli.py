@@ -96,8 +96,9 @@ def _parser() -> argparse.ArgumentParser:
 
     verify = commands.add_parser(
         "verify",
-        help="train SPEC with Lightning's Trainer and with its script; exit 0 when the weights are identical after"
-        " every optimizer step (needs Lightning: the `verify` extra)",
+        help="train SPEC with Lightning's Trainer and with its script, compare the weights after every optimizer"
+        " step; exit 0 identical, 1 different (the first difference), 2 could not compare (and why) (needs Lightning:"
+        " the `verify` extra)",
     )
     verify.add_argument("spec", type=Path)
     verify.add_argument("--steps", type=_positive, metavar="N", help="compare the first N optimizer steps only")

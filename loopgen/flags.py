@@ -10,7 +10,9 @@ A `Flag` holds a `Kind` (validates and normalises a raw YAML value, and
 describes it as a JSON Schema fragment, which schema.py assembles into the
 spec's), its default (what null or absence means), a doc line, and `support`:
 the predicate on the normalised value saying whether loopgen implements it. To
-implement a value, edit that flag's `support=`.
+implement a value, edit that flag's `support=`. A value it refuses gets a
+`refused(why, instead)` reason: what loopgen would have to do and does not (or
+why it cannot), and the nearest thing it does serve.
 
 Each flag is checked here on its own; rules between flags are the plan stage's
 (loopgen/plan.py). Pure text work: imports neither torch nor Lightning.
@@ -19,14 +21,13 @@ Each flag is checked here on its own; rules between flags are the plan stage's
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from loopgen.errors import did_you_mean, got, kind_of, show
 from loopgen.schema import CLASS_REF_SCHEMA
 
-NOT_YET = "not supported yet"
 LIGHTNING_PACKAGES = ("pytorch_lightning.", "lightning.pytorch.", "lightning.")
 
 
@@ -64,7 +65,18 @@ def _is_number(value: Any) -> bool:
 # kinds of values: a validating normaliser plus its JSON Schema
 
 Parser = Callable[[Any], Any]  # raw non-null YAML value -> normalised value; raises FlagError
-Support = Callable[[Any], "str | None"]  # normalised value -> None if loopgen implements it, else why not
+Support = Callable[[Any], "str | None"]  # normalised value -> None if loopgen implements it, else `refused(...)`
+
+
+def refused(why: str, instead: str) -> str:
+    """The reason a value is refused, read after the value and "is": why loopgen does not serve it, and the
+    nearest thing it does serve ("XLAProfiler is not supported by loopgen (it profiles XLA devices); use ...")."""
+    return f"not supported by loopgen ({why}); {instead}"
+
+
+def refusal(what: str, why: str, instead: str) -> str:
+    """The whole refusal of `what`: "<what> is not supported by loopgen (<why>); <instead>"."""
+    return f"{what} is {refused(why, instead)}"
 
 
 @dataclass(frozen=True)
@@ -278,21 +290,83 @@ def _strategy() -> Kind:
     return Kind(parse, schema)
 
 
+STRATEGIES_DONE = ("auto", *DDP_STRATEGIES, "horovod", "dp")
+_LAUNCHED = ("_spawn", "_fork", "_notebook")  # the DDP strategies that start their processes from the program
+
+
 def _strategy_support(value: Any) -> str | None:
+    """A strategy entry is named by its class_path in the refusal (spec.py), so its reasons read after it."""
+    served = "use a strategy name (ddp, dp, horovod) or a DDPStrategy entry"
     if isinstance(value, dict):
         if value["class_path"] not in DDP_STRATEGY_PATHS:
-            return f"{value['class_path']} is not supported by loopgen (its strategy entries: DDPStrategy)"
+            return refused(
+                "of Lightning's strategy classes the script reproduces DDPStrategy's work only; another strategy"
+                " object is Lightning code the script does not have",
+                served,
+            )
         unknown = [key for key in value["init_args"] if key not in DDP_STRATEGY_ARGS]
         if unknown:
-            return f"DDPStrategy({unknown[0]}=...) is not supported by loopgen (it implements {', '.join(DDP_STRATEGY_ARGS)})"
+            return refused(
+                f"with {unknown[0]}: the script builds DistributedDataParallel and its process group from"
+                f" {', '.join(DDP_STRATEGY_ARGS)} only, and torchrun starts its processes",
+                f"remove {unknown[0]}",
+            )
         return None
-    return only("auto", *DDP_STRATEGIES, "horovod", "dp", planned=())(value)
+    if value in STRATEGIES_DONE:
+        return None
+    if value.startswith("ddp"):
+        launched = next(part for part in _LAUNCHED if part in value)
+        return refused(
+            "it starts the processes from inside the running program; the script is started once per process by"
+            " torchrun instead",
+            f"use {value.replace(launched, '')}: the same training, launched by the command in the script's header",
+        )
+    if value.startswith("deepspeed"):
+        return refused(
+            "DeepSpeed's engine takes over the model, the optimizer step, ZeRO's partitioned states and the"
+            " checkpoints; the script would have to drive that engine, and does not",
+            "use ddp",
+        )
+    if value.startswith("fsdp"):
+        return refused(
+            "the script does not shard the parameters, gradients and optimizer state, nor save sharded"
+            " checkpoints, as FSDP does",
+            "use ddp, which keeps a full copy of the model on each device",
+        )
+    return refused(  # single_tpu, single_xla, xla, xla_debug
+        "the TPU strategies are chosen from the accelerator and the device count, not named",
+        "use `accelerator: tpu` with `strategy: auto` (devices: 1 for one TPU core, more for one process each)",
+    )
 
 
 def _devices_support(value: Any) -> str | None:
     if _is_int(value) and value >= 1:
         return None
-    return "not supported by loopgen (give a device count; choose the GPUs with CUDA_VISIBLE_DEVICES)"
+    if value == -1:
+        return refused(
+            "the number of processes is fixed when the script is rendered, in the launch command of its header,"
+            " while all devices is a count known only where it runs",
+            "give the device count",
+        )
+    return refused(
+        "each process uses the device of its local rank, so the script cannot pick particular devices",
+        "give a device count and choose the GPUs with CUDA_VISIBLE_DEVICES",
+    )
+
+
+PRECISIONS_DONE = ("32", "16-mixed", "bf16-mixed", "64")
+
+
+def _precision_support(value: Any) -> str | None:
+    if value in PRECISIONS_DONE:
+        return None
+    if value.startswith("transformer-engine"):
+        return refused(
+            "NVIDIA's Transformer Engine replaces the model's Linear and LayerNorm layers with its own and runs"
+            " them under its FP8 autocast; the script would have to make that conversion, and does not",
+            "use bf16-mixed or 16-mixed",
+        )
+    return "not supported by loopgen"  # 16-true, bf16-true
 
 
 _PRECISION_ALIASES: Mapping[str | int, str] = {
@@ -400,11 +474,13 @@ def lightning_logger(class_path: str) -> str | None:
 def logger_support(class_path: str) -> str | None:
     """Whether loopgen implements a `logger` entry (its class path canonicalised by `lightning_logger`)."""
     canonical = lightning_logger(class_path)
-    if canonical is None:
-        known = ", ".join(LIGHTNING_LOGGERS)
-        return f"not supported by loopgen (the script has no Lightning: its loggers are {known})"
-    if canonical.rpartition(".")[2] not in LOGGERS_DONE:
-        return NOT_YET
+    if canonical is None or canonical.rpartition(".")[2] not in LOGGERS_DONE:
+        return refused(
+            "a logger class is called by Lightning's Trainer, which the script does not have: it writes the logs"
+            " of Lightning's own loggers itself",
+            f"use {', '.join(LOGGERS_DONE[:-1])} or {LOGGERS_DONE[-1]}, or write your logs from a callback class"
+            " of your own",
+        )
     return None
 
 
@@ -448,7 +524,10 @@ def _log_model() -> Kind:
 
 
 def _no_model_logging(logger: str) -> Support:
-    reason = f"not supported by loopgen: logging checkpoints as {logger} artifacts is not implemented (only false)"
+    reason = refused(
+        f"the script does not upload the checkpoints as {logger} artifacts after saving them",
+        "keep `log_model: false`; the checkpoints stay in ModelCheckpoint's directory",
+    )
     return lambda value: None if value is False else reason
 
 
@@ -487,12 +566,28 @@ def lightning_profiler(class_path: str) -> str | None:
 def profiler_support(class_path: str) -> str | None:
     """Whether loopgen implements a `profiler` entry (its class path canonicalised by `lightning_profiler`)."""
     canonical = lightning_profiler(class_path)
-    done = ", ".join(PROFILERS_DONE)
-    if canonical is not None and canonical.endswith(".XLAProfiler"):
-        return f"not supported by loopgen (it profiles XLA devices; loopgen's profilers are {done})"
-    if canonical is None or canonical.rpartition(".")[2] not in PROFILERS_DONE:
-        return f"not supported by loopgen (its profilers are {done})"
+    name = canonical.rpartition(".")[2] if canonical is not None else None
+    served = "use simple, advanced or pytorch"
+    if name == "XLAProfiler":
+        return refused(
+            "it profiles XLA devices through torch_xla's profiler server, which the script does not start", served
+        )
+    if name == "PassThroughProfiler":
+        return refused("it profiles nothing; the script has no profiler to pass through", "use `profiler: null`")
+    if name not in PROFILERS_DONE:
+        return refused(
+            "a profiler class is called by Lightning's Trainer around each action, and the script does not have"
+            " one: it writes the code of Lightning's SimpleProfiler, AdvancedProfiler and PyTorchProfiler itself",
+            served,
+        )
     return None
+
+
+_TIMED_VALIDATION = refused(
+    "the script decides when to validate by counting batches; Lightning's time-based interval, the clock read"
+    " at every batch, is not written",
+    "give a fraction of the epoch (float) or a number of batches (int)",
+)
 
 
 def _val_check_interval() -> Kind:
@@ -565,9 +660,21 @@ def callback_support(class_path: str) -> str | None:
     if lightning_callback(class_path) is not None:
         return None
     if class_path.startswith(LIGHTNING_PACKAGES):
-        known = ", ".join(LIGHTNING_CALLBACKS)
-        return f"not supported by loopgen: of Lightning's callbacks, only {known}"
+        nearest = _NEAREST_CALLBACKS.get(class_path.rpartition(".")[2], "")
+        return refused(
+            "the script has no Lightning: it carries its own code for each of Lightning's callbacks it serves,"
+            " and has none for this one",
+            f"{nearest}use {', '.join(LIGHTNING_CALLBACKS)}, or a callback class of your own with the same hooks",
+        )
     return None  # the user's own callback
+
+
+# What a few of Lightning's other callbacks do that loopgen serves otherwise
+_NEAREST_CALLBACKS = {
+    "GradientAccumulationScheduler": "give `accumulate_grad_batches: {epoch: factor}` (the same schedule); or ",
+    "RichModelSummary": "use ModelSummary (the same table, without rich); or ",
+    "Timer": "bound the run with max_epochs or max_steps; or ",
+}
 
 
 def _number() -> Kind:
@@ -644,24 +751,15 @@ def implemented(value: Any) -> str | None:
     return None
 
 
-def only(*done: Any, planned: Collection[Any] | None = None) -> Support:
-    """Implemented for the `done` values. Another value is "not supported yet" when the
-    contract names it (`planned`; None: every value), else "not supported by loopgen"."""
-
-    def support(value: Any) -> str | None:
-        if any(same(value, d) for d in done):
-            return None
-        if planned is None or any(same(value, p) for p in planned):
-            return NOT_YET
-        return "not supported by loopgen"
-
-    return support
+def only(*done: Any, why: str, instead: str) -> Support:
+    """Implemented for the `done` values; another is refused, saying why and what to use instead."""
+    reason = refused(why, instead)
+    return lambda value: None if any(same(value, d) for d in done) else reason
 
 
-def lightning_default(default: Any) -> Support:
+def lightning_default(default: Any, why: str, instead: str) -> Support:
     """For the Lightning arguments that the contract does not name: only the default is accepted."""
-    reason = f"not supported by loopgen (only Lightning's default, {show(default)}, is accepted)"
-    return lambda value: None if same(value, default) else reason
+    return only(default, why=why, instead=instead)
 
 
 # ---------------------------------------------------------------------------
@@ -687,10 +785,12 @@ def _default_not_implemented(what: str, consequence: str, flag: str) -> str:
     return f"Lightning's default {what} is not implemented yet; {consequence} (set `{flag}: false` to silence this)"
 
 
-def _lightning_only(name: str, kind: Kind, default: Any, doc: str) -> Flag:
-    """A Lightning argument the contract does not name: accepted at its default (or null) only."""
+def _lightning_only(name: str, kind: Kind, default: Any, doc: str, why: str, instead: str) -> Flag:
+    """A Lightning argument the contract does not name: accepted at its default (or null) only; another value is
+    refused, saying why and what to do instead."""
     schema = {"const": default} if default is not None else {"type": "null"}
-    return Flag(name, Kind(kind.parse, {**kind.schema, **schema}), default, doc, support=lightning_default(default))
+    support = lightning_default(default, why, instead)
+    return Flag(name, Kind(kind.parse, {**kind.schema, **schema}), default, doc, support=support)
 
 
 # fmt: off
@@ -698,7 +798,10 @@ FLAGS: tuple[Flag, ...] = (
     # --- Lightning 2.x Trainer arguments, in the order of its signature
     Flag("accelerator", choice("auto", "cpu", "cuda", "mps", "tpu", aliases={"gpu": "cuda"}), "auto",
          "auto (cuda when available, else cpu; decided when the script starts), cpu, gpu/cuda, tpu",
-         support=only("auto", "cpu", "cuda", "tpu", planned=())),
+         support=only("auto", "cpu", "cuda", "tpu",
+                      why="the script places the model and batches on a CPU, a CUDA GPU or a TPU; Apple's MPS"
+                          " device would need its own placement and checks against Lightning's MPSAccelerator",
+                      instead="use cpu (or auto)")),
     Flag("strategy", _strategy(), "auto",
          "auto/single_device, ddp (ddp_find_unused_parameters_true/false, or a DDPStrategy entry), dp, horovod",
          support=_strategy_support),
@@ -708,7 +811,7 @@ FLAGS: tuple[Flag, ...] = (
          support=implemented),
     Flag("precision", choice("32", "64", "16-mixed", "bf16-mixed", *_PRECISION_OTHERS, aliases=_PRECISION_ALIASES),
          "32", "32, 16-mixed (16), bf16-mixed (bf16), 64",
-         support=only("32", "16-mixed", "bf16-mixed", "64", planned=()),
+         support=_precision_support,
          notice=_precision_notice),
     Flag("logger", _logger(), True, "true (a CSVLogger with Lightning's layout), false, or logger entries:"
          " CSVLogger, TensorBoardLogger, MLFlowLogger, WandbLogger (a list for several)",
@@ -726,18 +829,26 @@ FLAGS: tuple[Flag, ...] = (
          support=implemented),
     Flag("min_steps", integer(0), None, "train at least this many optimizer steps",
          support=implemented),
-    _lightning_only("max_time", anything(), None, "stop after this much time"),
+    _lightning_only("max_time", anything(), None, "stop after this much time",
+                    why="the script does not time the run: Lightning's Timer callback reads the clock after every"
+                        " batch and epoch, and keeps the elapsed time in checkpoints",
+                    instead="bound the run with max_epochs or max_steps"),
     Flag("limit_train_batches", batch_limit(), 1.0, "fraction (float) or number (int) of training batches per epoch",
          support=implemented),
     Flag("limit_val_batches", batch_limit(), 1.0, "fraction (float) or number (int) of validation batches",
          support=implemented),
-    _lightning_only("limit_test_batches", batch_limit(), 1.0, "fraction or number of test batches"),
-    _lightning_only("limit_predict_batches", batch_limit(), 1.0, "fraction or number of predict batches"),
+    _lightning_only("limit_test_batches", batch_limit(), 1.0, "fraction or number of test batches",
+                    why="it limits Lightning's test run; the script only trains, with no test loop to limit",
+                    instead="remove it: fit does not read it"),
+    _lightning_only("limit_predict_batches", batch_limit(), 1.0, "fraction or number of predict batches",
+                    why="it limits Lightning's predict run; the script only trains, with no predict loop to"
+                        " limit",
+                    instead="remove it: fit does not read it"),
     Flag("overfit_batches", batch_limit(), 0.0, "overfit on this fraction (float) or number (int) of batches",
          support=implemented),
     Flag("val_check_interval", _val_check_interval(), 1.0,
          "validate after this fraction of an epoch (float) or number of batches (int)",
-         support=lambda value: None if _is_number(value) else "not supported by loopgen (time-based intervals)"),
+         support=lambda value: None if _is_number(value) else _TIMED_VALIDATION),
     Flag("check_val_every_n_epoch", integer(1), 1, "validate every n epochs (null: count batches across epochs)",
          support=implemented, nullable=True),
     Flag("num_sanity_val_steps", integer(-1, "-1: all batches"), 2, "validation batches run before training",
@@ -758,23 +869,50 @@ FLAGS: tuple[Flag, ...] = (
     Flag("gradient_clip_algorithm", choice("norm", "value", lower=True), "norm", "norm or value",
          support=implemented),
     Flag("deterministic", _deterministic(), False, "use deterministic algorithms",
-         support=only(False, True, planned=())),
+         support=only(False, True,
+                      why="the script turns torch's deterministic algorithms on or leaves them off; their"
+                          " warn-only mode is not written",
+                      instead="use true (an error where an operation is not deterministic) or false")),
     Flag("benchmark", boolean(), None, "torch.backends.cudnn.benchmark (null: leave it as it is)",
          support=implemented),
-    _lightning_only("inference_mode", boolean(), True, "evaluate under torch.inference_mode"),
-    _lightning_only("use_distributed_sampler", boolean(), True, "wrap samplers in a DistributedSampler"),
+    _lightning_only("inference_mode", boolean(), True, "evaluate under torch.inference_mode",
+                    why="it applies to Lightning's validate, test and predict runs, which the script does not have;"
+                        " fit validates under torch.no_grad either way",
+                    instead="remove it"),
+    _lightning_only("use_distributed_sampler", boolean(), True, "wrap samplers in a DistributedSampler",
+                    why="with ddp the script shards every loader with a DistributedSampler, as Lightning's default"
+                        " does; keeping each loader's own sampler is not written",
+                    instead="leave it true (on one device it changes nothing)"),
     Flag("profiler", _profiler(), None, "null, simple, advanced, pytorch, or a profiler entry: SimpleProfiler,"
          " AdvancedProfiler, PyTorchProfiler", support=implemented),  # read by spec.py, checked by `profiler_support`
-    _lightning_only("detect_anomaly", boolean(), False, "autograd anomaly detection"),
-    _lightning_only("barebones", boolean(), False, "Lightning's barebones mode"),
-    _lightning_only("plugins", anything(), None, "Lightning plugins"),
-    _lightning_only("sync_batchnorm", boolean(), False, "synchronise batch norm statistics across processes"),
+    _lightning_only("detect_anomaly", boolean(), False, "autograd anomaly detection",
+                    why="the script does not run under torch.autograd.set_detect_anomaly",
+                    instead="call torch.autograd.set_detect_anomaly(True) in your module's __init__ (the same"
+                            " switch, for the whole run)"),
+    _lightning_only("barebones", boolean(), False, "Lightning's barebones mode",
+                    why="the script has no such mode: it leaves out what each flag turns off",
+                    instead="turn the parts off one by one: logger, enable_checkpointing, enable_progress_bar and"
+                            " enable_model_summary false"),
+    _lightning_only("plugins", anything(), None, "Lightning plugins",
+                    why="a plugin replaces a part of Lightning's Trainer, such as its precision, cluster"
+                        " environment or checkpoint IO, which the script does not have",
+                    instead="set the precision with `precision:`; leave plugins null"),
+    _lightning_only("sync_batchnorm", boolean(), False, "synchronise batch norm statistics across processes",
+                    why="the script does not convert the model's BatchNorm layers to torch.nn.SyncBatchNorm before"
+                        " DistributedDataParallel wraps it",
+                    instead="leave it false: each process normalises by its own batch"),
     Flag("reload_dataloaders_every_n_epochs", integer(0), 0, "reload the dataloaders every n epochs (0: never)",
          support=implemented),
     Flag("default_root_dir", string(), None, "where logs and checkpoints go (null: the working directory)",
          support=implemented),
-    _lightning_only("enable_autolog_hparams", boolean(), True, "log hyperparameters at the start"),
-    _lightning_only("model_registry", anything(), None, "model hub name"),
+    _lightning_only("enable_autolog_hparams", boolean(), True, "log hyperparameters at the start",
+                    why="the script gives the hyperparameters to its logger at the start, as Lightning's default"
+                        " does, and has no switch to skip that",
+                    instead="leave it true, or turn the logger off (`logger: false`)"),
+    _lightning_only("model_registry", anything(), None, "model hub name",
+                    why="Lightning uploads the checkpoints to its model registry through the litmodels package;"
+                        " the script does not",
+                    instead="leave it null and upload the checkpoint files yourself"),
     # --- seed-era flags that Lightning 2.0 removed (Lightning 1.9.5's meaning)
     Flag("amp_backend", choice("native", "apex"), "native", "native or apex",
          support=implemented),
@@ -808,7 +946,9 @@ CALLBACK_ARGS: Mapping[str, tuple[Flag, ...]] = {
              nullable=True),
         _arg("save_top_k", integer(-1, "-1: all, 0: none"), 1, "how many of the best checkpoints to keep"),
         _arg("save_on_exception", boolean(), False, "save when training raises",
-             support=lightning_default(False)),
+             support=lightning_default(False, "the script does not catch an error raised in training to save a"
+                                              " checkpoint before raising it again",
+                                       "leave it false and resume from the last checkpoint saved")),
         _arg("save_weights_only", boolean(), False, "save the weights only"),
         _arg("mode", choice("min", "max"), "min", "whether a lower (min) or higher (max) metric is better"),
         _arg("auto_insert_metric_name", boolean(), True, 'write "name=" before each placeholder of filename'),
@@ -832,7 +972,10 @@ CALLBACK_ARGS: Mapping[str, tuple[Flag, ...]] = {
              nullable=True),
         _arg("check_on_train_epoch_end", boolean(), None, "check at the training epoch's end (null: after"
              " validation, or at the epoch's end without validation)", nullable=True),
-        _arg("log_rank_zero_only", boolean(), False, "log only on rank 0", support=lightning_default(False)),
+        _arg("log_rank_zero_only", boolean(), False, "log only on rank 0",
+             support=lightning_default(False, "the script prints EarlyStopping's messages as Lightning does by"
+                                              " default, with no switch for printing them on rank 0 only",
+                                       "leave it false")),
     ),
     "LearningRateMonitor": (
         _arg("logging_interval", choice("step", "epoch"), None, "log at the schedulers' own interval (null), at"
@@ -851,8 +994,12 @@ CALLBACK_ARGS: Mapping[str, tuple[Flag, ...]] = {
     "RichProgressBar": (
         _arg("refresh_rate", integer(0, "0: no bar"), 100, "redraw this many times a second"),
         _arg("leave", boolean(), False, "keep each epoch's bar (a line per epoch)"),
-        _arg("theme", anything(), None, "the bar's styles", support=lightning_default(None)),
-        _arg("console_kwargs", anything(), None, "arguments of rich's Console", support=lightning_default(None)),
+        _arg("theme", anything(), None, "the bar's styles",
+             support=lightning_default(None, "the script draws the bar in the styles of Lightning's default"
+                                             " theme", "leave it null")),
+        _arg("console_kwargs", anything(), None, "arguments of rich's Console",
+             support=lightning_default(None, "the script draws on rich's Console as created with no arguments",
+                                       "leave it null")),
     ),
 }
 
@@ -880,14 +1027,17 @@ PROFILER_ARGS: Mapping[str, tuple[Flag, ...]] = {
         *_PROFILER_OUTPUT,
         _arg("group_by_input_shapes", boolean(), False, "group the operators by input shapes (with record_shapes)"),
         _arg("emit_nvtx", boolean(), False, "emit NVTX ranges for nvprof",
-             support=only(False, planned=())),
+             support=lightning_default(False, "the script does not run under torch.autograd.profiler.emit_nvtx, whose"
+                                              " ranges are for NVIDIA's nvprof and Nsight on CUDA",
+                                       "leave it false; the trace export_to_chrome writes shows the operators")),
         _arg("export_to_chrome", boolean(), True, "write the trace (Chrome's trace viewer, TensorBoard)"),
         _arg("row_limit", integer(-1, "-1: no limit"), 20, "the rows of the operator table"),
         _arg("sort_by_key", choice(*_SORT_KEYS), None, "the operator table's order (null: cuda_time_total with"
              " CUDA, else cpu_time_total)", nullable=True),
         _arg("record_module_names", boolean(), True, "label each submodule's forward in the trace"),
-        _arg("table_kwargs", anything(), None, "more arguments of the table", support=lightning_default(None),
-             nullable=True),
+        _arg("table_kwargs", anything(), None, "more arguments of the table", nullable=True,
+             support=lightning_default(None, "the script prints the operator table with row_limit and sort_by_key"
+                                             " only", "use row_limit and sort_by_key; leave table_kwargs null")),
         # torch.profiler.profile's own arguments (Lightning passes them on)
         _arg("record_shapes", boolean(), False, "record the operators' input shapes"),
         _arg("profile_memory", boolean(), False, "record tensor memory"),
@@ -896,6 +1046,9 @@ PROFILER_ARGS: Mapping[str, tuple[Flag, ...]] = {
         _arg("with_modules", boolean(), False, "record the module hierarchy"),
     ),
 }
+
+_NEW_WANDB_RUN = "the script starts a new W&B run; resuming an existing run by its id is not written"
+_NO_ARTIFACTS = "it applies to the checkpoint artifacts that log_model uploads, and the script uploads none"
 
 # The init_args of Lightning's loggers that loopgen implements, checked like trainer flags.
 LOGGER_ARGS: Mapping[str, tuple[Flag, ...]] = {
@@ -919,7 +1072,8 @@ LOGGER_ARGS: Mapping[str, tuple[Flag, ...]] = {
         _arg("default_hp_metric", boolean(), True, "log hp_metric -1 with the hyperparameters"),
         _arg("prefix", string(), "", "put before each metric's name (joined with -)"),
         _arg("sub_dir", string(), None, "a directory inside version_N for the event files", nullable=True,
-             support=lightning_default(None)),
+             support=lightning_default(None, "the script writes the event files into version_N itself",
+                                       "leave it null")),
     ),
     "MLFlowLogger": (
         _arg("experiment_name", string(), "lightning_logs", "the experiment the run belongs to (created when"
@@ -934,33 +1088,42 @@ LOGGER_ARGS: Mapping[str, tuple[Flag, ...]] = {
              support=_no_model_logging("MLflow")),
         _arg("prefix", string(), "", "put before each metric's name (joined with -)"),
         _arg("artifact_location", string(), None, "where a new experiment keeps its artifacts", nullable=True,
-             support=lightning_default(None)),
+             support=lightning_default(None, "the script creates a missing experiment at MLflow's default artifact"
+                                             " location",
+                                       "create the experiment first, with mlflow.create_experiment(name,"
+                                       " artifact_location=...), and name it in experiment_name")),
         _arg("run_id", string(), None, "log into this existing run", nullable=True,
-             support=lightning_default(None)),
+             support=lightning_default(None, "the script starts a new MLflow run; logging into an existing one is"
+                                             " not written", "leave it null (a new run)")),
         _arg("synchronous", boolean(), None, "block on every logging call", nullable=True,
-             support=lightning_default(None)),
+             support=lightning_default(None, "the script logs in MLflow's default mode", "leave it null; MLflow's"
+                                       " MLFLOW_ENABLE_ASYNC_LOGGING environment variable chooses the mode")),
     ),
     "WandbLogger": (
         _arg("name", string(), None, "the run's display name (null: W&B picks one)", nullable=True),
         _arg("save_dir", string(), ".", "the directory W&B writes its wandb/ run folders in"),
         _arg("version", string(), None, "the id of a run to resume", nullable=True,
-             support=lightning_default(None)),
+             support=lightning_default(None, _NEW_WANDB_RUN, "leave it null (a new run)")),
         _arg("offline", boolean(), False, "keep the run on disk (W&B's offline mode), to sync later"),
-        _arg("dir", string(), None, "same as save_dir", nullable=True, support=lightning_default(None)),
-        _arg("id", string(), None, "same as version", nullable=True, support=lightning_default(None)),
+        _arg("dir", string(), None, "same as save_dir", nullable=True,
+             support=lightning_default(None, "it is save_dir under another name", "use save_dir")),
+        _arg("id", string(), None, "same as version", nullable=True,
+             support=lightning_default(None, _NEW_WANDB_RUN, "leave it null (a new run)")),
         _arg("anonymous", boolean(), None, "W&B's anonymous logging", nullable=True,
-             support=lightning_default(None)),
+             support=lightning_default(None, "the script does not pass W&B's anonymous mode to wandb.init",
+                                       "leave it null and log in (wandb login), or set WANDB_ANONYMOUS")),
         _arg("project", string(), None, "the run's project (null: $WANDB_PROJECT, else lightning_logs)",
              nullable=True),
         _arg("log_model", _log_model(), False, "log the checkpoints as artifacts",
              support=_no_model_logging("W&B")),
         _arg("experiment", anything(), None, "an existing run object", nullable=True,
-             support=lightning_default(None)),
+             support=lightning_default(None, "a run object cannot be written in a spec: the script starts its own"
+                                             " run", "leave it null")),
         _arg("prefix", string(), "", "put before each metric's name (joined with -)"),
         _arg("checkpoint_name", string(), None, "the name of the checkpoint artifacts", nullable=True,
-             support=lightning_default(None)),
+             support=lightning_default(None, _NO_ARTIFACTS, "leave it null")),
         _arg("add_file_policy", choice("mutable", "immutable"), "mutable", "how artifact files are added",
-             support=lightning_default("mutable")),
+             support=lightning_default("mutable", _NO_ARTIFACTS, "leave it mutable")),
     ),
 }
 # fmt: on

@@ -11,14 +11,14 @@ Python source, only values, names of script variables and of the user's classes.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 from loopgen import __version__
 from loopgen.cache import templates_sha256
 from loopgen.errors import LoopgenError, Problem
-from loopgen.flags import PROGRESS_BARS, same
+from loopgen.flags import PROGRESS_BARS, refusal, same
 from loopgen.inspect import ClassFacts, OptimizersFacts, SchedulerFacts
 from loopgen.spec import ClassRef, ObjectSpec, Spec
 
@@ -35,8 +35,6 @@ MODEL_HOOKS = (
     "on_save_checkpoint", "on_load_checkpoint",
 )  # fmt: skip
 
-# Hooks of the model that the script cannot call yet: refused at render time.
-UNSUPPORTED_MODEL_HOOKS: tuple[str, ...] = ()
 # LightningModule hooks Lightning's fit calls that the script does not (a module overriding one is refused)
 UNSERVED_FIT_HOOKS = ("configure_model", "configure_sharded_model", "configure_callbacks")
 
@@ -1067,9 +1065,6 @@ def check_model(spec: Spec, model: ClassFacts, problems: list[Problem]) -> None:
     if spec.optimizer is None and not model.defines("configure_optimizers"):
         message = f"{spec.model.class_path} defines no configure_optimizers and the spec has no `optimizer:`"
         problems.append(Problem(where, message, line))
-    for hook in UNSUPPORTED_MODEL_HOOKS:
-        if model.defines(hook):
-            problems.append(Problem(where, f"{spec.model.class_path} overrides {hook}: not supported yet", line))
     unserved = [*UNSERVED_FIT_HOOKS, *([] if model.manual_optimization else ["on_validation_model_zero_grad"])]
     for hook in unserved:
         if model.defines(hook):
@@ -1167,7 +1162,12 @@ def resolve_precision(
     if apex and t.precision != "16-mixed":
         problems.append(_flag_problem(spec, "amp_backend", f"apex needs `precision: 16-mixed`, not {t.precision}"))
     if apex and device.name == "cpu":
-        problems.append(_flag_problem(spec, "amp_backend", "apex AMP is not supported on CPU"))
+        message = refusal(
+            "apex AMP on CPU",
+            "apex's AMP runs on CUDA only",
+            "use `amp_backend: native` (16-mixed then runs as bf16-mixed on CPU)",
+        )
+        problems.append(_flag_problem(spec, "amp_backend", message))
     autocast = name in ("16-mixed", "bf16-mixed") and not apex
     if name == "bf16-mixed":
         dtype = "bfloat16"
@@ -1235,7 +1235,12 @@ def resolve_optimizers(spec: Spec, model: ClassFacts, precision: Precision, prob
     if lbfgs and precision.apex:
         problems.append(_flag_problem(spec, "amp_backend", "apex AMP and the LBFGS optimizer are not compatible"))
     if model.defines("optimizer_step") and (precision.scaler or precision.apex):
-        message = "an optimizer_step override together with 16-bit AMP is not supported"
+        message = refusal(
+            "an optimizer_step override together with 16-bit AMP",
+            "under Lightning, the optimizer the override steps runs the GradScaler (or apex) inside its step();"
+            " the script hands the override the plain optimizer",
+            "use precision bf16-mixed or 32 with the override, or do its work in on_before_optimizer_step",
+        )
         problems.append(Problem(where, message, line))
     frequencies = spec.loop.optimizer_frequencies
     if manual:  # Lightning steps no scheduler and calls no lr_scheduler_step: training_step does it all
@@ -1542,7 +1547,11 @@ def with_estimate(spec: Spec, state: State, bounds: Bounds, optimization: Optimi
     """trainer.estimated_stepping_batches, as Lightning estimates it: ceil(batches / accumulate) * max_epochs,
     at most max_steps (max_steps, or inf, without an epoch limit)."""
     if optimization.scheduled:
-        message = "trainer.estimated_stepping_batches with an accumulation schedule is not supported"
+        message = refusal(
+            "trainer.estimated_stepping_batches with an accumulation schedule",
+            "Lightning 1.9.5 refuses it too: the number of steps per epoch changes with the schedule",
+            "use a constant accumulate_grad_batches, or count the steps in configure_optimizers yourself",
+        )
         raise LoopgenError(_flag_problem(spec, "accumulate_grad_batches", message))
     return replace(
         state,
@@ -1557,16 +1566,19 @@ def manual_under_strategy(spec: Spec, manual: Manual, distributed: Distributed, 
     manual_backward preparing the all-reduce); the other strategies are refused."""
     where, line = "trainer.strategy", spec.line("trainer.strategy")
     if not distributed.ddp:
-        message = (
-            f"manual optimization (self.automatic_optimization = False) with strategy {distributed.kind}: not"
-            " supported yet; train it on one device, with strategy ddp, or with automatic optimization"
+        message = refusal(
+            f"manual optimization (self.automatic_optimization = False) with strategy {distributed.kind}",
+            f"the {distributed.kind} script steps the optimizer itself after training_step; manual_backward and the"
+            " steps inside training_step are not wired to it",
+            "train it on one CPU or GPU, with strategy ddp, or with automatic optimization",
         )
         problems.append(Problem(where, message, line))
         return manual
     if distributed.static_graph:
-        message = (
-            "DDPStrategy(static_graph=True) with manual optimization (self.automatic_optimization = False): not"
-            " supported yet (Lightning delays the first backward's all-reduce by hand); remove static_graph"
+        message = refusal(
+            "DDPStrategy(static_graph=True) with manual optimization (self.automatic_optimization = False)",
+            "Lightning then delays the first backward's all-reduce by hand, and the script does not",
+            "remove static_graph",
         )
         problems.append(Problem(where, message, line))
     return replace(manual, ddp=True, ddp_finds_unused=distributed.find_unused_parameters)
@@ -2024,7 +2036,12 @@ def _lr_monitor(
         return None
     where = "trainer.callbacks (LearningRateMonitor)"
     if len(refs) > 1:
-        problems.append(Problem(where, "several LearningRateMonitor callbacks: loopgen supports one", refs[1].line))
+        message = refusal(
+            "more than one LearningRateMonitor callback",
+            "the script logs one set of learning rates at each logging point",
+            "keep one",
+        )
+        problems.append(Problem(where, message, refs[1].line))
     if not logs and not spec.trainer.fast_dev_run:
         message = "Cannot use `LearningRateMonitor` callback with `Trainer` that has no logger (Lightning)"
         problems.append(Problem(where, message, refs[0].line))
@@ -2448,24 +2465,40 @@ def resolve_distributed(
                 problems.append(_flag_problem(spec, flag, message))
         return Distributed()
 
-    def refuse(flag: str, what: str) -> None:
-        problems.append(_flag_problem(spec, flag, f"{what} with strategy ddp is not supported yet"))
-
+    refuse = _refuser(spec, problems, "with strategy ddp")
     if precision.name not in ("32", "bf16-mixed"):
-        # 16-mixed: its GradScaler with DDP is not written yet (and cannot run here: CUDA only); 64 is not checked
-        refuse("precision", f"precision {precision.name}")
-    if isinstance(spec.seed_everything, bool):
-        reason = "each process would choose its own seed" if spec.seed_everything else "not supported yet"
-        message = f"seed_everything: {str(spec.seed_everything).lower()} with strategy ddp: {reason}; give a number"
+        why = DDP_PRECISIONS_NOT_WRITTEN.get(precision.name, "the DDP script is written for 32 and bf16-mixed only")
+        refuse(
+            "precision",
+            f"precision {precision.name}",
+            why,
+            f"use bf16-mixed or 32 with ddp, or {precision.name} on one device (strategy auto)",
+        )
+    if spec.seed_everything is True:
+        message = "seed_everything: true with strategy ddp: each process would choose its own seed; give a number"
+        problems.append(Problem("seed_everything", message, spec.line("seed_everything")))
+    elif spec.seed_everything is False:
+        message = refusal(
+            "seed_everything: false with strategy ddp",
+            "the DDP script seeds its processes again where DDPStrategy does, from the spec's seed; Lightning's"
+            " unseeded processes are not reproduced",
+            "give a number",
+        )
         problems.append(Problem("seed_everything", message, spec.line("seed_everything")))
     if optimizers.several:
-        refuse("strategy", "several optimizers (training_step with optimizer_idx, Lightning 1.9)")
+        refuse(
+            "strategy",
+            "several optimizers (training_step with optimizer_idx, Lightning 1.9)",
+            "Lightning 1.9 steps each optimizer with the others' parameters frozen, which DistributedDataParallel's"
+            " gradient reduction does not expect; the script writes that loop for one CPU or GPU only",
+            SEVERAL_OPTIMIZERS_INSTEAD,
+        )
     if optimization.tbptt:
-        refuse("truncated_bptt_steps", "truncated_bptt_steps")
+        refuse(*ONE_DEVICE_TBPTT)
     if data.sequential:
-        refuse("overfit_batches", "overfit_batches")
+        refuse(*ONE_DEVICE_OVERFIT)
     if optimization.track_grad_norm is not None:
-        refuse("track_grad_norm", "track_grad_norm")
+        refuse(*ONE_DEVICE_GRAD_NORM)
     backend = args.get("process_group_backend")
     if backend is None and spec.trainer.accelerator != "auto":
         backend = "nccl" if spec.trainer.accelerator == "cuda" else "gloo"
@@ -2503,32 +2536,57 @@ def resolve_distributed(
     )
 
 
-def refuse_unshared(
-    refuse: Any,
-    optimizers: Optimizers,
-    optimization: Optimization,
-    checkpointing: Checkpointing,
-    logging: Logging,
-    profiling: Profiling,
-    progress: Progress,
-    files: bool = False,
-) -> None:
-    """What the Horovod, DataParallel and XLA scripts do not serve yet, refused through the strategy's `refuse`:
-    steps through a closure, several optimizers, and the features that write files or draw (checkpoints,
-    loggers, profilers, the progress bar), which these engines would need to gate on their own ranks. `files`:
-    the engine serves checkpoints, loggers and the bar (the profiler stays refused)."""
-    if optimization.closure:
-        refuse("strategy", "an optimizer step through a closure (LBFGS or an optimizer_step override)")
-    if optimizers.several:
-        refuse("strategy", "several optimizers")
-    if (checkpointing.saves or checkpointing.resumes) and not files:
-        refuse("enable_checkpointing", "checkpointing (set `enable_checkpointing: false`, no ModelCheckpoint)")
-    if logging.enabled and not files:
-        refuse("logger", "a logger (set `logger: false`)")
-    if profiling.enabled:
-        refuse("profiler", "a profiler")
-    if progress.enabled and not files:
-        refuse("enable_progress_bar", "the progress bar (set `enable_progress_bar: false`)")
+def _refuser(spec: Spec, problems: list[Problem], under: str) -> Callable[[str, str, str, str], None]:
+    """An engine's `refuse(flag, what, why, instead)`: the problem "<what> <under> is not supported by loopgen
+    (<why>); <instead>" at the flag's key."""
+
+    def refuse(flag: str, what: str, why: str, instead: str) -> None:
+        problems.append(_flag_problem(spec, flag, refusal(f"{what} {under}", why, instead)))
+
+    return refuse
+
+
+# What the DDP script does not write for a precision, by its name.
+DDP_PRECISIONS_NOT_WRITTEN = {
+    "16-mixed": "the DDP script has no GradScaler step: scaling the loss, unscaling before clipping, skipping the"
+    " steps whose gradients overflow",
+    "64": "the DDP script does not make the model and its batches float64 before DistributedDataParallel wraps it,"
+    " as Lightning's DoublePrecision does",
+}
+SEVERAL_OPTIMIZERS_INSTEAD = (
+    "use manual optimization (self.automatic_optimization = False) with ddp, or train on one CPU or GPU"
+)
+
+# What the engines (ddp, horovod, dp, tpu) refuse alike: the flag, what, why, and what to do instead. "One CPU
+# or GPU" is the script without an engine: accelerator cpu or cuda, strategy auto.
+ONE_DEVICE_TBPTT = (
+    "truncated_bptt_steps",
+    "truncated_bptt_steps",
+    (
+        "the script writes Lightning 1.9's truncated BPTT, each batch split into chunks stepped one by one with"
+        " their hiddens, for one CPU or GPU only"
+    ),
+    "train it on one CPU or GPU",
+)
+ONE_DEVICE_OVERFIT = (
+    "overfit_batches",
+    "overfit_batches",
+    (
+        "the script's sequential sampler for the overfitted batches is written for one CPU or GPU only, not"
+        " sharded over processes or devices"
+    ),
+    "overfit on one CPU or GPU",
+)
+ONE_DEVICE_GRAD_NORM = (
+    "track_grad_norm",
+    "track_grad_norm",
+    "the script writes Lightning 1.9's gradient-norm logging for one CPU or GPU only",
+    "track it on one CPU or GPU, or compute the norm in on_before_optimizer_step and log it yourself",
+)
+CLOSURE_STEP = "an optimizer step through a closure (LBFGS or an optimizer_step override)"
+CLOSURE_INSTEAD = "use ddp, which steps through closures, or one CPU or GPU"
+TIMED_CHECKPOINT = "ModelCheckpoint(train_time_interval=...)"
+TIMED_CHECKPOINT_INSTEAD = "save every_n_train_steps or every_n_epochs"
 
 
 def resolve_horovod(
@@ -2552,15 +2610,24 @@ def resolve_horovod(
     of loggers, checkpoints and the bar is not there yet), and what Lightning 1.9.5 refuses or does differently."""
     t = spec.trainer
 
-    def refuse(flag: str, what: str) -> None:
-        problems.append(_flag_problem(spec, flag, f"{what} with strategy horovod is not supported"))
-
+    refuse = _refuser(spec, problems, "with strategy horovod")
     if t.num_nodes != 1:
-        refuse("num_nodes", "num_nodes > 1 (Lightning 1.9.5 refuses it: horovodrun's -H places the processes)")
+        refuse(
+            "num_nodes",
+            "num_nodes > 1",
+            "Lightning 1.9.5 refuses it: horovodrun's -H places the processes",
+            "keep num_nodes: 1 and list the hosts in horovodrun's -H (the header's command for several hosts)",
+        )
     if precision.apex:
-        refuse("amp_backend", "apex (Lightning 1.9.5's Horovod has no apex path)")
+        refuse("amp_backend", "apex", "Lightning 1.9.5's Horovod has no apex path", "use precision 32")
     elif precision.name != "32":
-        refuse("precision", f"precision {precision.name}")
+        refuse(
+            "precision",
+            f"precision {precision.name}",
+            "the Horovod script steps hvd.DistributedOptimizer in float32 only: no autocast, GradScaler or float64"
+            " path is written for it",
+            "use precision 32 with horovod, or ddp for bf16-mixed",
+        )
     if spec.seed_everything is True:
         problems.append(
             Problem(
@@ -2570,27 +2637,63 @@ def resolve_horovod(
             )
         )
     if optimization.schedule is not None:
-        refuse("accumulate_grad_batches", "an accumulation schedule (Lightning 1.9.5 refuses it)")
+        refuse(
+            "accumulate_grad_batches",
+            "an accumulation schedule",
+            "Lightning 1.9.5 refuses it with Horovod",
+            "use a constant accumulate_grad_batches",
+        )
     if optimizers.general_schedulers:
-        refuse("strategy", "LR schedulers from a configure_optimizers whose returned form its source does not show")
+        refuse(
+            "strategy",
+            "LR schedulers from a configure_optimizers whose returned form its source does not show",
+            "Lightning 1.9.5 scales each scheduler's base learning rates by the number of processes, and the script"
+            " does so for the schedulers it finds in configure_optimizers' source",
+            "return them in a form the source shows (`return [optimizer], [scheduler]`), or give them in the"
+            " spec's optimizer: and lr_scheduler:",
+        )
     if optimization.tbptt:
-        refuse("truncated_bptt_steps", "truncated_bptt_steps")
+        refuse(*ONE_DEVICE_TBPTT)
     if data.sequential:
-        refuse("overfit_batches", "overfit_batches")
+        refuse(*ONE_DEVICE_OVERFIT)
     if optimization.closure:
-        refuse("strategy", "an optimizer step through a closure (LBFGS or an optimizer_step override)")
+        refuse(
+            "strategy",
+            CLOSURE_STEP,
+            "hvd.DistributedOptimizer synchronises the gradients after backward and steps under"
+            " skip_synchronize; a step that runs the closure itself is not written for it",
+            CLOSURE_INSTEAD,
+        )
     if optimizers.several:
-        refuse("strategy", "several optimizers")
+        refuse(
+            "strategy",
+            "several optimizers",
+            "Lightning 1.9's loop over several optimizers is not written for hvd.DistributedOptimizer",
+            SEVERAL_OPTIMIZERS_INSTEAD,
+        )
     if checkpointing.time_triggered:
-        # each process's clock would decide on its own (Lightning broadcasts rank 0's decision)
-        refuse("callbacks", "ModelCheckpoint(train_time_interval=...)")
+        refuse(
+            "callbacks",
+            TIMED_CHECKPOINT,
+            "each process's clock would decide on its own, where Lightning broadcasts rank 0's decision",
+            f"{TIMED_CHECKPOINT_INSTEAD}, or use ddp, which follows rank 0's clock",
+        )
     for kind in sorted(logging.kinds - {"csv"}):
-        # TensorBoardLogger: not checked against Lightning 1.9.5 (its venv has no tensorboard)
-        refuse("logger", f"a {kind} logger (CSVLogger is)")
+        refuse(
+            "logger",
+            f"a {kind} logger",
+            "the Horovod script's rank-0 logging is written and checked against Lightning 1.9.5 for CSVLogger  only",
+            "use CSVLogger with horovod, or ddp, which serves every logger",
+        )
     if profiling.enabled:
-        refuse("profiler", "a profiler")
+        refuse(
+            "profiler",
+            "a profiler",
+            "the Horovod script has no profiler code; the DDP script's writes one report per process",
+            "profile with ddp or on one CPU or GPU",
+        )
     if optimization.track_grad_norm is not None:
-        refuse("track_grad_norm", "track_grad_norm")
+        refuse(*ONE_DEVICE_GRAD_NORM)
     devices = t.devices
     return Distributed(
         kind="horovod",
@@ -2634,36 +2737,72 @@ def resolve_dp(
     What it cannot serve is refused here, each with its reason."""
     t = spec.trainer
 
-    def refuse(flag: str, what: str) -> None:
-        problems.append(_flag_problem(spec, flag, f"{what} with strategy dp is not supported"))
-
+    refuse = _refuser(spec, problems, "with strategy dp")
     if t.accelerator != "cuda":
-        refuse("accelerator", f"accelerator {t.accelerator} (DataParallel runs over GPUs: accelerator: cuda)")
+        refuse(
+            "accelerator",
+            f"accelerator {t.accelerator}",
+            "DataParallel runs its replicas on GPUs",
+            "set `accelerator: cuda`, or use ddp on CPU",
+        )
     if t.num_nodes != 1:
-        refuse("num_nodes", "num_nodes > 1 (DataParallel is one process)")
+        refuse("num_nodes", "num_nodes > 1", "DataParallel is one process on one machine", "use ddp on several nodes")
     for hook in ("transfer_batch_to_device", "on_after_batch_transfer"):
         if model.defines(hook):
-            refuse("strategy", f"overriding `{hook}` (Lightning 1.9.5 refuses it in DP mode)")
+            refuse(
+                "strategy",
+                f"overriding `{hook}`",
+                "Lightning 1.9.5 refuses it in DP mode: DataParallel scatters the batch over the GPUs itself",
+                "do that work in training_step, or use ddp",
+            )
     if precision.name != "32" or precision.apex:
-        refuse("precision", f"precision {precision.name}")
+        refuse(
+            "precision",
+            f"precision {precision.name}",
+            "the DP script runs the replicas in float32 only: no autocast inside each replica's forward is  written",
+            "use precision 32 with dp, or ddp for bf16-mixed",
+        )
     if model.uses_log:
-        # DataParallel's replicas would each log into the one collection
-        refuse("strategy", "self.log in the module")
+        refuse(
+            "strategy",
+            "self.log in the module",
+            "DataParallel's replicas would each log into the one collection",
+            "use ddp, which serves self.log, or one CPU or GPU",
+        )
     if optimization.tbptt:
-        refuse("truncated_bptt_steps", "truncated_bptt_steps")
+        refuse(*ONE_DEVICE_TBPTT)
     if optimization.closure:
-        refuse("strategy", "an optimizer step through a closure (LBFGS or an optimizer_step override)")
+        refuse(
+            "strategy",
+            CLOSURE_STEP,
+            "DataParallel's replicas run each forward; a step that runs the closure itself is not written for  them",
+            CLOSURE_INSTEAD,
+        )
     if optimizers.several:
-        refuse("strategy", "several optimizers")
+        refuse(
+            "strategy",
+            "several optimizers",
+            "Lightning 1.9's loop over several optimizers is not written for  DataParallel",
+            SEVERAL_OPTIMIZERS_INSTEAD,
+        )
     if checkpointing.time_triggered:
-        # each process's clock would decide on its own (Lightning broadcasts rank 0's decision)
-        refuse("callbacks", "ModelCheckpoint(train_time_interval=...)")
+        refuse(
+            "callbacks",
+            TIMED_CHECKPOINT,
+            "the DP script's checkpoints are not checked against Lightning 1.9.5 with a time-triggered save",
+            TIMED_CHECKPOINT_INSTEAD,
+        )
     for kind in sorted(logging.kinds - {"csv", "tensorboard"}):
-        refuse("logger", f"a {kind} logger (CSVLogger and TensorBoardLogger are)")
+        refuse(
+            "logger",
+            f"a {kind} logger",
+            "the DP script's logging is written for CSVLogger and  TensorBoardLogger only",
+            "use CSVLogger or TensorBoardLogger with dp, or ddp, which serves every  logger",
+        )
     if profiling.enabled:
-        refuse("profiler", "a profiler")
+        refuse("profiler", "a profiler", "the DP script has no profiler code", "profile with ddp or on one CPU or GPU")
     if optimization.track_grad_norm is not None:
-        refuse("track_grad_norm", "track_grad_norm")
+        refuse(*ONE_DEVICE_GRAD_NORM)
     return Distributed(
         kind="dp",
         devices=t.devices,
@@ -2696,39 +2835,90 @@ def resolve_xla(
     t = spec.trainer
     strategy, _ = strategy_args(t.strategy)
 
-    def refuse(flag: str, what: str) -> None:
-        problems.append(_flag_problem(spec, flag, f"{what} with accelerator tpu is not supported"))
-
+    refuse = _refuser(spec, problems, "with accelerator tpu")
     if strategy != "auto":
-        refuse("strategy", f"strategy {strategy} (the TPU strategies come from `devices`)")
+        refuse(
+            "strategy",
+            f"strategy {strategy}",
+            "the TPU strategies come from `devices`: SingleDeviceXLAStrategy for one, XLAStrategy for several",
+            "set `strategy: auto`",
+        )
     if t.num_nodes != 1:
-        refuse("num_nodes", "num_nodes > 1 (one TPU VM host: xmp.spawn starts the processes of this host)")
+        refuse(
+            "num_nodes",
+            "num_nodes > 1",
+            "one TPU VM host: xmp.spawn starts the processes of this host",
+            "keep num_nodes: 1",
+        )
     if precision.apex:
-        refuse("amp_backend", "apex (CUDA only; Lightning's XLAPrecision has no apex path)")
+        refuse(
+            "amp_backend", "apex", "apex is CUDA's, and Lightning's XLAPrecision has no apex path", "use precision 32"
+        )
     elif precision.name == "16-mixed":
-        refuse("precision", "precision 16-mixed (the float16 GradScaler is CUDA's; XLAPrecision takes 32-true,"
-               " 16-true, bf16-true)")  # fmt: skip
+        refuse(
+            "precision",
+            "precision 16-mixed",
+            "the float16 GradScaler is CUDA's; XLAPrecision takes 32-true, 16-true and bf16-true",
+            "use precision 32",
+        )
     elif precision.name != "32":
-        refuse("precision", f"precision {precision.name} (loopgen implements XLAPrecision's 32-true only)")
+        refuse(
+            "precision",
+            f"precision {precision.name}",
+            "loopgen implements XLAPrecision's 32-true only",
+            "use precision 32",
+        )
     if spec.seed_everything is True:
         message = "seed_everything: true with accelerator tpu: each process would choose its own seed; give a number"
         problems.append(Problem("seed_everything", message, spec.line("seed_everything")))
     if optimization.tbptt:
-        refuse("truncated_bptt_steps", "truncated_bptt_steps")
+        refuse(*ONE_DEVICE_TBPTT)
     if data.sequential:
-        refuse("overfit_batches", "overfit_batches")
-    # checkpoints, the CSV and TensorBoard loggers and the bar: rank 0's on several devices (below)
-    refuse_unshared(refuse, optimizers, optimization, checkpointing, logging, profiling, progress, files=True)
+        refuse(*ONE_DEVICE_OVERFIT)
+    if optimization.closure:
+        refuse(
+            "strategy",
+            CLOSURE_STEP,
+            "the TPU script reduces the gradients after the backward it runs itself; a step that runs the"
+            " closure would need the reduction inside it, as XLAPrecision wraps it",
+            CLOSURE_INSTEAD,
+        )
+    if optimizers.several:
+        refuse(
+            "strategy",
+            "several optimizers",
+            "several optimizers under automatic optimization are Lightning 1.9's, and the TPU script follows"
+            " Lightning 2.6.6's XLA strategies",
+            "train them on one CPU or GPU",
+        )
+    if profiling.enabled:
+        refuse(
+            "profiler",
+            "a profiler",
+            "the TPU script has no profiler code",
+            "set `profiler: null`, and profile the same module on a CPU or GPU",
+        )
     if optimization.track_grad_norm is not None:
-        refuse("track_grad_norm", "track_grad_norm")
+        refuse(*ONE_DEVICE_GRAD_NORM)
+    # checkpoints, the CSV and TensorBoard loggers and the bar: rank 0's on several devices
     devices = t.devices
     several = devices > 1
     if several:
         for kind in sorted(logging.kinds - {"csv", "tensorboard"}):
-            refuse("logger", f"a {kind} logger on several devices (CSVLogger and TensorBoardLogger are served)")
+            refuse(
+                "logger",
+                f"a {kind} logger on several devices",
+                "on several devices the script writes the CSVLogger's and TensorBoardLogger's files on process 0;"
+                " the other loggers' handling is not written",
+                "use CSVLogger or TensorBoardLogger, or one  device",
+            )
         if checkpointing.time_triggered:
-            # each process's clock would decide on its own (Lightning broadcasts rank 0's decision)
-            refuse("callbacks", "ModelCheckpoint(train_time_interval=...) on several devices")
+            refuse(
+                "callbacks",
+                f"{TIMED_CHECKPOINT} on several devices",
+                "each process's clock would decide on its own, where Lightning broadcasts process 0's decision",
+                TIMED_CHECKPOINT_INSTEAD,
+            )
     launch = f"PJRT_DEVICE=TPU python {script_name}"
     return Distributed(
         kind="xla",
@@ -3004,11 +3194,12 @@ def _check_unique_names(refs: list[ClassRef]) -> None:
     for ref in refs:
         other = seen.setdefault(ref.name, ref.class_path)
         if other != ref.class_path:
-            raise LoopgenError(
-                Problem(
-                    "", f"two different classes are both named {ref.name} ({other}, {ref.class_path}): not supported"
-                )
+            message = refusal(
+                f"two different classes named {ref.name} ({other}, {ref.class_path})",
+                "the script imports each class under its own name, and these two would collide",
+                "rename one of them, or import it under another name in a module of your own and name that",
             )
+            raise LoopgenError(Problem("", message))
 
 
 def _limits(spec: Spec) -> tuple[int | float, int | float]:
@@ -3288,8 +3479,11 @@ def with_torchmetrics(
         problems.append(
             Problem(
                 "ckpt_path",
-                "resuming a run whose module logs torchmetrics objects is not supported yet (Lightning restores the"
-                " metrics' states from the checkpoint's loops): train from the start",
+                refusal(
+                    "resuming a run whose module logs torchmetrics objects",
+                    "Lightning restores the metrics' states from the checkpoint's loops, and the script does not",
+                    "train from the start",
+                ),
                 spec.line("ckpt_path"),
             )
         )
@@ -3317,9 +3511,10 @@ def with_unsized_loaders(
         given["reload_dataloaders_every_n_epochs"] = t.reload_dataloaders_every_n_epochs > 0
         given["profiler"] = t.profiler is not None
         for flag in (flag for flag, on in given.items() if on):
-            message = (
-                f"{ref.class_path}'s source uses IterableDataset: {flag} with a loader that may have no length"
-                " is not supported yet"
+            message = refusal(
+                f"{ref.class_path}'s source uses IterableDataset: {flag} with a loader that may have no length",
+                f"the script's {flag} code is written for loaders with a length",
+                f"give the dataset a length (a map-style Dataset with __len__), or remove {flag}",
             )
             problems.append(
                 Problem(flag, message, spec.line(flag)) if flag == "ckpt_path" else _flag_problem(spec, flag, message)

@@ -575,7 +575,8 @@ class _Reader:
                 return _INVALID
         reason = flag.support(value)
         if reason:
-            self.problem(where, reason if where == key else f"{flag.name}: {show(value)} is {reason}")
+            refused = f"{value['class_path'] if isinstance(value, dict) else show(value)} is {reason}"
+            self.problem(where, refused if where == key else f"{flag.name}: {refused}")
             return _INVALID
         return value
 
@@ -602,7 +603,7 @@ class _Reader:
                 continue
             reason = callback_support(ref.class_path)
             if reason:
-                self.problem(where, f"{ref.name}: {reason}")
+                self.problem(where, f"{ref.name} is {reason}")
             elif lightning_callback(ref.class_path) is not None:
                 args = self.callback_args(where if isinstance(entry, str) else (*where, "init_args"), ref)
                 refs.append(ClassRef(ref.class_path, args, ref.line))
@@ -636,7 +637,7 @@ class _Reader:
                 continue
             reason = logger_support(ref.class_path)
             if reason:
-                self.problem(where, f"{ref.name}: {reason}")
+                self.problem(where, f"{ref.name} is {reason}")
                 continue
             args = self.init_args_of(where if isinstance(entry, str) else (*where, "init_args"), ref, LOGGER_ARGS)
             if args.get("save_dir", "") is None:
@@ -656,7 +657,7 @@ class _Reader:
             name = PROFILER_NAMES[value]
             reason = profiler_support(name)
             if reason:
-                self.problem(key, reason)
+                self.problem(key, f"{value} is {reason}")
                 return _INVALID
             ref = ClassRef(f"pytorch_lightning.profilers.{name}", {}, self.line(key))
             return ClassRef(ref.class_path, self.init_args_of(key, ref, PROFILER_ARGS), ref.line)
@@ -665,7 +666,7 @@ class _Reader:
             return _INVALID
         reason = profiler_support(ref.class_path)
         if reason:
-            self.problem(key, f"{ref.name}: {reason}")
+            self.problem(key, f"{ref.name} is {reason}")
             return _INVALID
         args = self.init_args_of(key if isinstance(value, str) else (*key, "init_args"), ref, PROFILER_ARGS)
         return ClassRef(ref.class_path, args, ref.line)

@@ -8,8 +8,10 @@ each validation and each training epoch ended. The Lightning side is LightningCL
 (subclass mode), instantiated by LightningCLI (seed, nested objects, optimizer and lr_scheduler, callbacks), then
 trainer.fit. The script side runs the rendered script as `python train.py`.
 
-Exit status: 0 identical; 1 a difference (or a side that failed); 2 bad usage (Lightning not installed, a spec that
-does not render, a spec whose runs cannot be compared).
+Exit status: 0 identical; 1 different: the first differing step, or the script failed while Lightning trained;
+2 could not compare, and why: Lightning or LightningCLI's jsonargparse[signatures] not installed, the reference
+(Lightning) run failed, a module the script imports is not installed, neither run made an optimizer step, or the
+spec does not render (the render's own messages). A missing package is never a difference.
 
 Run as a module (`python -m loopgen.verify lightning CONFIG`) it is the Lightning side's process.
 """
@@ -20,6 +22,7 @@ import copy
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -29,10 +32,19 @@ from typing import Any, TextIO
 
 from loopgen.errors import LoopgenError
 
-EXIT_IDENTICAL, EXIT_DIFFERENT, EXIT_USAGE = 0, 1, 2
+EXIT_IDENTICAL, EXIT_DIFFERENT, EXIT_CANNOT_COMPARE = 0, 1, 2
 RECORDER_MODULE = "loopgen_verify_recorder"
 OUT_VARIABLE = "LOOPGEN_VERIFY_OUT"  # the directory a side's recorder writes to
 SIDE_VARIABLE = "LOOPGEN_VERIFY_SIDE"  # "lightning" or "script": set in each side's environment
+UNAVAILABLE_FILE = "unavailable.txt"  # the Lightning side writes here why it cannot train (a package it lacks)
+ERROR_FILE = "error.txt"  # and here the line of the error its run raised
+MISSING_MODULE = re.compile(r"ModuleNotFoundError: No module named '([\w.]+)'")
+
+NEEDS_LIGHTNING = "verify needs Lightning to train the reference run: pip install 'loopgen[verify]' (pytorch-lightning)"
+NEEDS_JSONARGPARSE = (
+    "LightningCLI, which reads the spec for the reference run, needs jsonargparse[signatures]:"
+    " pip install 'loopgen[verify]' (or 'jsonargparse[signatures]')"
+)
 
 # The recording callback, written beside the spec's copy: both sides import it as a user callback.
 RECORDER_SOURCE = '''"""Written by `loopgen verify`: records the weights after each optimizer step."""
@@ -91,8 +103,8 @@ def lightning_package() -> str | None:
 
 
 def verify(spec_path: Path, steps: int | None, out: TextIO | None = None) -> int:
-    """Train both ways, print "identical: ..." or the first difference to `out` (stdout), return the exit status;
-    a LoopgenError for bad usage."""
+    """Train both ways, print "identical: ..." or the first difference to `out` (stdout), return the exit status
+    (EXIT_IDENTICAL or EXIT_DIFFERENT); a LoopgenError when the runs cannot be compared, saying why."""
     import yaml
 
     out = out or sys.stdout
@@ -101,15 +113,14 @@ def verify(spec_path: Path, steps: int | None, out: TextIO | None = None) -> int
 
     package = lightning_package()
     if package is None:
-        raise LoopgenError(
-            "verify needs Lightning to train the reference run: pip install 'loopgen[verify]' (pytorch-lightning)"
-        )
+        raise LoopgenError(f"cannot compare: {NEEDS_LIGHTNING}")
     if importlib.util.find_spec("torch") is None:
-        raise LoopgenError("verify needs torch: pip install 'loopgen[verify]'")
+        raise LoopgenError("cannot compare: verify needs torch to train both runs: pip install 'loopgen[verify]'")
     spec = load_spec(spec_path)  # every spec problem, reported as render reports it
     if spec.seed_everything is False:
         raise LoopgenError(
-            "seed_everything: false: the two runs would start from different random weights; set a seed to verify"
+            "cannot compare: seed_everything: false: the two runs would start from different random weights; set a"
+            " seed to verify"
         )
     data = yaml.safe_load(spec_path.read_text(encoding="utf-8"))
     root = project_root(spec_path)
@@ -133,23 +144,45 @@ def verify(spec_path: Path, steps: int | None, out: TextIO | None = None) -> int
         env = dict(os.environ)
         paths = [str(root), str(work), str(Path(__file__).resolve().parent.parent)]
         env["PYTHONPATH"] = os.pathsep.join([*paths, *filter(None, [env.get("PYTHONPATH")])])
-        commands = {
-            "lightning": [sys.executable, "-m", "loopgen.verify", "lightning", str(sides["lightning"])],
-            "script": [sys.executable, str(script)],
-        }
-        for side, command in commands.items():
-            result = subprocess.run(
+
+        def run(side: str, command: list[str]) -> subprocess.CompletedProcess[str]:
+            return subprocess.run(
                 command,
                 env={**env, OUT_VARIABLE: str(work / side), SIDE_VARIABLE: side},
                 capture_output=True,
                 text=True,
                 check=False,
             )
-            if result.returncode != 0:
-                tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-15:])
-                print(f"different: the {side} run failed (exit status {result.returncode}):\n{tail}", file=out)
-                return EXIT_DIFFERENT
+
+        reference = run("lightning", [sys.executable, "-m", "loopgen.verify", "lightning", str(sides["lightning"])])
+        if reference.returncode != 0:
+            unavailable = work / "lightning" / UNAVAILABLE_FILE
+            if unavailable.is_file():
+                raise LoopgenError(f"cannot compare: {unavailable.read_text(encoding='utf-8').strip()}")
+            error = work / "lightning" / ERROR_FILE
+            line = error.read_text(encoding="utf-8").strip() if error.is_file() else _last_line(reference)
+            raise LoopgenError(f"cannot compare: the Lightning run failed (exit status {reference.returncode}): {line}")
+        ours = run("script", [sys.executable, str(script)])
+        if ours.returncode != 0:
+            missing = MISSING_MODULE.fullmatch(_last_line(ours))
+            if missing:
+                raise LoopgenError(
+                    f"cannot compare: the script imports {missing[1]}, which is not installed here (Lightning trained"
+                    " without it); install it and verify again"
+                )
+            tail = "\n".join((ours.stdout + ours.stderr).strip().splitlines()[-15:])
+            print(
+                f"different: the script failed (exit status {ours.returncode}) where Lightning trained:\n{tail}",
+                file=out,
+            )
+            return EXIT_DIFFERENT
         return _report(work / "lightning", work / "script", out)
+
+
+def _last_line(result: subprocess.CompletedProcess[str]) -> str:
+    """The last line a failed run printed: its error's, when it raised one with a one-line message."""
+    lines = (result.stderr.strip() or result.stdout.strip()).splitlines()
+    return lines[-1].strip() if lines else "(it printed nothing)"
 
 
 def _config(data: dict[str, Any], seed: int | bool, steps: int | None) -> dict[str, Any]:
@@ -200,8 +233,10 @@ def _report(lightning: Path, script: Path, out: TextIO) -> int:
         previous = step
     steps = len(theirs)
     if steps == 0:
-        print("different: no optimizer step was recorded on either side: nothing to compare", file=out)
-        return EXIT_DIFFERENT
+        raise LoopgenError(
+            "cannot compare: neither run made an optimizer step (the spec's bounds, limit_train_batches, or an empty"
+            " train loader); let it train at least one step"
+        )
     print(f"identical: {steps} steps, {tensors} tensors", file=out)
     return EXIT_IDENTICAL
 
@@ -242,26 +277,65 @@ def _hint(step: int, previous: int, events: list[list[Any]]) -> str:
     )
 
 
+class _Unavailable(Exception):
+    """A package the reference run needs is not installed: why, and what to install."""
+
+
 def _train_lightning(config_path: Path) -> None:
-    """The Lightning side: LightningCLI reads the config (subclass mode) and builds everything, then fits."""
+    """The Lightning side: LightningCLI reads the config (subclass mode) and builds everything, then fits. When a
+    package it needs is missing, it writes why to UNAVAILABLE_FILE and exits; when the run raises, it writes the
+    error's line to ERROR_FILE (its traceback follows as usual)."""
     import yaml
 
-    package = lightning_package()
-    module = importlib.import_module(package or "pytorch_lightning")
-    cli_module = importlib.import_module(f"{package}.cli")
+    out = Path(os.environ[OUT_VARIABLE])
+    try:
+        module, cli_module = _import_lightning()
+    except _Unavailable as reason:
+        (out / UNAVAILABLE_FILE).write_text(str(reason), encoding="utf-8")
+        sys.exit(EXIT_CANNOT_COMPARE)
     config = yaml.safe_load(config_path.read_text(encoding="utf-8"))
     ckpt_path = config.pop("ckpt_path", None)
     config.pop("weights_only", None)
-    cli = cli_module.LightningCLI(
-        module.LightningModule,
-        module.LightningDataModule if config.get("data") is not None else None,
-        subclass_mode_model=True,
-        subclass_mode_data=config.get("data") is not None,
-        run=False,
-        args=config,
-        save_config_callback=None,
-    )
-    cli.trainer.fit(cli.model, datamodule=cli.datamodule, ckpt_path=ckpt_path)
+    try:
+        cli = cli_module.LightningCLI(
+            module.LightningModule,
+            module.LightningDataModule if config.get("data") is not None else None,
+            subclass_mode_model=True,
+            subclass_mode_data=config.get("data") is not None,
+            run=False,
+            args=config,
+            save_config_callback=None,
+        )
+        cli.trainer.fit(cli.model, datamodule=cli.datamodule, ckpt_path=ckpt_path)
+    except Exception as error:
+        (out / ERROR_FILE).write_text(_error_line(error), encoding="utf-8")
+        raise
+
+
+def _error_line(error: BaseException) -> str:
+    """The error in one line: the innermost one it was raised from (jsonargparse raises a ValueError listing the
+    types it tried from the model's own error), the first line of its message."""
+    while error.__cause__ is not None:
+        error = error.__cause__
+    message = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {message[0]}" if message else type(error).__name__
+
+
+def _import_lightning() -> tuple[Any, Any]:
+    """Lightning's package and its `cli` module, ready to parse; _Unavailable naming what to install."""
+    package = lightning_package()
+    if package is None:
+        raise _Unavailable(NEEDS_LIGHTNING)
+    try:
+        module = importlib.import_module(package)
+    except ImportError as error:
+        raise _Unavailable(f"{NEEDS_LIGHTNING} ({package} does not import: {error})") from None
+    try:
+        cli_module = importlib.import_module(f"{package}.cli")
+        cli_module.LightningArgumentParser()  # Lightning checks jsonargparse[signatures] (and its version) here
+    except ImportError as error:
+        raise _Unavailable(f"{NEEDS_JSONARGPARSE} ({error})") from None
+    return module, cli_module
 
 
 if __name__ == "__main__":

@@ -465,12 +465,16 @@ def problems(tmp_path: Path, content: dict) -> list[str]:
     [
         ({"strategy": "auto", "devices": 2}, "devices: 2 needs `strategy: ddp`"),
         ({"strategy": "auto", "num_nodes": 2}, "num_nodes: 2 needs `strategy: ddp`"),
-        ({"precision": "64"}, "precision 64 with strategy ddp is not supported yet"),
+        ({"precision": "64"}, ("precision 64 with strategy ddp is not supported by loopgen (the DDP script does not"
+         " make the model and its batches float64")),
         ({"overfit_batches": 2}, "overfit_batches with strategy ddp"),
-        ({"devices": [1, 2]}, "not supported by loopgen (give a device count"),
+        ({"devices": [1, 2]}, ("[1, 2] is not supported by loopgen (each process uses the device of its local"
+         " rank, so the script cannot pick particular devices); give a device count and choose the GPUs with"
+         " CUDA_VISIBLE_DEVICES")),
         ({"strategy": {"class_path": "DDPStrategy", "init_args": {"start_method": "spawn"}}},
-         "DDPStrategy(start_method=...) is not supported by loopgen"),
-        ({"strategy": {"class_path": "FSDPStrategy"}}, "FSDPStrategy is not supported by loopgen"),
+         "DDPStrategy is not supported by loopgen (with start_method: the script builds DistributedDataParallel"),
+        ({"strategy": {"class_path": "FSDPStrategy"}}, ("FSDPStrategy is not supported by loopgen (of Lightning's"
+         " strategy classes")),
         ({"strategy": {"class_path": "DDPStrategy", "init_args": {"process_group_backend": "nccl"}}},
          "process_group_backend: nccl needs CUDA"),
     ],
@@ -496,7 +500,8 @@ def test_manual_optimization_under_ddp_prepares_each_backwards_all_reduce(tmp_pa
     [
         ({"class_path": "DDPStrategy", "init_args": {"static_graph": True}},
          "DDPStrategy(static_graph=True) with manual optimization"),
-        ("horovod", "manual optimization (self.automatic_optimization = False) with strategy horovod: not supported"),
+        ("horovod", ("manual optimization (self.automatic_optimization = False) with strategy horovod is not"
+         " supported by loopgen (the horovod script steps the optimizer itself")),
     ],
 )  # fmt: skip
 def test_manual_optimization_under_what_is_not_ddp_is_refused(tmp_path: Path, strategy, expected: str) -> None:
@@ -508,7 +513,8 @@ def test_ddp_needs_a_seed(tmp_path: Path) -> None:
     found = problems(tmp_path, {**spec({}, {"max_epochs": 1}), "seed_everything": True})
     assert any("each process would choose its own seed" in problem for problem in found), found
     found = problems(tmp_path, {**spec({}, {"max_epochs": 1}), "seed_everything": False})
-    assert any("seed_everything: false with strategy ddp: not supported yet" in problem for problem in found), found
+    refusal = "seed_everything: false with strategy ddp is not supported by loopgen (the DDP script seeds"
+    assert any(refusal in problem and problem.endswith("; give a number") for problem in found), found
 
 
 def test_a_ddp_strategy_entry_gives_ddp_its_arguments(tmp_path: Path) -> None:

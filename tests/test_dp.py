@@ -97,7 +97,13 @@ def test_a_training_step_end_of_the_models_gets_the_gathered_outputs(tmp_path, m
 @pytest.mark.parametrize(
     "flags, message",
     [
-        ({"accelerator": "cpu"}, r"trainer.accelerator.*accelerator cpu \(DataParallel runs over GPUs"),
+        (
+            {"accelerator": "cpu"},
+            (
+                r"trainer.accelerator.*accelerator cpu with strategy dp is not supported by loopgen"
+                r" \(DataParallel runs its replicas on GPUs\); set `accelerator: cuda`"
+            ),
+        ),
         ({"precision": "16-mixed"}, r"trainer.precision.*precision 16-mixed with strategy dp"),
         ({"num_nodes": 2}, r"trainer.num_nodes.*with strategy dp"),
     ],

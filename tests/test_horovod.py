@@ -148,14 +148,23 @@ def test_launched_without_horovodrun_it_says_how(tmp_path):
 @pytest.mark.parametrize(
     "flags, message",
     [
-        ({"num_nodes": 2}, r"trainer.num_nodes.*num_nodes > 1 \(Lightning 1.9.5 refuses it"),
+        (
+            {"num_nodes": 2},
+            (
+                r"trainer.num_nodes.*num_nodes > 1 with strategy horovod is not supported by loopgen \(Lightning 1.9.5"
+                r" refuses it"
+            ),
+        ),
         ({"accelerator": "cuda", "precision": "16-mixed", "amp_backend": "apex"}, r"trainer.amp_backend.*apex"),
         ({"precision": "bf16-mixed"}, r"trainer.precision.*precision bf16-mixed with strategy horovod"),
-        ({"accumulate_grad_batches": {0: 1, 1: 2}}, r"an accumulation schedule \(Lightning 1.9.5 refuses it\)"),
+        (
+            {"accumulate_grad_batches": {0: 1, 1: 2}},
+            r"an accumulation schedule with strategy horovod is not supported by loopgen \(Lightning 1.9.5 refuses it",
+        ),
         ({"logger": {"class_path": "MLFlowLogger"}}, r"trainer.logger.*a mlflow logger .*with strategy horovod"),
         (
             {"logger": {"class_path": "TensorBoardLogger", "init_args": {"save_dir": "logs"}}},
-            r"trainer.logger.*a tensorboard logger \(CSVLogger is\)",
+            r"trainer.logger.*a tensorboard logger with strategy horovod .*; use CSVLogger with horovod",
         ),
         (
             {

@@ -264,7 +264,8 @@ def test_what_a_loader_without_length_does_not_serve_is_refused_at_render_time(t
     spec = {"model": model, "trainer": {"max_steps": 3, **given.get("trainer", {})}}
     spec.update({key: value for key, value in given.items() if key != "trainer"})
     flag = next(iter(given["trainer"])) if "trainer" in given else "ckpt_path"
-    with pytest.raises(LoopgenError, match=rf"{flag}.*StreamModel's source uses IterableDataset.*not supported yet"):
+    refused = rf"{flag}.*StreamModel's source uses IterableDataset.*not supported by loopgen \(.*\); give the dataset"
+    with pytest.raises(LoopgenError, match=refused):
         _render(tmp_path, spec)
 
 

@@ -419,7 +419,10 @@ def test_learning_rate_monitor_sits_among_the_callbacks_in_the_specs_order(tmp_p
         ),
         (
             "trainer:\n  callbacks: [LearningRateMonitor, LearningRateMonitor]\n",
-            "several LearningRateMonitor callbacks: loopgen supports one",
+            (
+                "more than one LearningRateMonitor callback is not supported by loopgen (the script logs one set of"
+                " learning rates at each logging point); keep one"
+            ),
         ),
     ],
 )

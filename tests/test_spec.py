@@ -414,8 +414,10 @@ def test_tensorboard_mlflow_and_wandb_entries_get_lightnings_defaults(tmp_path: 
         (
             "logger: {class_path: my.loggers.Logger}",
             (
-                "trainer.logger (line 3): Logger: not supported by loopgen (the script has no Lightning: its loggers are"
-                " CSVLogger, TensorBoardLogger, MLFlowLogger, WandbLogger)"
+                "trainer.logger (line 3): Logger is not supported by loopgen (a logger class is called by Lightning's"
+                " Trainer, which the script does not have: it writes the logs of Lightning's own loggers itself); use"
+                " CSVLogger, TensorBoardLogger, MLFlowLogger or WandbLogger, or write your logs from a callback class"
+                " of your own"
             ),
         ),
         ("logger: TensorBoardLogger", "trainer.logger (line 3): TensorBoardLogger needs `save_dir`"),
@@ -423,7 +425,7 @@ def test_tensorboard_mlflow_and_wandb_entries_get_lightnings_defaults(tmp_path: 
             "logger: {class_path: TensorBoardLogger, init_args: {save_dir: logs, sub_dir: events}}",
             (
                 "trainer.logger.init_args.sub_dir (line 3): TensorBoardLogger(sub_dir=events) is not supported by"
-                " loopgen (only Lightning's default, null, is accepted)"
+                " loopgen (the script writes the event files into version_N itself); leave it null"
             ),
         ),
         (
@@ -434,12 +436,16 @@ def test_tensorboard_mlflow_and_wandb_entries_get_lightnings_defaults(tmp_path: 
             "logger: {class_path: MLFlowLogger, init_args: {log_model: true}}",
             (
                 "trainer.logger.init_args.log_model (line 3): MLFlowLogger(log_model=true) is not supported by"
-                " loopgen: logging checkpoints as MLflow artifacts is not implemented (only false)"
+                " loopgen (the script does not upload the checkpoints as MLflow artifacts after saving them); keep"
+                " `log_model: false`"
             ),
         ),
         (
             "logger: {class_path: MLFlowLogger, init_args: {run_id: 0a1b}}",
-            "trainer.logger.init_args.run_id (line 3): MLFlowLogger(run_id=0a1b) is not supported by loopgen",
+            (
+                "trainer.logger.init_args.run_id (line 3): MLFlowLogger(run_id=0a1b) is not supported by loopgen (the"
+                " script starts a new MLflow run"
+            ),
         ),
         (
             "logger: {class_path: MLFlowLogger, init_args: {tags: {team: [a]}}}",
@@ -453,12 +459,15 @@ def test_tensorboard_mlflow_and_wandb_entries_get_lightnings_defaults(tmp_path: 
             "logger: {class_path: WandbLogger, init_args: {log_model: all}}",
             (
                 "trainer.logger.init_args.log_model (line 3): WandbLogger(log_model=all) is not supported by"
-                " loopgen: logging checkpoints as W&B artifacts is not implemented (only false)"
+                " loopgen (the script does not upload the checkpoints as W&B artifacts after saving them)"
             ),
         ),
         (
             "logger: {class_path: WandbLogger, init_args: {version: abc123}}",
-            "trainer.logger.init_args.version (line 3): WandbLogger(version=abc123) is not supported by loopgen",
+            (
+                "trainer.logger.init_args.version (line 3): WandbLogger(version=abc123) is not supported by loopgen (the"
+                " script starts a new W&B run"
+            ),
         ),
         (
             "logger: {class_path: WandbLogger, init_args: {entity: me}}",
@@ -502,11 +511,17 @@ def test_profiler_names_and_entries_are_read_as_lightningcli_writes_them(tmp_pat
         ("profiler: 3", "trainer.profiler (line 3): expected a profiler name (simple, advanced, pytorch, xla) or a"),
         (
             "profiler: {class_path: XLAProfiler}",
-            "trainer.profiler (line 3): XLAProfiler: not supported by loopgen (it profiles XLA devices;",
+            (
+                "trainer.profiler (line 3): XLAProfiler is not supported by loopgen (it profiles XLA devices through"
+                " torch_xla's profiler server, which the script does not start); use simple, advanced or pytorch"
+            ),
         ),
         (
             "profiler: {class_path: my.profilers.Timer}",
-            "trainer.profiler (line 3): Timer: not supported by loopgen (its profilers are SimpleProfiler,",
+            (
+                "trainer.profiler (line 3): Timer is not supported by loopgen (a profiler class is called by Lightning's"
+                " Trainer around each action"
+            ),
         ),
         (
             "profiler: {class_path: SimpleProfiler, init_args: {extend: false}}",
@@ -518,7 +533,10 @@ def test_profiler_names_and_entries_are_read_as_lightningcli_writes_them(tmp_pat
         ),
         (
             "profiler: {class_path: PyTorchProfiler, init_args: {emit_nvtx: true}}",
-            "trainer.profiler.init_args.emit_nvtx (line 3): PyTorchProfiler(emit_nvtx=true) is not supported by",
+            (
+                "trainer.profiler.init_args.emit_nvtx (line 3): PyTorchProfiler(emit_nvtx=true) is not supported by"
+                " loopgen (the script does not run under torch.autograd.profiler.emit_nvtx"
+            ),
         ),
         (
             "profiler: {class_path: PyTorchProfiler, init_args: {sort_by_key: wall}}",
@@ -530,7 +548,11 @@ def test_profiler_names_and_entries_are_read_as_lightningcli_writes_them(tmp_pat
         ),
         (
             "callbacks: [{class_path: pytorch_lightning.callbacks.RichModelSummary}]",
-            "trainer.callbacks[0] (line 3): RichModelSummary: not supported by loopgen: of Lightning's callbacks,",
+            (
+                "trainer.callbacks[0] (line 3): RichModelSummary is not supported by loopgen (the script has no"
+                " Lightning: it carries its own code for each of Lightning's callbacks it serves, and has none for this"
+                " one); use ModelSummary (the same table, without rich); or use ModelCheckpoint,"
+            ),
         ),
     ],
 )
@@ -554,46 +576,46 @@ def test_accelerator_tpu_is_implemented(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "flags",
+    ("flags", "shown"),
     [
-        "accelerator: mps",
-        "strategy: fsdp",
-        "devices: -1",
-        "devices: [1]",
-        "precision: 16-true",
-        "profiler: xla",
-        "deterministic: warn",
-        "val_check_interval: '00:00:10:00'",
+        ("accelerator: mps", "mps"),
+        ("strategy: fsdp", "fsdp"),
+        ("devices: -1", "-1"),
+        ("devices: [1]", "[1]"),
+        ("precision: 16-true", "16-true"),
+        ("profiler: xla", "xla"),
+        ("deterministic: warn", "warn"),
+        ("val_check_interval: '00:00:10:00'", "00:00:10:00"),
     ],
 )
-def test_lightning_values_outside_the_contract_are_refused(tmp_path: Path, flags: str) -> None:
+def test_lightning_values_outside_the_contract_are_refused(tmp_path: Path, flags: str, shown: str) -> None:
     key = flags.split(":")[0]
-    assert trainer_problem(tmp_path, flags).startswith(f"trainer.{key} (line 3): not supported by loopgen")
+    assert trainer_problem(tmp_path, flags).startswith(f"trainer.{key} (line 3): {shown} is not supported by loopgen")
 
 
 @pytest.mark.parametrize(
-    ("flags", "default"),
+    ("flags", "shown", "instead"),
     [
-        ("sync_batchnorm: true", "false"),
-        ("detect_anomaly: true", "false"),
-        ("barebones: true", "false"),
-        ("inference_mode: false", "true"),
-        ("use_distributed_sampler: false", "true"),
-        ("enable_autolog_hparams: false", "true"),
-        ("limit_test_batches: 0.5", "1.0"),
-        ("limit_predict_batches: 1", "1.0"),  # 1 batch, not 100%
-        ("max_time: '00:01:00:00'", "null"),
-        ("plugins: [my.Plugin]", "null"),
-        ("model_registry: hub", "null"),
+        ("sync_batchnorm: true", "true", "leave it false"),
+        ("detect_anomaly: true", "true", "call torch.autograd.set_detect_anomaly(True)"),
+        ("barebones: true", "true", "turn the parts off one by one"),
+        ("inference_mode: false", "false", "remove it"),
+        ("use_distributed_sampler: false", "false", "leave it true"),
+        ("enable_autolog_hparams: false", "false", "leave it true"),
+        ("limit_test_batches: 0.5", "0.5", "remove it: fit does not read it"),
+        ("limit_predict_batches: 1", "1", "remove it: fit does not read it"),  # 1 batch, not 100%
+        ("max_time: '00:01:00:00'", "00:01:00:00", "bound the run with max_epochs or max_steps"),
+        ("plugins: [my.Plugin]", '["my.Plugin"]', "set the precision with `precision:`"),
+        ("model_registry: hub", "hub", "leave it null"),
     ],
 )
 def test_lightning_arguments_outside_the_contract_only_at_their_default(
-    tmp_path: Path, flags: str, default: str
+    tmp_path: Path, flags: str, shown: str, instead: str
 ) -> None:
     key = flags.split(":")[0]
-    assert trainer_problem(tmp_path, flags) == (
-        f"trainer.{key} (line 3): not supported by loopgen (only Lightning's default, {default}, is accepted)"
-    )
+    found = trainer_problem(tmp_path, flags)
+    assert found.startswith(f"trainer.{key} (line 3): {shown} is not supported by loopgen ("), found
+    assert f"); {instead}" in found, found
 
 
 def test_lightning_arguments_outside_the_contract_accepted_at_default_or_null(tmp_path: Path) -> None:
@@ -764,8 +786,11 @@ def test_seed_progress_bar_refresh_rate_is_the_bars_refresh_rate(tmp_path: Path)
 
 def test_other_lightning_callbacks_are_refused(tmp_path: Path) -> None:
     text = trainer_problem(tmp_path, "callbacks: [pytorch_lightning.callbacks.StochasticWeightAveraging]")
-    assert text.startswith("trainer.callbacks[0] (line 3): StochasticWeightAveraging: not supported by loopgen")
-    assert "only ModelCheckpoint, EarlyStopping, LearningRateMonitor" in text
+    assert text.startswith("trainer.callbacks[0] (line 3): StochasticWeightAveraging is not supported by loopgen (")
+    assert text.endswith(
+        "; use ModelCheckpoint, EarlyStopping, LearningRateMonitor, ModelSummary, TQDMProgressBar, RichProgressBar,"
+        " or a callback class of your own with the same hooks"
+    )
 
 
 # --- seed-era spellings

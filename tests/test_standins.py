@@ -184,7 +184,10 @@ def test_apex_script_trains_like_a_hand_written_apex_loop(tmp_path, monkeypatch)
 @pytest.mark.parametrize(
     "trainer, message",
     [
-        ({"accelerator": "cpu", "precision": "16-mixed", "amp_backend": "apex"}, "apex AMP is not supported on CPU"),
+        (
+            {"accelerator": "cpu", "precision": "16-mixed", "amp_backend": "apex"},
+            r"apex AMP on CPU is not supported by loopgen \(apex's AMP runs on CUDA only\); use `amp_backend: native`",
+        ),
         ({"accelerator": "cuda", "precision": "bf16-mixed", "amp_backend": "apex"}, "apex needs `precision: 16-mixed`"),
     ],
 )

@@ -1,8 +1,12 @@
-"""`loopgen verify`: identical on a supported spec, the first difference on a module that trains differently under
-the two, exit statuses (0 identical, 1 different, 2 bad usage)."""
+"""`loopgen verify`'s three outcomes: identical (0) on a supported spec; different (1): the first difference on a
+module that trains differently under the two, or the script failing where Lightning trained; could not compare (2),
+saying why: Lightning or jsonargparse[signatures] missing (simulated by a stub package on PYTHONPATH that fails to
+import, as an uninstalled one would), the Lightning run failing, a module the script imports missing, a spec that
+does not render or is unseeded."""
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import pytest
@@ -10,6 +14,7 @@ import yaml
 
 from loopgen import verify as verify_module
 from loopgen.cli import main
+from loopgen.errors import LoopgenError
 
 
 def write_spec(tmp_path: Path, model: str, **trainer: object) -> Path:
@@ -41,6 +46,75 @@ def test_reports_the_first_difference(tmp_path: Path, capsys: pytest.CaptureFixt
     assert "mid-epoch (steps up to 3 identical)" in out
 
 
+@pytest.mark.slow
+def test_the_script_failing_where_lightning_trained_is_a_difference(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("pytorch_lightning")
+    spec = write_spec(tmp_path, "tests.parity.side_models.ScriptSideFails")
+    assert main(["verify", str(spec), "--steps", "3"]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("different: the script failed (exit status 1) where Lightning trained:"), out
+    assert out.rstrip().endswith("RuntimeError: the script's run broke here"), out
+
+
+def stub_package(tmp_path: Path, name: str) -> Path:
+    """A directory holding a package `name` whose import fails as an uninstalled one's does: put first on
+    PYTHONPATH, it hides the installed package from verify's runs."""
+    package = tmp_path / "stubs" / name
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(f"raise ModuleNotFoundError(\"No module named '{name}'\", name={name!r})\n")
+    return package.parent
+
+
+@pytest.mark.parametrize(
+    ("package", "expected"),
+    [
+        ("pytorch_lightning", "cannot compare: verify needs Lightning to train the reference run: pip install"),
+        ("jsonargparse", "cannot compare: LightningCLI, which reads the spec for the reference run, needs"),
+    ],
+)
+def test_a_missing_package_is_no_difference(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], package: str, expected: str
+) -> None:
+    pytest.importorskip("pytorch_lightning")
+    monkeypatch.setenv("PYTHONPATH", str(stub_package(tmp_path, package)))
+    assert main(["verify", str(write_spec(tmp_path, "tests.parity.models.MLP"))]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    err = captured.err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith(f"loopgen: error: {expected}"), err
+    assert f"No module named '{package}'" in err and "pip install 'loopgen[verify]'" in err, err
+
+
+@pytest.mark.slow
+def test_a_failed_lightning_run_cannot_be_compared(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("pytorch_lightning")
+    assert main(["verify", str(write_spec(tmp_path, "tests.parity.side_models.LightningSideFails"))]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.strip() == (
+        "loopgen: error: cannot compare: the Lightning run failed (exit status 1): RuntimeError: this model cannot"
+        " be built under Lightning"
+    )
+
+
+@pytest.mark.slow
+def test_a_module_missing_for_the_script_is_no_difference(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("pytorch_lightning")
+    spec = write_spec(tmp_path, "tests.parity.side_models.ScriptSideFails")
+    data = yaml.safe_load(spec.read_text())
+    data["model"]["init_args"]["missing_module"] = "loopgen_no_such_module"
+    spec.write_text(yaml.safe_dump(data, sort_keys=False))
+    assert main(["verify", str(spec), "--steps", "3"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.strip() == (
+        "loopgen: error: cannot compare: the script imports loopgen_no_such_module, which is not installed here"
+        " (Lightning trained without it); install it and verify again"
+    )
+
+
 def test_without_lightning_a_one_line_usage_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -65,3 +139,11 @@ def test_a_spec_that_does_not_render_is_a_usage_error(tmp_path: Path, capsys: py
     spec = write_spec(tmp_path, "tests.parity.models.MLP", max_epochs="two")
     assert main(["verify", str(spec)]) == 2
     assert "trainer.max_epochs" in capsys.readouterr().err
+
+
+def test_runs_without_an_optimizer_step_cannot_be_compared(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    for side in ("lightning", "script"):
+        (tmp_path / side).mkdir()
+    with pytest.raises(LoopgenError, match=r"^cannot compare: neither run made an optimizer step"):
+        verify_module._report(tmp_path / "lightning", tmp_path / "script", io.StringIO())

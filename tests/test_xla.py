@@ -124,8 +124,17 @@ def test_one_device_trains_as_the_cpu_script(tmp_path, monkeypatch):
 @pytest.mark.parametrize(
     "flags, message",
     [
-        ({"precision": "16-mixed"}, r"trainer.precision.*16-mixed \(the float16 GradScaler is CUDA's"),
-        ({"precision": "16-mixed", "amp_backend": "apex"}, r"apex \(CUDA only"),
+        (
+            {"precision": "16-mixed"},
+            (
+                r"trainer.precision.*16-mixed with accelerator tpu is not supported by loopgen \(the float16"
+                r" GradScaler is CUDA's; .*\); use precision 32"
+            ),
+        ),
+        (
+            {"precision": "16-mixed", "amp_backend": "apex"},
+            r"apex with accelerator tpu is not supported by loopgen \(apex is CUDA's",
+        ),
         ({"precision": "bf16-mixed"}, r"trainer.precision.*bf16-mixed .*with accelerator tpu"),
         ({"num_nodes": 2}, r"trainer.num_nodes.*with accelerator tpu"),
         ({"strategy": "ddp", "devices": 2}, r"trainer.strategy.*strategy ddp .*with accelerator tpu"),

@@ -1,7 +1,8 @@
-"""A deliberately broken module for `loopgen verify`'s tests: it trains differently under the script than under
-Lightning's Trainer (from its 4th optimizer step, its loss is doubled when `loopgen verify` runs it as the script
-side, which verify's LOOPGEN_VERIFY_SIDE variable says)."""
+"""Deliberately broken modules for `loopgen verify`'s tests: each trains, or fails, differently under the script than
+under Lightning's Trainer, as verify's LOOPGEN_VERIFY_SIDE variable says which run it is in. SideDependent doubles
+its loss from its 4th optimizer step in the script's run."""
 
+import importlib
 import os
 
 from tests.parity.models import MLP
@@ -13,3 +14,28 @@ class SideDependent(MLP):
         if self.global_step >= 3 and os.environ.get("LOOPGEN_VERIFY_SIDE") == "script":
             loss = loss * 2
         return loss
+
+
+class LightningSideFails(MLP):
+    """Lightning's run fails (the reference cannot be built); the script's would train."""
+
+    def __init__(self, hidden: int = 32) -> None:
+        if os.environ.get("LOOPGEN_VERIFY_SIDE") == "lightning":
+            raise RuntimeError("this model cannot be built under Lightning")
+        super().__init__(hidden)
+
+
+class ScriptSideFails(MLP):
+    """The script's run fails at its 2nd optimizer step, where Lightning's trains on: a RuntimeError, or with
+    `missing_module` the import of that module."""
+
+    def __init__(self, hidden: int = 32, missing_module: str = "") -> None:
+        super().__init__(hidden)
+        self.missing_module = missing_module
+
+    def training_step(self, batch, batch_idx):
+        if self.global_step >= 1 and os.environ.get("LOOPGEN_VERIFY_SIDE") == "script":
+            if self.missing_module:
+                importlib.import_module(self.missing_module)
+            raise RuntimeError("the script's run broke here")
+        return super().training_step(batch, batch_idx)
