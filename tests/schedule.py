@@ -35,6 +35,7 @@ GROUPED = (
     "tests/test_text.py",
     "tests/test_progress.py",
     "tests/test_coverage.py",
+    "tests/fuzz/test_fuzz.py",
 )
 
 

@@ -36,7 +36,7 @@ from tests.harness import ROOT, env_with_root, in_directory
 
 RUFF_RULES = "E,F,W,B,ARG"
 # a refusal must say more than this (why, and what to use instead)
-BARE_REFUSAL = re.compile(r":\s*not supported( by loopgen| yet)?\s*$")
+BARE_REFUSAL = re.compile(r"not supported( by loopgen| yet)?\.?\s*$")
 REFUSAL_LINE = re.compile(r"^loopgen: error: \S.*\S")
 
 

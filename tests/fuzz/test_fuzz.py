@@ -20,7 +20,6 @@ from tests.harness import case_ids
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("pytorch_lightning")
-pytest.importorskip("hypothesis")
 
 pytestmark = pytest.mark.slow
 
@@ -119,6 +118,7 @@ def test_errors_compare_by_builtin_message_and_step() -> None:
 
 def test_refusal_must_say_why() -> None:
     assert refusal(["loopgen: error: trainer.precision (line 3): not supported by loopgen"]).kind == "failed"
+    assert refusal(["loopgen: error: trainer.precision (line 3): bf16-true is not supported by loopgen"]).kind == "failed"
     assert refusal(["Traceback (most recent call last):"]).kind == "failed"
     assert refusal([]).kind == "failed"
     reasoned = "loopgen: error: trainer.profiler (line 3): XLAProfiler profiles XLA devices; use simple or advanced"
