@@ -301,7 +301,20 @@ _PRECISION_ALIASES: Mapping[str | int, str] = {
     16: "16-mixed", "16": "16-mixed",
     "bf16": "bf16-mixed",
 }  # fmt: skip
-_PRECISION_OTHERS = ("16-true", "bf16-true", "transformer-engine", "transformer-engine-float16")
+_PRECISION_TRUE_HALF = ("16-true", "bf16-true")
+# Lightning's TransformerEnginePrecision: NVIDIA Transformer Engine's FP8 layers, weights in bf16 or float16
+_TRANSFORMER_ENGINE = {"transformer-engine": "bf16", "transformer-engine-float16": "16"}
+
+
+def _precision_support(value: str) -> str | None:
+    if value in _TRANSFORMER_ENGINE:
+        half = _TRANSFORMER_ENGINE[value]
+        return (
+            f"not supported by loopgen: {value} swaps the model's layers for NVIDIA Transformer Engine's FP8 ones"
+            f" (CUDA only, the transformer_engine package), which the script does not do; use {half}-mixed, or"
+            f" {half}-true for {'bfloat16' if half == 'bf16' else 'float16'} weights"
+        )
+    return None
 
 
 def _precision_notice(raw: Any) -> str | None:
@@ -706,9 +719,10 @@ FLAGS: tuple[Flag, ...] = (
          support=_devices_support),
     Flag("num_nodes", integer(1), 1, "number of nodes (> 1: strategy ddp, launched with torchrun on each)",
          support=implemented),
-    Flag("precision", choice("32", "64", "16-mixed", "bf16-mixed", *_PRECISION_OTHERS, aliases=_PRECISION_ALIASES),
-         "32", "32, 16-mixed (16), bf16-mixed (bf16), 64",
-         support=only("32", "16-mixed", "bf16-mixed", "64", planned=()),
+    Flag("precision", choice("32", "64", "16-mixed", "bf16-mixed", *_PRECISION_TRUE_HALF, *_TRANSFORMER_ENGINE,
+                             aliases=_PRECISION_ALIASES),
+         "32", "32, 16-mixed (16), bf16-mixed (bf16), bf16-true, 16-true (the weights in that dtype), 64",
+         support=_precision_support,
          notice=_precision_notice),
     Flag("logger", _logger(), True, "true (a CSVLogger with Lightning's layout), false, or logger entries:"
          " CSVLogger, TensorBoardLogger, MLFlowLogger, WandbLogger (a list for several)",

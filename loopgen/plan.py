@@ -285,15 +285,18 @@ class Validation:
 
 @dataclass(frozen=True)
 class Precision:
-    name: str  # "32" | "64" | "bf16-mixed" | "16-mixed"
+    name: str  # "32" | "64" | "bf16-mixed" | "16-mixed" | "bf16-true" | "16-true"
     autocast: bool
     autocast_device: str  # "cpu" | "cuda" | "auto"
     autocast_dtype: str  # "bfloat16" | "float16" | "auto" (float16 on CUDA, bfloat16 on CPU)
     autocast_cache: bool  # torch's cached casts (1.9.5); Lightning 2.x autocasts with cache_enabled=False
     scaler: bool  # float16 AMP scales the loss
     scaler_auto: bool  # the scaler is enabled only when the script runs on CUDA
-    double: bool  # precision 64
-    context: bool  # the steps run inside a precision context (autocast or the double default dtype)
+    double: bool  # precision 64 (Lightning's DoublePrecision: model.double())
+    half: bool  # bf16-true / 16-true (Lightning's HalfPrecision: model.to(dtype=...)); no autocast, no scaler
+    casts: bool  # 64 or half: the batches' floating tensors take `cast_dtype`, and so do new tensors in the steps
+    cast_dtype: str  # "float64" | "bfloat16" | "float16" ("" when nothing is cast)
+    context: bool  # the steps run inside a precision context (autocast or the cast default dtype)
     apex: bool
     amp_level: str | None
     lightning_name: str = ""  # trainer.precision: "32-true", "16-mixed", "bf16-mixed", "64-true"
@@ -1044,7 +1047,7 @@ def make_plan(
         progress=progress,
         constants=resolve_constants(build, state, bounds, validation, checkpointing, logging, profiling),
         helpers=Helpers(
-            map_tensors=precision.double
+            map_tensors=precision.casts
             or optimization.tbptt
             or (device.moves and not hooks.model_has("transfer_batch_to_device") and not distributed.scatters)
         ),
@@ -1146,6 +1149,10 @@ def resolve_device(spec: Spec) -> Device:
     return Device(name=name, moves=name != "cpu", auto=name == "auto")
 
 
+# bf16-true and 16-true are Lightning 2.x's HalfPrecision: the strategies and loops only 1.9.5 has cannot take them
+HALF_NOT_IN_1_9_5 = "Lightning 1.9.5 has no true half precision: its values are 16, bf16, 32 and 64"
+
+
 def resolve_precision(
     spec: Spec, model: ClassFacts, device: Device, problems: list[Problem], notices: list[str]
 ) -> Precision:
@@ -1163,12 +1170,20 @@ def resolve_precision(
         problems.append(_flag_problem(spec, "amp_backend", f"apex needs `precision: 16-mixed`, not {t.precision}"))
     if apex and device.name == "cpu":
         problems.append(_flag_problem(spec, "amp_backend", "apex AMP is not supported on CPU"))
+    half = name in ("bf16-true", "16-true")
+    if half and not apex and _follows_1_9_5(spec, model):
+        message = (
+            f"{name} with {_only_1_9_5(spec, model)[0]}, which only Lightning 1.9.5 has, is not supported"
+            f" ({HALF_NOT_IN_1_9_5}): use {name[:-5]}-mixed, or drop it"
+        )
+        problems.append(_flag_problem(spec, "precision", message))
     autocast = name in ("16-mixed", "bf16-mixed") and not apex
     if name == "bf16-mixed":
         dtype = "bfloat16"
     else:
         dtype = "auto" if device.auto else "float16"
     scaler = name == "16-mixed" and not apex
+    cast_dtype = {"64": "float64", "bf16-true": "bfloat16", "16-true": "float16"}.get(name, "")
     return Precision(
         name=name,
         autocast=autocast,
@@ -1178,7 +1193,10 @@ def resolve_precision(
         scaler=scaler,
         scaler_auto=scaler and device.auto,
         double=name == "64",
-        context=autocast or name == "64",
+        half=half,
+        casts=bool(cast_dtype),
+        cast_dtype=cast_dtype,
+        context=autocast or bool(cast_dtype),
         apex=apex,
         amp_level=(t.amp_level or "O2") if apex else None,
         lightning_name={"32": "32-true", "64": "64-true"}.get(name, name),
@@ -2068,7 +2086,7 @@ def _logger_plan(ref: ClassRef) -> LoggerPlan:
 
 
 # Lightning's ModelSummary: the bits per parameter of its size estimate, by the trainer's precision
-SUMMARY_PRECISION_BITS = {"32": 32, "64": 64}
+SUMMARY_PRECISION_BITS = {"32": 32, "64": 64, "bf16-true": 16, "16-true": 16}
 
 
 def resolve_summary(spec: Spec, model: ClassFacts, precision: Precision) -> tuple[Summary, tuple[Callback, ...]]:
@@ -2445,7 +2463,7 @@ def resolve_distributed(
     def refuse(flag: str, what: str) -> None:
         problems.append(_flag_problem(spec, flag, f"{what} with strategy ddp is not supported yet"))
 
-    if precision.name not in ("32", "bf16-mixed"):
+    if precision.name not in ("32", "bf16-mixed", "bf16-true", "16-true"):
         # 16-mixed: its GradScaler with DDP is not written yet (and cannot run here: CUDA only); 64 is not checked
         refuse("precision", f"precision {precision.name}")
     if isinstance(spec.seed_everything, bool):
@@ -2553,6 +2571,8 @@ def resolve_horovod(
         refuse("num_nodes", "num_nodes > 1 (Lightning 1.9.5 refuses it: horovodrun's -H places the processes)")
     if precision.apex:
         refuse("amp_backend", "apex (Lightning 1.9.5's Horovod has no apex path)")
+    elif precision.half:
+        refuse("precision", f"precision {precision.name} ({HALF_NOT_IN_1_9_5})")
     elif precision.name != "32":
         refuse("precision", f"precision {precision.name}")
     if spec.seed_everything is True:
@@ -2638,7 +2658,9 @@ def resolve_dp(
     for hook in ("transfer_batch_to_device", "on_after_batch_transfer"):
         if model.defines(hook):
             refuse("strategy", f"overriding `{hook}` (Lightning 1.9.5 refuses it in DP mode)")
-    if precision.name != "32" or precision.apex:
+    if precision.half:
+        refuse("precision", f"precision {precision.name} ({HALF_NOT_IN_1_9_5})")
+    elif precision.name != "32" or precision.apex:
         refuse("precision", f"precision {precision.name}")
     if model.uses_log:
         # DataParallel's replicas would each log into the one collection
@@ -2702,6 +2724,10 @@ def resolve_xla(
     elif precision.name == "16-mixed":
         refuse("precision", "precision 16-mixed (the float16 GradScaler is CUDA's; XLAPrecision takes 32-true,"
                " 16-true, bf16-true)")  # fmt: skip
+    elif precision.half:
+        switch = "XLA_USE_BF16" if precision.name == "bf16-true" else "XLA_USE_F16"
+        refuse("precision", f"precision {precision.name} (XLAPrecision sets torch_xla's {switch}, which"
+               " neither the torch_xla stand-in nor a TPU here can check; loopgen implements 32-true)")  # fmt: skip
     elif precision.name != "32":
         refuse("precision", f"precision {precision.name} (loopgen implements XLAPrecision's 32-true only)")
     if spec.seed_everything is True:
@@ -2932,7 +2958,7 @@ def resolve_imports(
         time=checkpointing.time_triggered or "mlflow" in logging.kinds or profiling.kind == "simple" or progress.own,
         timedelta=checkpointing.time_triggered or progress.kind == "rich",
         sequence=optimization.tbptt and not optimization.tbptt_split_hook,
-        contextmanager=precision.double or profiles,
+        contextmanager=precision.casts or profiles,
         dataclass=metrics.collect
         or bool(checkpointing.checkpoints)
         or bool(checkpointing.stopping.get("lenient"))
@@ -3031,15 +3057,23 @@ def _reads_trainer(facts: ClassFacts, *names: str) -> bool:
 
 def _follows_1_9_5(spec: Spec, model: ClassFacts) -> bool:
     """The spec uses something only Lightning 1.9.5 has: where 1.9.5 and 2.x differ, the script follows 1.9.5."""
+    return bool(_only_1_9_5(spec, model))
+
+
+def _only_1_9_5(spec: Spec, model: ClassFacts) -> tuple[str, ...]:
+    """What the spec uses that only Lightning 1.9.5 has, each named for a message."""
     t = spec.trainer
-    return (
-        "optimizer_idx" in model.methods.get("training_step", ())
-        or bool(t.truncated_bptt_steps)
-        or t.amp_backend == "apex"
-        or t.track_grad_norm != -1
-        or t.terminate_on_nan
-        or any(model.defines(h) for h in ("training_epoch_end", "validation_epoch_end", "training_step_end"))
-    )
+    step_args = model.methods.get("training_step", ())
+    uses = [
+        ("training_step's `optimizer_idx` (several optimizers)", "optimizer_idx" in step_args),
+        ("truncated_bptt_steps", bool(t.truncated_bptt_steps)),
+        ("amp_backend: apex", t.amp_backend == "apex"),
+        ("track_grad_norm", t.track_grad_norm != -1),
+        ("terminate_on_nan", t.terminate_on_nan),
+        *((f"a `{hook}` hook", model.defines(hook)) for hook in ("training_epoch_end", "validation_epoch_end",
+                                                                  "training_step_end")),
+    ]  # fmt: skip
+    return tuple(what for what, used in uses if used)
 
 
 def _only_epoch_end(hooks: Hooks) -> bool:

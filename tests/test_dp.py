@@ -99,6 +99,7 @@ def test_a_training_step_end_of_the_models_gets_the_gathered_outputs(tmp_path, m
     [
         ({"accelerator": "cpu"}, r"trainer.accelerator.*accelerator cpu \(DataParallel runs over GPUs"),
         ({"precision": "16-mixed"}, r"trainer.precision.*precision 16-mixed with strategy dp"),
+        ({"precision": "16-true"}, r"trainer.precision.*16-true \(Lightning 1.9.5 has no true half precision"),
         ({"num_nodes": 2}, r"trainer.num_nodes.*with strategy dp"),
     ],
 )

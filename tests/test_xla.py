@@ -127,6 +127,7 @@ def test_one_device_trains_as_the_cpu_script(tmp_path, monkeypatch):
         ({"precision": "16-mixed"}, r"trainer.precision.*16-mixed \(the float16 GradScaler is CUDA's"),
         ({"precision": "16-mixed", "amp_backend": "apex"}, r"apex \(CUDA only"),
         ({"precision": "bf16-mixed"}, r"trainer.precision.*bf16-mixed .*with accelerator tpu"),
+        ({"precision": "bf16-true"}, r"trainer.precision.*bf16-true \(XLAPrecision sets torch_xla's XLA_USE_BF16"),
         ({"num_nodes": 2}, r"trainer.num_nodes.*with accelerator tpu"),
         ({"strategy": "ddp", "devices": 2}, r"trainer.strategy.*strategy ddp .*with accelerator tpu"),
         ({"profiler": "simple"}, r"trainer.profiler.*a profiler with accelerator tpu"),
