@@ -667,6 +667,7 @@ class Summary:
     children_only: bool  # ... and none goes deeper
     takes_depth: bool  # the summary function needs max_depth (to list deeper, or to count FLOPs)
     example_input: bool  # the model's source mentions example_input_array: a forward pass gives sizes and FLOPs
+    takes_device: bool  # ... which moves the example to the device
     precision_bits: int  # the bits per parameter of the size estimate (Lightning's table: 32 for mixed precision)
     unsupported_precision: str | None  # ... which Lightning warns about, naming the trainer's precision
 
@@ -937,7 +938,7 @@ def make_plan(
     logging = resolve_logging(
         spec, model, data, user_callbacks, validation, optimizers, optimization, problems, notices
     )
-    summary, summaries = resolve_summary(spec, model, precision)
+    summary, summaries = resolve_summary(spec, model, device, precision)
     profiling = resolve_profiling(spec, logging, problems, notices)
     progress = resolve_progress(spec, model, user_callbacks, bounds, validation, logging, problems, notices)
     if strategy_args(spec.trainer.strategy)[0] == "dp":
@@ -2089,7 +2090,9 @@ def _logger_plan(ref: ClassRef) -> LoggerPlan:
 SUMMARY_PRECISION_BITS = {"32": 32, "64": 64, "bf16-true": 16, "16-true": 16}
 
 
-def resolve_summary(spec: Spec, model: ClassFacts, precision: Precision) -> tuple[Summary, tuple[Callback, ...]]:
+def resolve_summary(
+    spec: Spec, model: ClassFacts, device: Device, precision: Precision
+) -> tuple[Summary, tuple[Callback, ...]]:
     """The ModelSummary callbacks: the spec's entries, else the default one when enable_model_summary is true
     (Lightning's callback connector; Lightning picks RichModelSummary when rich is installed, the script the
     plain table: it does not depend on what is installed)."""
@@ -2116,6 +2119,7 @@ def resolve_summary(spec: Spec, model: ClassFacts, precision: Precision) -> tupl
         children_only=bool(printing) and set(printing) == {1},
         takes_depth=set(printing) != {1} or example_input,
         example_input=example_input,
+        takes_device=example_input and device.moves,
         precision_bits=bits or 32,
         unsupported_precision=None if bits else precision.name,
     )
