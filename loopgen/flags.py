@@ -354,28 +354,28 @@ def _devices_support(value: Any) -> str | None:
     )
 
 
-PRECISIONS_DONE = ("32", "16-mixed", "bf16-mixed", "64")
-
-
-def _precision_support(value: Any) -> str | None:
-    if value in PRECISIONS_DONE:
-        return None
-    if value.startswith("transformer-engine"):
-        return refused(
-            "NVIDIA's Transformer Engine replaces the model's Linear and LayerNorm layers with its own and runs"
-            " them under its FP8 autocast; the script would have to make that conversion, and does not",
-            "use bf16-mixed or 16-mixed",
-        )
-    return "not supported by loopgen"  # 16-true, bf16-true
-
-
 _PRECISION_ALIASES: Mapping[str | int, str] = {
     64: "64", "64": "64", "64-true": "64",
     32: "32", "32": "32", "32-true": "32",
     16: "16-mixed", "16": "16-mixed",
     "bf16": "bf16-mixed",
 }  # fmt: skip
-_PRECISION_OTHERS = ("16-true", "bf16-true", "transformer-engine", "transformer-engine-float16")
+_PRECISION_TRUE_HALF = ("16-true", "bf16-true")
+# Lightning's TransformerEnginePrecision: NVIDIA Transformer Engine's FP8 layers, weights in bf16 or float16
+_TRANSFORMER_ENGINE = {"transformer-engine": "bf16", "transformer-engine-float16": "16"}
+
+
+def _precision_support(value: str) -> str | None:
+    if value in _TRANSFORMER_ENGINE:
+        half = _TRANSFORMER_ENGINE[value]
+        weights = "bfloat16" if half == "bf16" else "float16"
+        return refused(
+            "NVIDIA's Transformer Engine replaces the model's Linear and LayerNorm layers with its FP8 ones and runs"
+            " them under its FP8 autocast (CUDA only, the transformer_engine package); the script would have to"
+            " make that conversion, and does not",
+            f"use {half}-mixed, or {half}-true for {weights} weights",
+        )
+    return None
 
 
 def _precision_notice(raw: Any) -> str | None:
@@ -809,8 +809,9 @@ FLAGS: tuple[Flag, ...] = (
          support=_devices_support),
     Flag("num_nodes", integer(1), 1, "number of nodes (> 1: strategy ddp, launched with torchrun on each)",
          support=implemented),
-    Flag("precision", choice("32", "64", "16-mixed", "bf16-mixed", *_PRECISION_OTHERS, aliases=_PRECISION_ALIASES),
-         "32", "32, 16-mixed (16), bf16-mixed (bf16), 64",
+    Flag("precision", choice("32", "64", "16-mixed", "bf16-mixed", *_PRECISION_TRUE_HALF, *_TRANSFORMER_ENGINE,
+                             aliases=_PRECISION_ALIASES),
+         "32", "32, 16-mixed (16), bf16-mixed (bf16), bf16-true, 16-true (the weights in that dtype), 64",
          support=_precision_support,
          notice=_precision_notice),
     Flag("logger", _logger(), True, "true (a CSVLogger with Lightning's layout), false, or logger entries:"

@@ -284,15 +284,18 @@ class Validation:
 
 @dataclass(frozen=True)
 class Precision:
-    name: str  # "32" | "64" | "bf16-mixed" | "16-mixed"
+    name: str  # "32" | "64" | "bf16-mixed" | "16-mixed" | "bf16-true" | "16-true"
     autocast: bool
     autocast_device: str  # "cpu" | "cuda" | "auto"
     autocast_dtype: str  # "bfloat16" | "float16" | "auto" (float16 on CUDA, bfloat16 on CPU)
     autocast_cache: bool  # torch's cached casts (1.9.5); Lightning 2.x autocasts with cache_enabled=False
     scaler: bool  # float16 AMP scales the loss
     scaler_auto: bool  # the scaler is enabled only when the script runs on CUDA
-    double: bool  # precision 64
-    context: bool  # the steps run inside a precision context (autocast or the double default dtype)
+    double: bool  # precision 64 (Lightning's DoublePrecision: model.double())
+    half: bool  # bf16-true / 16-true (Lightning's HalfPrecision: model.to(dtype=...)); no autocast, no scaler
+    casts: bool  # 64 or half: the batches' floating tensors take `cast_dtype`, and so do new tensors in the steps
+    cast_dtype: str  # "float64" | "bfloat16" | "float16" ("" when nothing is cast)
+    context: bool  # the steps run inside a precision context (autocast or the cast default dtype)
     apex: bool
     amp_level: str | None
     lightning_name: str = ""  # trainer.precision: "32-true", "16-mixed", "bf16-mixed", "64-true"
@@ -665,6 +668,7 @@ class Summary:
     children_only: bool  # ... and none goes deeper
     takes_depth: bool  # the summary function needs max_depth (to list deeper, or to count FLOPs)
     example_input: bool  # the model's source mentions example_input_array: a forward pass gives sizes and FLOPs
+    takes_device: bool  # ... which moves the example to the device
     precision_bits: int  # the bits per parameter of the size estimate (Lightning's table: 32 for mixed precision)
     unsupported_precision: str | None  # ... which Lightning warns about, naming the trainer's precision
 
@@ -935,7 +939,7 @@ def make_plan(
     logging = resolve_logging(
         spec, model, data, user_callbacks, validation, optimizers, optimization, problems, notices
     )
-    summary, summaries = resolve_summary(spec, model, precision)
+    summary, summaries = resolve_summary(spec, model, device, precision)
     profiling = resolve_profiling(spec, logging, problems, notices)
     progress = resolve_progress(spec, model, user_callbacks, bounds, validation, logging, problems, notices)
     if strategy_args(spec.trainer.strategy)[0] == "dp":
@@ -1045,7 +1049,7 @@ def make_plan(
         progress=progress,
         constants=resolve_constants(build, state, bounds, validation, checkpointing, logging, profiling),
         helpers=Helpers(
-            map_tensors=precision.double
+            map_tensors=precision.casts
             or optimization.tbptt
             or (device.moves and not hooks.model_has("transfer_batch_to_device") and not distributed.scatters)
         ),
@@ -1146,6 +1150,10 @@ def resolve_device(spec: Spec) -> Device:
     return Device(name=name, moves=name != "cpu", auto=name == "auto")
 
 
+# bf16-true and 16-true are Lightning 2.x's HalfPrecision: the strategies and loops only 1.9.5 has cannot take them
+HALF_NOT_IN_1_9_5 = "Lightning 1.9.5 has no true half precision: its values are 16, bf16, 32 and 64"
+
+
 def resolve_precision(
     spec: Spec, model: ClassFacts, device: Device, problems: list[Problem], notices: list[str]
 ) -> Precision:
@@ -1168,12 +1176,20 @@ def resolve_precision(
             "use `amp_backend: native` (16-mixed then runs as bf16-mixed on CPU)",
         )
         problems.append(_flag_problem(spec, "amp_backend", message))
+    half = name in ("bf16-true", "16-true")
+    if half and not apex and _follows_1_9_5(spec, model):
+        message = (
+            f"{name} with {_only_1_9_5(spec, model)[0]}, which only Lightning 1.9.5 has, is not supported"
+            f" ({HALF_NOT_IN_1_9_5}): use {name[:-5]}-mixed, or drop it"
+        )
+        problems.append(_flag_problem(spec, "precision", message))
     autocast = name in ("16-mixed", "bf16-mixed") and not apex
     if name == "bf16-mixed":
         dtype = "bfloat16"
     else:
         dtype = "auto" if device.auto else "float16"
     scaler = name == "16-mixed" and not apex
+    cast_dtype = {"64": "float64", "bf16-true": "bfloat16", "16-true": "float16"}.get(name, "")
     return Precision(
         name=name,
         autocast=autocast,
@@ -1183,7 +1199,10 @@ def resolve_precision(
         scaler=scaler,
         scaler_auto=scaler and device.auto,
         double=name == "64",
-        context=autocast or name == "64",
+        half=half,
+        casts=bool(cast_dtype),
+        cast_dtype=cast_dtype,
+        context=autocast or bool(cast_dtype),
         apex=apex,
         amp_level=(t.amp_level or "O2") if apex else None,
         lightning_name={"32": "32-true", "64": "64-true"}.get(name, name),
@@ -2091,10 +2110,12 @@ def _logger_plan(ref: ClassRef) -> LoggerPlan:
 
 
 # Lightning's ModelSummary: the bits per parameter of its size estimate, by the trainer's precision
-SUMMARY_PRECISION_BITS = {"32": 32, "64": 64}
+SUMMARY_PRECISION_BITS = {"32": 32, "64": 64, "bf16-true": 16, "16-true": 16}
 
 
-def resolve_summary(spec: Spec, model: ClassFacts, precision: Precision) -> tuple[Summary, tuple[Callback, ...]]:
+def resolve_summary(
+    spec: Spec, model: ClassFacts, device: Device, precision: Precision
+) -> tuple[Summary, tuple[Callback, ...]]:
     """The ModelSummary callbacks: the spec's entries, else the default one when enable_model_summary is true
     (Lightning's callback connector; Lightning picks RichModelSummary when rich is installed, the script the
     plain table: it does not depend on what is installed)."""
@@ -2121,6 +2142,7 @@ def resolve_summary(spec: Spec, model: ClassFacts, precision: Precision) -> tupl
         children_only=bool(printing) and set(printing) == {1},
         takes_depth=set(printing) != {1} or example_input,
         example_input=example_input,
+        takes_device=example_input and device.moves,
         precision_bits=bits or 32,
         unsupported_precision=None if bits else precision.name,
     )
@@ -2466,13 +2488,15 @@ def resolve_distributed(
         return Distributed()
 
     refuse = _refuser(spec, problems, "with strategy ddp")
-    if precision.name not in ("32", "bf16-mixed"):
-        why = DDP_PRECISIONS_NOT_WRITTEN.get(precision.name, "the DDP script is written for 32 and bf16-mixed only")
+    if precision.name not in ("32", "bf16-mixed", "bf16-true", "16-true"):
+        why = DDP_PRECISIONS_NOT_WRITTEN.get(
+            precision.name, "the DDP script is written for 32, bf16-mixed, bf16-true and 16-true only"
+        )
         refuse(
             "precision",
             f"precision {precision.name}",
             why,
-            f"use bf16-mixed or 32 with ddp, or {precision.name} on one device (strategy auto)",
+            f"use bf16-mixed, bf16-true or 32 with ddp, or {precision.name} on one device (strategy auto)",
         )
     if spec.seed_everything is True:
         message = "seed_everything: true with strategy ddp: each process would choose its own seed; give a number"
@@ -2620,6 +2644,8 @@ def resolve_horovod(
         )
     if precision.apex:
         refuse("amp_backend", "apex", "Lightning 1.9.5's Horovod has no apex path", "use precision 32")
+    elif precision.half:
+        refuse("precision", f"precision {precision.name}", HALF_NOT_IN_1_9_5, "use precision 32 with horovod")
     elif precision.name != "32":
         refuse(
             "precision",
@@ -2755,11 +2781,13 @@ def resolve_dp(
                 "Lightning 1.9.5 refuses it in DP mode: DataParallel scatters the batch over the GPUs itself",
                 "do that work in training_step, or use ddp",
             )
-    if precision.name != "32" or precision.apex:
+    if precision.half:
+        refuse("precision", f"precision {precision.name}", HALF_NOT_IN_1_9_5, "use precision 32 with dp")
+    elif precision.name != "32" or precision.apex:
         refuse(
             "precision",
             f"precision {precision.name}",
-            "the DP script runs the replicas in float32 only: no autocast inside each replica's forward is  written",
+            "the DP script runs the replicas in float32 only: no autocast inside each replica's forward is written",
             "use precision 32 with dp, or ddp for bf16-mixed",
         )
     if model.uses_log:
@@ -2860,6 +2888,14 @@ def resolve_xla(
             "precision 16-mixed",
             "the float16 GradScaler is CUDA's; XLAPrecision takes 32-true, 16-true and bf16-true",
             "use precision 32",
+        )
+    elif precision.half:
+        switch = "XLA_USE_BF16" if precision.name == "bf16-true" else "XLA_USE_F16"
+        refuse(
+            "precision",
+            f"precision {precision.name}",
+            f"XLAPrecision sets torch_xla's {switch}, which neither the torch_xla stand-in nor a TPU here can check",
+            "use precision 32 on TPU (loopgen implements XLAPrecision's 32-true)",
         )
     elif precision.name != "32":
         refuse(
@@ -3128,7 +3164,7 @@ def resolve_imports(
         time=checkpointing.time_triggered or "mlflow" in logging.kinds or profiling.kind == "simple" or progress.own,
         timedelta=checkpointing.time_triggered or progress.kind == "rich",
         sequence=optimization.tbptt and not optimization.tbptt_split_hook,
-        contextmanager=precision.double or profiles,
+        contextmanager=precision.casts or profiles,
         dataclass=metrics.collect
         or bool(checkpointing.checkpoints)
         or bool(checkpointing.stopping.get("lenient"))
@@ -3228,15 +3264,23 @@ def _reads_trainer(facts: ClassFacts, *names: str) -> bool:
 
 def _follows_1_9_5(spec: Spec, model: ClassFacts) -> bool:
     """The spec uses something only Lightning 1.9.5 has: where 1.9.5 and 2.x differ, the script follows 1.9.5."""
+    return bool(_only_1_9_5(spec, model))
+
+
+def _only_1_9_5(spec: Spec, model: ClassFacts) -> tuple[str, ...]:
+    """What the spec uses that only Lightning 1.9.5 has, each named for a message."""
     t = spec.trainer
-    return (
-        "optimizer_idx" in model.methods.get("training_step", ())
-        or bool(t.truncated_bptt_steps)
-        or t.amp_backend == "apex"
-        or t.track_grad_norm != -1
-        or t.terminate_on_nan
-        or any(model.defines(h) for h in ("training_epoch_end", "validation_epoch_end", "training_step_end"))
-    )
+    step_args = model.methods.get("training_step", ())
+    uses = [
+        ("training_step's `optimizer_idx` (several optimizers)", "optimizer_idx" in step_args),
+        ("truncated_bptt_steps", bool(t.truncated_bptt_steps)),
+        ("amp_backend: apex", t.amp_backend == "apex"),
+        ("track_grad_norm", t.track_grad_norm != -1),
+        ("terminate_on_nan", t.terminate_on_nan),
+        *((f"a `{hook}` hook", model.defines(hook)) for hook in ("training_epoch_end", "validation_epoch_end",
+                                                                  "training_step_end")),
+    ]  # fmt: skip
+    return tuple(what for what, used in uses if used)
 
 
 def _only_epoch_end(hooks: Hooks) -> bool:

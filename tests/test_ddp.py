@@ -33,6 +33,12 @@ SPECS = {
     "accumulate_clip": ({}, {"max_epochs": 2, "accumulate_grad_batches": 3, "gradient_clip_val": 0.5}),
     "plateau_sync_dist": ({"plateau": True}, {"max_epochs": 4}),
     "bf16_mixed": ({"dropout": 0.0}, {"max_epochs": 2, "precision": "bf16-mixed"}),
+    # bfloat16 weights, their gradients all-reduced in bfloat16 (gloo); sync_dist of the float32 logged values
+    "bf16_true_plateau_clip": (
+        {"plateau": True, "log_train": True},
+        {"max_epochs": 2, "precision": "bf16-true", "gradient_clip_val": 0.5},
+    ),
+    "16_true_accumulate": ({}, {"max_epochs": 2, "precision": "16-true", "accumulate_grad_batches": 2}),
     # an optimizer step through a closure (tests.ddp_models.DDPLBFGSNet); accumulation skips the all-reduce
     "lbfgs": ({"dropout": 0.0}, {"max_epochs": 2}, "DDPLBFGSNet"),
     "lbfgs_accumulate": ({"dropout": 0.0}, {"max_epochs": 2, "accumulate_grad_batches": 2}, "DDPLBFGSNet"),

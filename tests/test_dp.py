@@ -105,6 +105,10 @@ def test_a_training_step_end_of_the_models_gets_the_gathered_outputs(tmp_path, m
             ),
         ),
         ({"precision": "16-mixed"}, r"trainer.precision.*precision 16-mixed with strategy dp"),
+        (
+            {"precision": "16-true"},
+            r"trainer.precision.*16-true with strategy dp is not supported by loopgen \(Lightning 1.9.5 has no true half",
+        ),
         ({"num_nodes": 2}, r"trainer.num_nodes.*with strategy dp"),
     ],
 )

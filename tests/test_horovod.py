@@ -158,6 +158,10 @@ def test_launched_without_horovodrun_it_says_how(tmp_path):
         ({"accelerator": "cuda", "precision": "16-mixed", "amp_backend": "apex"}, r"trainer.amp_backend.*apex"),
         ({"precision": "bf16-mixed"}, r"trainer.precision.*precision bf16-mixed with strategy horovod"),
         (
+            {"precision": "bf16-true"},
+            r"trainer.precision.*bf16-true with strategy horovod is not supported by loopgen \(Lightning 1.9.5 has no true half precision",
+        ),
+        (
             {"accumulate_grad_batches": {0: 1, 1: 2}},
             r"an accumulation schedule with strategy horovod is not supported by loopgen \(Lightning 1.9.5 refuses it",
         ),

@@ -103,6 +103,46 @@ def test_flag_rules_accept_what_lightning_accepts(tmp_path: Path) -> None:
     assert plan.validation.across_epochs
 
 
+@pytest.mark.parametrize(
+    "trainer, dtype",
+    [("precision: bf16-true", "bfloat16"), ("precision: 16-true", "float16"), ("precision: 64", "float64")],
+)
+def test_true_precisions_cast_the_model_and_keep_no_autocast(tmp_path: Path, trainer: str, dtype: str) -> None:
+    precision = plan_of(tmp_path, spec=f"trainer:\n  {trainer}\n").precision
+    assert precision.casts and precision.cast_dtype == dtype and precision.context
+    assert precision.half == (dtype != "float64") and precision.double == (dtype == "float64")
+    assert not precision.autocast and not precision.scaler
+
+
+@pytest.mark.parametrize(
+    "trainer, extra, expected",
+    [
+        (
+            "precision: bf16-true\n  truncated_bptt_steps: 2",
+            "",
+            (
+                "trainer.precision (line 3): bf16-true with truncated_bptt_steps, which only Lightning 1.9.5 has, is"
+                " not supported (Lightning 1.9.5 has no true half precision: its values are 16, bf16, 32 and 64):"
+                " use bf16-mixed, or drop it"
+            ),
+        ),
+        (
+            "precision: 16-true",
+            "    def training_epoch_end(self, outputs):\n        pass\n",
+            (
+                "trainer.precision (line 3): 16-true with a `training_epoch_end` hook, which only Lightning 1.9.5"
+                " has, is not supported (Lightning 1.9.5 has no true half precision: its values are 16, bf16, 32"
+                " and 64): use 16-mixed, or drop it"
+            ),
+        ),
+    ],
+)
+def test_true_half_precision_is_refused_with_what_only_1_9_5_has(
+    tmp_path: Path, trainer: str, extra: str, expected: str
+) -> None:
+    assert expected in plan_problems(tmp_path, spec=f"trainer:\n  {trainer}\n", extra=extra)
+
+
 def test_every_problem_is_reported_together(tmp_path: Path) -> None:
     found = plan_problems(
         tmp_path,
@@ -580,7 +620,13 @@ def test_model_summary_max_depth_0_prints_nothing(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "trainer, bits, warned",
-    [("precision: 64", 64, None), ("precision: bf16-mixed", 32, "bf16-mixed"), ("precision: 16", 32, "bf16-mixed")],
+    [
+        ("precision: 64", 64, None),
+        ("precision: bf16-mixed", 32, "bf16-mixed"),
+        ("precision: 16", 32, "bf16-mixed"),
+        ("precision: bf16-true", 16, None),
+        ("precision: 16-true", 16, None),
+    ],
 )
 def test_model_summary_size_follows_lightnings_precision_table(tmp_path: Path, trainer: str, bits, warned) -> None:
     summary = plan_of(tmp_path, spec=f"trainer:\n  accelerator: cpu\n  {trainer}\n").summary

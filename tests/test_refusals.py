@@ -28,9 +28,6 @@ from loopgen.flags import (
 
 REASONED = re.compile(r"not supported by loopgen \((?P<why>.+)\); (?P<instead>.+)")
 
-# 16-true and bf16-true keep their short refusal: they are to be implemented, not explained.
-SHORT = {"trainer.precision": ("16-true", "bf16-true")}
-
 SAMPLES: tuple[Any, ...] = (
     True, False, 0, 1, 2, -1, 0.5, 3.5, "x", "00:01:00:00", "all", {"hours": 1}, [1, 3], ["my.Plugin"],
     {"class_path": "my.Thing"}, {"class_path": "FSDPStrategy"},
@@ -102,9 +99,6 @@ def test_the_walk_reaches_every_partly_supported_flag() -> None:
 
 @pytest.mark.parametrize(("where", "value", "reason"), REFUSALS, ids=[f"{w}={v}" for w, v, _ in REFUSALS])
 def test_each_refusal_says_why_and_what_instead(where: str, value: Any, reason: str) -> None:
-    if value in SHORT.get(where, ()):
-        assert reason == "not supported by loopgen"
-        return
     reasoned = REASONED.fullmatch(reason)
     assert reasoned, reason
     assert len(reasoned["why"].split()) >= 5, reason

@@ -429,6 +429,24 @@ def test_resume_from_a_lightning_checkpoint(scripts: Scripts, tmp_path: Path) ->
     assert metrics_rows(tmp_path / "script", 0) == metrics_rows(tmp_path / "lightning", 0)
 
 
+def test_resume_from_a_lightning_bf16_true_checkpoint(scripts: Scripts, tmp_path: Path) -> None:
+    """The same under precision bf16-true: the checkpoint holds bfloat16 weights and optimizer state, and both
+    sides resume them into the bfloat16 model to the same weights, in bfloat16, and the same logged rows."""
+    spec = with_trainer(LIGHTNING_CKPT_SPEC, precision="bf16-true")
+    run_lightning(with_trainer(spec, max_epochs=1), tmp_path / "first_epoch")
+    checkpoint = tmp_path / "first_epoch" / CKPT_DIR / f"epoch=0-step={STEPS_PER_EPOCH}.ckpt"
+    saved = load(checkpoint)
+    assert {tensor.dtype for tensor in saved["state_dict"].values()} == {torch.bfloat16}
+    resume = {**spec, "ckpt_path": str(checkpoint)}
+
+    lightning = torch.load(run_lightning(resume, tmp_path / "lightning"), weights_only=False)["state_dict"]
+    torch.save(lightning, tmp_path / "lightning_weights.pt")
+    weights = run_to_end(scripts.script("from_lightning_bf16_true", resume), tmp_path / "script")
+    assert {tensor.dtype for tensor in torch.load(weights).values()} == {torch.bfloat16}
+    assert_same_weights(weights, tmp_path / "lightning_weights.pt", "resumed from Lightning's bf16-true checkpoint")
+    assert metrics_rows(tmp_path / "script", 0) == metrics_rows(tmp_path / "lightning", 0)
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # (f) a checkpoint that cannot be resumed from
 

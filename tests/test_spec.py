@@ -582,7 +582,7 @@ def test_accelerator_tpu_is_implemented(tmp_path: Path) -> None:
         ("strategy: fsdp", "fsdp"),
         ("devices: -1", "-1"),
         ("devices: [1]", "[1]"),
-        ("precision: 16-true", "16-true"),
+        ("precision: transformer-engine", "transformer-engine"),
         ("profiler: xla", "xla"),
         ("deterministic: warn", "warn"),
         ("val_check_interval: '00:00:10:00'", "00:00:10:00"),
@@ -853,6 +853,24 @@ def test_seed_era_precision_notice() -> None:
     assert precision.notice(16) == "16 is a seed-era spelling, read as `precision: 16-mixed`"
     assert precision.notice("bf16") == "bf16 is a seed-era spelling, read as `precision: bf16-mixed`"
     assert precision.notice("32-true") is None and precision.notice(64) is None
+
+
+def test_true_half_precisions_are_implemented(tmp_path: Path) -> None:
+    assert trainer(tmp_path, "precision: bf16-true").precision == "bf16-true"
+    assert trainer(tmp_path, "precision: 16-true").precision == "16-true"
+
+
+@pytest.mark.parametrize(
+    ("value", "instead"),
+    [
+        ("transformer-engine", "use bf16-mixed, or bf16-true"),
+        ("transformer-engine-float16", "use 16-mixed, or 16-true"),
+    ],
+)
+def test_transformer_engine_is_refused_saying_what_to_use(tmp_path: Path, value: str, instead: str) -> None:
+    message = trainer_problem(tmp_path, f"precision: {value}")
+    assert message.startswith(f"trainer.precision (line 3): {value} is not supported by loopgen (NVIDIA's Transformer")
+    assert "FP8" in message and instead in message
 
 
 def test_seed_era_spelling_conflicting_with_the_modern_flag(tmp_path: Path) -> None:

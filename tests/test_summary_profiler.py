@@ -130,6 +130,14 @@ class WithExample(Nested):
         self.example_input_array = torch.zeros(2, 4)
 
 
+class WithHalfExample(Nested):
+    """An example input in bfloat16: Lightning's summary runs it as given (not converted to the precision)."""
+
+    def __init__(self):
+        super().__init__()
+        self.example_input_array = torch.zeros(2, 4, dtype=torch.bfloat16)
+
+
 class Own(Steps, pl.LightningModule):
     """No submodules: only the root's own parameters."""
 
@@ -274,17 +282,22 @@ def lightning_summary_log(project: Path, model: str, **trainer) -> str:
     [
         ("Nested", {"precision": "64", "callbacks": [{"class_path": "ModelSummary", "init_args": {"max_depth": 2}}]}),
         ("WithExample", {"precision": "bf16-mixed", "enable_model_summary": True}),
+        ("WithHalfExample", {"precision": "bf16-true", "enable_model_summary": True}),
+        (
+            "Nested",
+            {"precision": "16-true", "callbacks": [{"class_path": "ModelSummary", "init_args": {"max_depth": 2}}]},
+        ),
     ],
-    ids=["double_depth_2", "bf16_example_input"],
+    ids=["double_depth_2", "bf16_example_input", "bf16_true_example_input", "16_true_depth_2"],
 )
 def test_script_prints_what_lightnings_trainer_logs(project: Path, model: str, flags: dict) -> None:
-    """At the start of fit, under the trainer's precision: 64 bits a parameter for precision 64; for mixed precision
-    Lightning's warning and 32 bits, the example's forward pass under autocast."""
+    """At the start of fit, under the trainer's precision: 64 bits a parameter for precision 64, 16 for bf16-true and
+    16-true; for mixed precision Lightning's warning and 32 bits, the example's forward pass under autocast."""
     from pytorch_lightning.callbacks import ModelSummary
 
     # an explicit ModelSummary: Lightning's default one is a RichModelSummary when rich is installed
     callbacks = [ModelSummary(max_depth=2 if "callbacks" in flags else 1)]
-    precision = {"64": "64-true", "bf16-mixed": "bf16-mixed"}[flags["precision"]]
+    precision = {"64": "64-true"}.get(flags["precision"], flags["precision"])
     lightning_flags = {"enable_model_summary": True, "precision": precision, "callbacks": callbacks}
     if flags["precision"] == "bf16-mixed":
         with pytest.warns(UserWarning, match="Precision bf16-mixed is not supported by the model summary"):

@@ -103,6 +103,28 @@ class RichBar(Rich):
         x, y = batch
         self.log("val_loss", torch.nn.functional.mse_loss(self.layer(x), y), prog_bar=True)
 '''
+RICH_MODEL += '''
+
+class Modern(torch.nn.Module):
+    """Only what Lightning 2.x has (no *_epoch_end / training_step_end hook): for bf16-true and 16-true."""
+
+    def __init__(self):
+        super().__init__()
+        self.layer = torch.nn.Linear(4, 1)
+
+    def train_dataloader(self):
+        g = torch.Generator().manual_seed(0)
+        return DataLoader(TensorDataset(torch.randn(20, 4, generator=g), torch.randn(20, 1, generator=g)), batch_size=4)
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        loss = torch.nn.functional.mse_loss(self.layer(x), y)
+        self.log("loss", loss)
+        return loss
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.1)
+'''
 
 SEED_MODEL = '''
 import torch
@@ -363,6 +385,8 @@ FLAG_SETS = {
     "fp16_auto": {"accelerator": "auto", "precision": "16-mixed"},
     "fp16_cpu": {"precision": "16-mixed"},
     "double": {"precision": "64"},
+    "bf16_true_logged": {"precision": "bf16-true", "logger": True},
+    "fp16_true_auto": {"accelerator": "auto", "precision": "16-true", "enable_model_summary": True},
     "auto": {"accelerator": "auto"},
     "callback": {"callbacks": [{"class_path": "proj.callbacks.Recorder"}]},
     "checkpoint_default": {"enable_checkpointing": True},
@@ -601,6 +625,8 @@ def spec_with(project: Path, name: str, flags: dict) -> Path:
         "manual_profiler": "proj.manual.ManualRich",
         "clip_hook_estimate": "proj.manual.ClipHookRich",
         "iterable_loader": "proj.stream.Stream",
+        "bf16_true_logged": "proj.models.Modern",
+        "fp16_true_auto": "proj.models.Modern",
     }
     model = special.get(name, "proj.seed.SeedRich" if name.startswith("seed") else BASE["model"])
     spec = {**BASE, "model": model, "trainer": {**BASE["trainer"], **flags}}
@@ -736,6 +762,18 @@ TRACES = {
     "fp16_cuda": ['torch.autocast("cuda", dtype=torch.float16', "GradScaler", "scaler.unscale_("],
     "fp16_auto": ["GradScaler", 'enabled=device.type == "cuda"', "scaler.step(optimizer)"],
     "double": ["model.double()", "default_dtype(torch.float64)", "t.double()"],
+    "bf16_true_logged": [
+        "model.to(dtype=torch.bfloat16)",
+        "with default_dtype(torch.bfloat16):",
+        "t.to(torch.bfloat16)",
+        "value = torch.tensor(value, dtype=torch.float32)",
+    ],
+    "fp16_true_auto": [
+        "model.to(dtype=torch.float16)",
+        "with default_dtype(torch.float16):",
+        "t.to(torch.float16)",
+        "size = total * (16 / 8.0 * 1e-6)",
+    ],
     "val_fraction_every_2": ["CHECK_VAL_EVERY_N_EPOCH == 0"],
     "checkpoint_default": [
         "class ModelCheckpoint",

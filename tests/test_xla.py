@@ -136,6 +136,10 @@ def test_one_device_trains_as_the_cpu_script(tmp_path, monkeypatch):
             r"apex with accelerator tpu is not supported by loopgen \(apex is CUDA's",
         ),
         ({"precision": "bf16-mixed"}, r"trainer.precision.*bf16-mixed .*with accelerator tpu"),
+        (
+            {"precision": "bf16-true"},
+            r"trainer.precision.*bf16-true with accelerator tpu is not supported by loopgen \(XLAPrecision sets",
+        ),
         ({"num_nodes": 2}, r"trainer.num_nodes.*with accelerator tpu"),
         ({"strategy": "ddp", "devices": 2}, r"trainer.strategy.*strategy ddp .*with accelerator tpu"),
         ({"profiler": "simple"}, r"trainer.profiler.*a profiler with accelerator tpu"),

@@ -266,8 +266,8 @@ def weight_differences(theirs: dict, mine: dict) -> list[str]:
     if theirs.keys() != mine.keys():
         return [f"state_dict keys differ: Lightning {sorted(theirs)}, script {sorted(mine)}"]
     found = []
-    for name in theirs:
-        a, b = theirs[name], mine[name]
+    for name, a in theirs.items():
+        b = mine[name]
         if a.dtype != b.dtype or a.shape != b.shape:
             found.append(f"weight {name}: Lightning {a.dtype}{list(a.shape)}, script {b.dtype}{list(b.shape)}")
         elif not torch.equal(a, b):

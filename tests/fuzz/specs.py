@@ -43,8 +43,12 @@ MODELS_2X = (
         data="ClassificationData",
         init={"scheduler": ("none", "step", "plateau"), "dropout": (0.25, 0.0)},
     ),
-    Model("PlateauClassifier", ("train_loss_step", "train_loss_epoch", "val_loss", "val_acc"), data="ClassificationData"),
-    Model("OneCycleClassifier", ("train_loss_step", "train_loss_epoch", "val_loss", "val_acc"), data="ClassificationData"),
+    Model(
+        "PlateauClassifier", ("train_loss_step", "train_loss_epoch", "val_loss", "val_acc"), data="ClassificationData"
+    ),
+    Model(
+        "OneCycleClassifier", ("train_loss_step", "train_loss_epoch", "val_loss", "val_acc"), data="ClassificationData"
+    ),
     Model("SequenceRegressor", ("train_loss", "val_loss")),
     Model("ManualGAN", ("g_loss", "d_loss", "val_loss"), manual=True),
     Model("ManualAccumulation", ("train_loss", "val_loss"), manual=True, init={"accumulate": (1, 2, 3)}),
@@ -263,9 +267,7 @@ def draw_195(draw: st.DrawFn) -> Draw:
         **draw(optimization_flags(model)),
         "precision": draw(mostly("32-true", "bf16-mixed")),
         "log_every_n_steps": draw(mostly(50, 1, 2)),
-        "logger": draw(
-            st.one_of(st.just(False), st.just({"class_path": "CSVLogger", "init_args": {"save_dir": "."}}))
-        ),
+        "logger": draw(st.one_of(st.just(False), st.just({"class_path": "CSVLogger", "init_args": {"save_dir": "."}}))),
         "enable_checkpointing": False,
         "enable_progress_bar": False,
         "enable_model_summary": draw(st.booleans()),

@@ -118,7 +118,9 @@ def test_errors_compare_by_builtin_message_and_step() -> None:
 
 def test_refusal_must_say_why() -> None:
     assert refusal(["loopgen: error: trainer.precision (line 3): not supported by loopgen"]).kind == "failed"
-    assert refusal(["loopgen: error: trainer.precision (line 3): bf16-true is not supported by loopgen"]).kind == "failed"
+    assert (
+        refusal(["loopgen: error: trainer.precision (line 3): bf16-true is not supported by loopgen"]).kind == "failed"
+    )
     assert refusal(["Traceback (most recent call last):"]).kind == "failed"
     assert refusal([]).kind == "failed"
     reasoned = "loopgen: error: trainer.profiler (line 3): XLAProfiler profiles XLA devices; use simple or advanced"

@@ -330,7 +330,9 @@ class TwoOptimizerGAN(pl.LightningModule):
         (real,) = batch
         z = torch.randn(real.size(0), self.hparams.latent)
         if optimizer_idx == 0:
-            loss = F.binary_cross_entropy_with_logits(self.discriminator(self.generator(z)), torch.ones(real.size(0), 1))
+            loss = F.binary_cross_entropy_with_logits(
+                self.discriminator(self.generator(z)), torch.ones(real.size(0), 1)
+            )
             self.log("g_loss", loss)
             return loss
         fake = self.generator(z).detach()

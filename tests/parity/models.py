@@ -366,6 +366,19 @@ class NoisyDataset(torch.utils.data.Dataset):
         return x + 0.1 * torch.randn(x.shape), y
 
 
+class NoisyStepModel(MLP):
+    """Adds noise to its inputs in training_step and validation_step: the noise is made in the default dtype,
+    which under precision 64, bf16-true and 16-true is the model's inside the steps (else the sum is float32)."""
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        return super().training_step((x + 0.05 * torch.randn(x.shape), y), batch_idx)
+
+    def validation_step(self, batch, batch_idx):
+        x, y = batch
+        return super().validation_step((x + 0.05 * torch.randn(x.shape), y), batch_idx)
+
+
 class RandomHooksModel(MLP):
     """Draws from the global generator in on_train_start and on_train_epoch_start, and augments in a loader
     worker: the training data then depends on whether each epoch's iterator is made before or after those

@@ -136,6 +136,47 @@ CASES = [
         limit_train_batches=7,
     ),
     manual_case("clip_hook_own_clipping_bf16", "ClipHookModel", max_epochs=1, precision="bf16-mixed"),
+    # bf16-true / 16-true: training_step (and the steps it makes) with the model's dtype the default one
+    manual_case(
+        "manual_gan_bf16_true",
+        "ManualGAN",
+        max_epochs=2,
+        precision="bf16-true",
+        logger=csv_logger(),
+        log_every_n_steps=3,
+    ),
+    # (not the GAN: Adam's eps of 1e-8 is 0 in float16, and its steps make NaNs)
+    manual_case(
+        "manual_accumulate_clip_value_16_true",
+        "ManualAccumulateClip",
+        {"clip_val": 0.01, "clip_algorithm": "value"},
+        max_epochs=2,
+        precision="16-true",
+    ),
+    manual_case(
+        "manual_accumulate_clip_checkpoints_bf16_true",
+        "ManualAccumulateClip",
+        max_epochs=3,
+        precision="bf16-true",
+        enable_checkpointing=True,
+        callbacks=[model_checkpoint(save_last=True, every_n_train_steps=2, save_top_k=-1)],
+    ),
+    manual_case(
+        "clip_hook_trainer_clipping_16_true",
+        "ClipHookModel",
+        max_epochs=2,
+        precision="16-true",
+        gradient_clip_val=0.1,
+        accumulate_grad_batches=2,
+    ),
+    case(
+        "trainer_attributes_bf16_true",
+        "Classifier",
+        data="ShuffledData",
+        max_epochs=1,
+        precision="bf16-true",
+        callbacks=TRAINER_ATTRIBUTES,
+    ),
 ]
 
 

@@ -218,6 +218,54 @@ CASES = [
         callbacks=TRAINER_STATE,
     ),
     case("trainer_state_max_steps", max_steps=13, callbacks=TRAINER_STATE),
+    # --- bf16-true and 16-true: the weights, the batches and the steps' new tensors in that dtype ---------------
+    case("bf16_true_defaults", max_epochs=2, precision="bf16-true"),
+    case("16_true_defaults", max_epochs=2, precision="16-true"),
+    case("bf16_true_noise_made_in_the_steps", "NoisyStepModel", max_epochs=2, precision="bf16-true"),
+    case("16_true_noise_made_in_the_steps", "NoisyStepModel", max_epochs=1, precision="16-true"),
+    case(
+        "bf16_true_accumulate_3_clip_norm",
+        max_epochs=2,
+        precision="bf16-true",
+        accumulate_grad_batches=3,
+        gradient_clip_val=0.1,
+    ),
+    case(
+        "16_true_accumulate_3_clip_value",
+        max_epochs=2,
+        precision="16-true",
+        accumulate_grad_batches=3,
+        gradient_clip_val=0.02,
+        gradient_clip_algorithm="value",
+    ),
+    case("bf16_true_step_scheduler", "StepScheduleModel", max_epochs=2, precision="bf16-true"),
+    case("bf16_true_adam", "AdamModel", max_epochs=2, precision="bf16-true"),
+    case(
+        "bf16_true_datamodule_shuffle_dropout",
+        "Classifier",
+        {"dropout": 0.3},
+        data="ShuffledData",
+        max_epochs=3,
+        precision="bf16-true",
+    ),
+    case(
+        "bf16_true_batchnorm_val_twice_per_epoch",
+        "BatchNormNet",
+        max_epochs=2,
+        val_check_interval=0.5,
+        precision="bf16-true",
+    ),
+    # logged values are kept in float32 (Lightning never reduces below it), whatever the step's dtype
+    case(
+        "bf16_true_log_plateau",
+        "LoggingModel",
+        max_epochs=3,
+        precision="bf16-true",
+        logger=csv_logger(),
+        log_every_n_steps=3,
+    ),
+    case("16_true_log_plateau", "LoggingModel", max_epochs=3, precision="16-true", logger=csv_logger()),
+    case("bf16_true_profiler_advanced", "NoisyStepModel", max_epochs=1, precision="bf16-true", profiler="advanced"),
     # --- other ----------------------------------------------------------------------------------
     case("batchnorm_val_twice_per_epoch", "BatchNormNet", max_epochs=2, val_check_interval=0.5),
     case("deterministic", max_epochs=2, deterministic=True),
@@ -464,6 +512,18 @@ CASES = [
         max_epochs=10,
         val_check_interval=0.5,
     ),
+    # --- checkpoints and early stopping under bf16-true / 16-true (bfloat16 / float16 weights and optimizer state;
+    # the monitored values in float32)
+    checkpointing_case(
+        "bf16_true_ckpt_filename_metrics_early_stop",
+        model_checkpoint(
+            filename="{epoch}-{val_loss:.3f}-{train_loss:.3f}", monitor="val_loss", save_top_k=2, save_last=True
+        ),
+        early_stopping(monitor="val_loss", patience=1, min_delta=0.01),
+        max_epochs=6,
+        precision="bf16-true",
+    ),
+    checkpointing_case("16_true_ckpt_val_loss_top_2_last", VAL_LOSS_TOP_2, max_epochs=3, precision="16-true"),
 ]
 
 
@@ -565,7 +625,9 @@ def differences(lightning: dict, script: dict) -> list[str]:
         found.append(f"state_dict keys differ: Lightning {sorted(theirs)}, script {sorted(ours)}")
     for name in sorted(theirs.keys() & ours.keys()):
         a, b = theirs[name], ours[name]
-        if not torch.equal(a, b):
+        if a.dtype != b.dtype:  # torch.equal compares values only
+            found.append(f"weight {name}: Lightning's is {a.dtype}, the script's {b.dtype}")
+        elif not torch.equal(a, b):
             gap = (a.double() - b.double()).abs().max().item() if a.shape == b.shape else "shape"
             found.append(f"weight {name} differs (max abs difference {gap})")
     for key in ("val_points", "val_batches", "lrs", "optimizer_steps", "final", "loads", "events"):
@@ -714,6 +776,8 @@ def test_records_catch_a_difference() -> None:
     assert differences(same, same) == []
     other_weights = {"state_dict": {"w": torch.tensor([0.0, 1e-9])}, "records": records}
     assert any("weight w" in line for line in differences(same, other_weights))
+    other_dtype = {"state_dict": {"w": torch.zeros(2, dtype=torch.bfloat16)}, "records": records}
+    assert any("weight w" in line for line in differences(same, other_dtype))
     other_points = {"state_dict": weights, "records": {**records, "val_points": [(0, 0, True), (0, 3, False)]}}
     assert any(line.startswith("val_points") for line in differences(same, other_points))
 
