@@ -251,7 +251,9 @@ def _train_lightning(config_path: Path) -> None:
     cli_module = importlib.import_module(f"{package}.cli")
     config = yaml.safe_load(config_path.read_text(encoding="utf-8"))
     ckpt_path = config.pop("ckpt_path", None)
-    config.pop("weights_only", None)
+    weights_only = config.pop("weights_only", None)
+    # how fit loads ckpt_path, as the script does: an argument of Lightning >= 2.6, given only when the spec sets it
+    fit_options = {} if weights_only is None else {"weights_only": weights_only}
     cli = cli_module.LightningCLI(
         module.LightningModule,
         module.LightningDataModule if config.get("data") is not None else None,
@@ -261,7 +263,7 @@ def _train_lightning(config_path: Path) -> None:
         args=config,
         save_config_callback=None,
     )
-    cli.trainer.fit(cli.model, datamodule=cli.datamodule, ckpt_path=ckpt_path)
+    cli.trainer.fit(cli.model, datamodule=cli.datamodule, ckpt_path=ckpt_path, **fit_options)
 
 
 if __name__ == "__main__":
