@@ -458,6 +458,7 @@ class Imports:
     json: bool
     io: bool
     math: bool
+    pickle: bool  # pickle.UnpicklingError: a checkpoint weights_only loading refuses
     pstats: bool
     re: bool
     signal: bool
@@ -495,6 +496,9 @@ class Checkpointing:
 
     saves: bool  # the script writes checkpoints
     resumes: bool  # --ckpt-path
+    # torch.load(weights_only=...) of the checkpoint resumed from: True (the spec's null or true, Lightning's
+    # default): tensors and plain data only, the file's pickle cannot run code; False: any pickle, the file trusted
+    weights_only: bool
     resumes_validation: bool  # ... of a run with validation: the val loader is loaded before training
     checkpoints: tuple[Callback, ...]  # the ModelCheckpoint callbacks (the default one when the spec has none)
     early_stopping: tuple[Callback, ...]
@@ -857,20 +861,21 @@ class CommandLine:
     integer >= 0 (-1, no limit, would need another loop); --seed only where the script seeds."""
 
     ckpt_path: bool  # --ckpt-path: the script resumes
+    weights_only: bool  # --weights-only replaces WEIGHTS_ONLY (how that checkpoint is loaded)
     max_epochs: bool  # --max-epochs replaces MAX_EPOCHS
     max_steps: bool  # --max-steps replaces MAX_STEPS
     seed: bool  # --seed replaces SEED, or the seed chosen at run time (seed_everything: true)
 
     @property
     def enabled(self) -> bool:
-        return self.ckpt_path or self.max_epochs or self.max_steps or self.seed
+        return self.ckpt_path or self.weights_only or self.max_epochs or self.max_steps or self.seed
 
     seed_at_run_time: bool  # ... the seed chosen at run time unless --seed: no SEED constant
 
     @property
     def overrides(self) -> tuple[str, ...]:
         """The module constants main() replaces with the parsed values."""
-        offered = {"MAX_EPOCHS": self.max_epochs, "MAX_STEPS": self.max_steps}
+        offered = {"WEIGHTS_ONLY": self.weights_only, "MAX_EPOCHS": self.max_epochs, "MAX_STEPS": self.max_steps}
         offered["SEED"] = self.seed and not self.seed_at_run_time
         return tuple(name for name, on in offered.items() if on)
 
@@ -1812,6 +1817,7 @@ def resolve_checkpointing(
     return Checkpointing(
         saves=saves,
         resumes=resumes,
+        weights_only=spec.weights_only is not False,
         resumes_validation=resumes and validation.enabled,
         checkpoints=checkpoints,
         early_stopping=early_stopping,
@@ -3098,6 +3104,7 @@ def resolve_command_line(spec: Spec, build: Build, bounds: Bounds, checkpointing
     bounded = not spec.trainer.fast_dev_run  # fast_dev_run decides both limits (Lightning)
     return CommandLine(
         ckpt_path=checkpointing.resumes,
+        weights_only=checkpointing.resumes,
         max_epochs=bounded and bounds.loop_until in ("epochs", "epochs_and_steps"),
         max_steps=bounded and bounds.step_limit,
         seed=build.seeds,
@@ -3127,6 +3134,7 @@ def resolve_imports(
         math=state.estimates or profiling.kind == "simple",
         cprofile=profiling.kind == "advanced",
         io=profiling.kind == "advanced",
+        pickle=checkpointing.resumes,
         pstats=profiling.kind == "advanced",
         csv="csv" in logging.kinds,
         enum=logging.writes_yaml,

@@ -94,7 +94,11 @@ def spec_schema() -> dict[str, Any]:
                 },
             },
             "ckpt_path": {"description": "the checkpoint to resume from by default", "type": ["string", "null"]},
-            "weights_only": {"description": "accepted and ignored", "type": ["boolean", "null"]},
+            "weights_only": {
+                "description": "how a checkpoint is loaded: null or true, tensors and plain data only (torch.load's"
+                " weights_only); false, any pickle (trust the file)",
+                "type": ["boolean", "null"],
+            },
         },
         "$defs": {"class_ref": _class_ref()},
     }

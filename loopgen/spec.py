@@ -131,6 +131,7 @@ class Spec:
     lr_scheduler: ClassRef | None
     loop: LoopFlags
     ckpt_path: str | None = None
+    weights_only: bool | None = None  # how the script loads a checkpoint: null or true, safely; false, any pickle
     notices: tuple[str, ...] = ()  # one-line notices (seed-era spellings, defaults not implemented, ...)
     trainer_given: frozenset[str] = frozenset()  # the trainer flags the spec sets (null counts only where nullable)
     progress_bar_refresh_rate: int | None = None  # the seed's `progress_bar_refresh_rate: n` (n >= 1)
@@ -335,8 +336,9 @@ class _Reader:
         ckpt_path = top.get("ckpt_path")
         if ckpt_path is not None and not isinstance(ckpt_path, str):
             self.problem(("ckpt_path",), f"expected a checkpoint path or null, {got(ckpt_path)}")
-        if top.get("weights_only") is not None and not isinstance(top["weights_only"], bool):
-            self.problem(("weights_only",), f"expected true, false or null, {got(top['weights_only'])}")
+        weights_only = top.get("weights_only")
+        if weights_only is not None and not isinstance(weights_only, bool):
+            self.problem(("weights_only",), f"expected true, false or null, {got(weights_only)}")
         if self.problems or model is None or trainer is None:
             return None
         return Spec(
@@ -350,6 +352,7 @@ class _Reader:
             lr_scheduler=lr_scheduler,
             loop=loop,
             ckpt_path=ckpt_path,
+            weights_only=weights_only,
             notices=tuple(str(notice) for notice in sorted(self.notices, key=_by_line)),
             trainer_given=frozenset(self.trainer_given),
             progress_bar_refresh_rate=self.progress_bar_refresh_rate,

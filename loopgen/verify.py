@@ -295,7 +295,9 @@ def _train_lightning(config_path: Path) -> None:
         sys.exit(EXIT_CANNOT_COMPARE)
     config = yaml.safe_load(config_path.read_text(encoding="utf-8"))
     ckpt_path = config.pop("ckpt_path", None)
-    config.pop("weights_only", None)
+    weights_only = config.pop("weights_only", None)
+    # how fit loads ckpt_path, as the script does: an argument of Lightning >= 2.6, given only when the spec sets it
+    fit_options = {} if weights_only is None else {"weights_only": weights_only}
     try:
         cli = cli_module.LightningCLI(
             module.LightningModule,
@@ -306,7 +308,7 @@ def _train_lightning(config_path: Path) -> None:
             args=config,
             save_config_callback=None,
         )
-        cli.trainer.fit(cli.model, datamodule=cli.datamodule, ckpt_path=ckpt_path)
+        cli.trainer.fit(cli.model, datamodule=cli.datamodule, ckpt_path=ckpt_path, **fit_options)
     except Exception as error:
         (out / ERROR_FILE).write_text(_error_line(error), encoding="utf-8")
         raise

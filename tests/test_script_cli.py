@@ -2,9 +2,10 @@
 overriding the spec's value everywhere it is used.
 
 --max-epochs / --max-steps are offered only where the loop tests that limit (and not under fast_dev_run), --seed
-only where the script seeds, --ckpt-path only where it resumes. A script run with `--max-epochs 2 --seed 3` ends
-with the weights and checkpoint files of the script rendered from the spec with `max_epochs: 2` and
-`seed_everything: 3`, and of Lightning trained on that spec."""
+only where the script seeds, --ckpt-path and --weights-only only where it resumes. A script run with
+`--max-epochs 2 --seed 3` ends with the weights and checkpoint files of the script rendered from the spec with
+`max_epochs: 2` and `seed_everything: 3`, and of Lightning trained on that spec. A checkpoint whose pickle would
+run code is refused unless `--weights-only false` (or the spec's `weights_only: false`) says the file is trusted."""
 
 from __future__ import annotations
 
@@ -78,7 +79,10 @@ OFFERED = {
     "default_epochs_no_seed": (tiny(seed=False), {"--max-epochs"}),
     "seed_at_run_time": (tiny(seed=True, max_epochs=1), {"--max-epochs", "--seed"}),
     "fast_dev_run": (tiny(fast_dev_run=2), {"--seed"}),
-    "checkpoints": (tiny(max_epochs=1, enable_checkpointing=True), {"--ckpt-path", "--max-epochs", "--seed"}),
+    "checkpoints": (
+        tiny(max_epochs=1, enable_checkpointing=True),
+        {"--ckpt-path", "--weights-only", "--max-epochs", "--seed"},
+    ),
 }
 
 
@@ -101,7 +105,8 @@ def test_help_lists_exactly_the_offered_options(project):
         offered = set(re.findall(r"(--[a-z][a-z-]+)", text)) - {"--help"}
         assert offered == expected, (key, text)
         if "--ckpt-path" not in expected:
-            assert "ckpt" not in paths[key].read_text(), key
+            text = paths[key].read_text()
+            assert "ckpt" not in text and "WEIGHTS_ONLY" not in text and "pickle" not in text, key
 
 
 def test_no_option_no_argparse(project):
@@ -220,3 +225,68 @@ def test_max_steps_option_gives_the_spec_s_run(tmp_path):
         parity_run(tmp_path, "overridden", "loopgen", spec, "--max-steps", "7"),
         parity_run(tmp_path, "rendered", "loopgen", said),
     )
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# a checkpoint loads as tensors and plain data only, unless the file is trusted
+
+
+class Payload:
+    """Unpickled, it runs `code`: what a crafted checkpoint does when it is loaded as a full pickle."""
+
+    def __init__(self, code: str) -> None:
+        self.code = code
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (exec, (self.code,))
+
+
+def refusal(path: Path) -> str:
+    return (
+        f"--ckpt-path {path}: holds exec, which weights_only loading refuses (unpickling it could run code); if"
+        " you trust the file, load it with --weights-only false (weights_only: false in the spec)"
+    )
+
+
+def test_a_checkpoint_that_would_run_code_is_refused_unless_trusted(project):
+    """The script's own checkpoint of epoch 0 with one more entry, a payload that creates a marker file when
+    unpickled: refused with a one-line message (the payload does not run, no file is written); with
+    `--weights-only false`, or rendered from a spec with `weights_only: false`, the file is trusted: the payload
+    runs and the run resumes from it."""
+    spec = tiny(max_epochs=2, enable_checkpointing=True)
+    path = script(project, spec)
+    assert run(path, "--max-epochs", "1").returncode == 0
+    checkpoints = project / "checkpoints"
+    checkpoint = torch.load(checkpoints / "epoch=0-step=2.ckpt", weights_only=True)  # the script's own: plain data
+    marker = project / "marker"
+    checkpoint["payload"] = Payload(f"open({str(marker)!r}, 'w').close()")
+    crafted = project / "crafted.ckpt"
+    torch.save(checkpoint, crafted)
+    files = sorted(checkpoints.iterdir())
+
+    refused = run(path, "--ckpt-path", str(crafted))
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    assert refused.stderr.splitlines()[-1] == refusal(crafted)  # after the warning of a non-empty directory
+    assert "Traceback" not in refused.stderr
+    assert not marker.exists(), "the payload ran"
+    assert sorted(checkpoints.iterdir()) == files
+
+    bad = run(path, "--ckpt-path", str(crafted), "--weights-only", "maybe")
+    assert bad.returncode == 2
+    assert "argument --weights-only: invalid choice: 'maybe'" in bad.stderr
+    assert not marker.exists(), "the payload ran"
+
+    trusted = run(path, "--ckpt-path", str(crafted), "--weights-only", "false")
+    assert trusted.returncode == 0, trusted.stderr
+    assert marker.exists(), "the trusted file was not unpickled"
+    assert f"Resuming from {crafted}: epoch 1, batch 0." in trusted.stdout
+    assert "Training stopped after 2 epochs and 4 optimizer steps." in trusted.stdout
+
+    marker.unlink()
+    trusting = script(project, {**spec, "weights_only": False}, "trusting.py")
+    assert "WEIGHTS_ONLY = False" in trusting.read_text()
+    refused = run(trusting, "--ckpt-path", str(crafted), "--weights-only", "true")
+    assert refused.stderr.splitlines()[-1] == refusal(crafted)
+    assert not marker.exists(), "the payload ran"
+    assert run(trusting, "--ckpt-path", str(crafted)).returncode == 0
+    assert marker.exists(), "the spec's weights_only: false did not trust the file"

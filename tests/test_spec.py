@@ -1009,7 +1009,9 @@ def test_all_problems_in_one_error_in_line_order(tmp_path: Path) -> None:
 
 def test_ckpt_path_and_weights_only(tmp_path: Path) -> None:
     spec = load(tmp_path, "model: pkg.Net\nckpt_path: runs/last.ckpt\nweights_only: true\n")
-    assert spec.ckpt_path == "runs/last.ckpt"
+    assert (spec.ckpt_path, spec.weights_only) == ("runs/last.ckpt", True)
+    assert load(tmp_path, "model: pkg.Net\nweights_only: false\n").weights_only is False
+    assert load(tmp_path, "model: pkg.Net\nweights_only: null\n").weights_only is None
 
 
 # --- the file and its YAML
