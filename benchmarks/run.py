@@ -414,7 +414,7 @@ def num(value: float | None, form: str = ".3f") -> str:
 
 
 def report(results: dict) -> str:
-    """The results as Markdown tables (the README's performance section holds them)."""
+    """The results as Markdown tables (benchmarks/README.md holds them)."""
     meta = results["meta"]
     lines = [
         (

@@ -1079,7 +1079,7 @@ def check_model(spec: Spec, model: ClassFacts, problems: list[Problem]) -> None:
         if model.defines(hook):
             message = (
                 f"{spec.model.class_path} overrides {hook}, which Lightning calls in fit and the script does not;"
-                " move its work to a hook loopgen calls (see README, hooks) or remove it"
+                " move its work to a hook loopgen calls (see docs/spec.md, hooks) or remove it"
             )
             problems.append(Problem(model.defined_at.get(hook, where), message))
 

@@ -2,7 +2,7 @@
 
 - `find_metrics`: which metrics.csv an argument names (a file, a run directory, a logger's or a root directory).
 - `read_metrics`: the CSV's columns as series of (step, value), skipping the empty cells of its sparse rows.
-- `layout`: which series share a panel (pure; the rules are in its docstring and README "Plotting a run").
+- `layout`: which series share a panel (pure; the rules are in its docstring and docs/logging.md "Plotting a run").
 - `figure` / `png`: the panels drawn with matplotlib's Agg canvas. Only these import matplotlib, an optional
   extra (`pip install 'loopgen[plot]'`); nothing else in loopgen, and no generated script, needs it.
 """

@@ -1,4 +1,4 @@
-"""The example run behind README's plot: `python -m tests.plot_example` writes docs/curves.png.
+"""The example run behind the plot in docs/logging.md: `python -m tests.plot_example` writes docs/curves.png.
 
 examples/lit_classifier.yaml with its logger on (a CSVLogger, Lightning's default), rendered into a temporary
 directory and run there; then `loopgen plot` of that run. tests/test_plot.py runs the same, for fewer epochs.

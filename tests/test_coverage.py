@@ -1,9 +1,9 @@
 """Run on its own spec, almost every line of a rendered script executes: a script carries the branches its spec
-needs and no others. Measured with coverage on every example script; the README lists each figure. The scripts
+needs and no others. Measured with coverage on every example script; docs/script.md lists each figure. The scripts
 are measured once for the module (`figures`), each in a child forked from one interpreter (tests/coverage_runner.py),
 a DDP script under torchrun (`measure`).
 
-    python -m tests.test_coverage      # print the README's table from a fresh measurement
+    python -m tests.test_coverage      # print docs/script.md's table from a fresh measurement
 """
 
 from __future__ import annotations
@@ -132,19 +132,30 @@ def code_lines(script: Path) -> int:
     )
 
 
-def readme_figures() -> dict[str, int]:
-    """The README's `| example | percent |` rows."""
-    rows = re.findall(r"^\| `(\w+)\.py` \| (\d+)% \|", (ROOT / "README.md").read_text(encoding="utf-8"), re.MULTILINE)
+FIGURES_PAGE = ROOT / "docs" / "script.md"  # its coverage table: `| `name.py` | NN% | lines |`
+
+
+def listed_figures() -> dict[str, int]:
+    """The `| example | percent |` rows of docs/script.md's coverage table."""
+    rows = re.findall(r"^\| `(\w+)\.py` \| (\d+)% \|", FIGURES_PAGE.read_text(encoding="utf-8"), re.MULTILINE)
     return {name: int(percent) for name, percent in rows}
+
+
+def test_the_table_lists_every_example() -> None:
+    """docs/script.md has one row for each example script, and none for a script that is gone (no measuring)."""
+    listed = set(listed_figures())
+    examples = {spec.stem for spec in example_specs()}
+    missing, extra = sorted(examples - listed), sorted(listed - examples)
+    assert not missing and not extra, f"docs/script.md's coverage table: missing {missing}, extra {extra}"
 
 
 @pytest.mark.parametrize("spec", example_specs(), ids=lambda p: p.stem)
 def test_almost_every_line_runs(spec: Path, figures: dict[str, float | str]) -> None:
     percent = figure(figures, spec.stem)
     assert percent >= MINIMUM, f"{spec.stem}: only {percent:.1f}% of the script ran"
-    listed = readme_figures().get(spec.stem)
+    listed = listed_figures().get(spec.stem)
     assert listed == round(percent), (
-        f"the README lists {listed}% for {spec.stem}.py, measured {round(percent)}%: update it"
+        f"docs/script.md lists {listed}% for {spec.stem}.py, measured {round(percent)}%: update it"
         " (python -m tests.test_coverage prints the table)"
     )
 
