@@ -408,6 +408,9 @@ class Metrics:
     torchmetrics: bool = False
     # the prog_bar=True values are kept: the progress bar shows them, or trainer.progress_bar_metrics is read
     progress_bar: bool = False
+    # the batch's values are published before the on_train_batch_end hooks run: Lightning's callback_metrics are
+    # computed when read, so those hooks (a step-triggered ModelCheckpoint, a user's callback) see this batch's
+    publishes_before_batch_end: bool = False
 
 
 @dataclass(frozen=True)
@@ -962,7 +965,7 @@ def make_plan(
     if problems:
         raise LoopgenError(problems)
     hooks = with_lightning_callbacks(spec, hooks, checkpointing, logging, summaries, progress)
-    metrics = resolve_metrics(model, user_callbacks, optimizers, optimization, checkpointing, logging, progress)
+    metrics = resolve_metrics(model, user_callbacks, hooks, optimizers, optimization, checkpointing, logging, progress)
     metrics = with_torchmetrics(metrics, spec, model, user_callbacks, problems)
     metrics = with_progress_bar_metrics(metrics, model, user_callbacks, progress)
     if problems:
@@ -1775,6 +1778,8 @@ def resolve_checkpointing(
         for i, ref in enumerate(stoppers)
         if not t.fast_dev_run  # fast_dev_run never stops early (Lightning)
     )
+    _check_unique_state_keys("ModelCheckpoint", given if saves else [], checkpoints, CHECKPOINT_DEFAULTS, problems)
+    _check_unique_state_keys("EarlyStopping", stoppers, early_stopping, EARLY_STOPPING_DEFAULTS, problems)
 
     def every(key: str) -> list[Any]:
         return [cb.construct.args.get(key, CHECKPOINT_DEFAULTS[key]) for cb in checkpoints]
@@ -1897,6 +1902,33 @@ def _model_checkpoint(ref: ClassRef, var: str, spec: Spec, validation: Validatio
         monitoring=True,
         dirpath=args["dirpath"],
     )
+
+
+# what Lightning's state_key of each stateful callback is made of (Callback._generate_state_key)
+STATE_KEY_ARGS = {
+    "ModelCheckpoint": ("monitor", "mode", "every_n_train_steps", "every_n_epochs", "train_time_interval"),
+    "EarlyStopping": ("monitor", "mode"),
+}
+
+
+def _check_unique_state_keys(
+    name: str, refs: list[ClassRef], built: tuple[Callback, ...], defaults: dict[str, Any], problems: list[Problem]
+) -> None:
+    """Two callbacks of one kind with the same state key: Lightning's Trainer refuses them before it trains
+    (`_validate_callbacks_list`), with this message."""
+    seen: set[tuple[str, ...]] = set()
+    for ref, callback in zip(refs, built):
+        key = tuple(repr(callback.construct.args.get(arg, defaults.get(arg))) for arg in STATE_KEY_ARGS[name])
+        if key in seen:
+            message = (
+                f"Found more than one stateful callback of type `{name}`. In the current configuration, this callback"
+                " does not support being saved alongside other instances of the same type. Please consult the"
+                f" documentation of `{name}` regarding valid settings for the callback state to be checkpointable."
+                " HINT: The `callback.state_key` must be unique among all callbacks in the Trainer."
+            )
+            problems.append(Problem(f"trainer.callbacks ({name})", message, ref.line))
+            return
+        seen.add(key)
 
 
 def _early_stopping(ref: ClassRef, var: str, spec: Spec, validation: Validation, problems: list[Problem]) -> Callback:
@@ -2320,6 +2352,7 @@ def _is_progress_bar(ref: ClassRef) -> bool:
 def resolve_metrics(
     model: ClassFacts,
     callbacks: tuple[ClassFacts, ...],
+    hooks: Hooks,
     optimizers: Optimizers,
     optimization: Optimization,
     checkpointing: Checkpointing,
@@ -2351,6 +2384,8 @@ def resolve_metrics(
         and (model_logs or log_dicts)
         and optimization.loops_optimizers
         and optimization.grad_norm_first_only,
+        publishes_before_batch_end=collect
+        and (bool(hooks.callbacks_with("on_train_batch_end")) or hooks.model_has("on_train_batch_end")),
     )
 
 
