@@ -100,10 +100,13 @@ def model_checkpoint(draw: st.DrawFn, model: Model) -> dict[str, Any]:
         args["save_top_k"] = draw(mostly(1, 2, -1, 0))
     else:
         args["save_top_k"] = draw(mostly(1, -1, 0))
+    trigger = draw(st.sampled_from(("every_n_epochs", "every_n_train_steps", None, None, None, None, "both")))
+    if trigger in ("every_n_epochs", "both"):
+        args["every_n_epochs"] = draw(st.sampled_from((2, 1)))
+    if trigger in ("every_n_train_steps", "both"):  # both: Lightning refuses the pair, loopgen must too
+        args["every_n_train_steps"] = draw(st.sampled_from((3, 5)))
     for name, values in {
         "save_last": (True, False, "link"),
-        "every_n_epochs": (2, 1),
-        "every_n_train_steps": (3, 5),
         "save_on_train_epoch_end": (True, False),
         "save_weights_only": (True,),
         "dirpath": ("ckpts",),
@@ -238,7 +241,7 @@ def draw_2x(draw: st.DrawFn) -> Draw:
         callbacks.append(draw(model_checkpoint(model)))
     if draw(st.integers(0, 3)) == 0:
         callbacks.append(draw(early_stopping(model)))
-    if draw(st.integers(0, 4)) == 0:
+    if draw(st.integers(0, 4 if trainer["logger"] else 19)) == 0:  # without a logger Lightning refuses it
         callbacks.append(draw(lr_monitor()))
     if any(entry["class_path"].endswith("ModelCheckpoint") for entry in callbacks):
         trainer["enable_checkpointing"] = True
