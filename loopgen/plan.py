@@ -267,6 +267,7 @@ class Validation:
     computes_check_batch: bool  # val_check_batch from the fraction and the batch count
     across_epochs: bool  # check_val_every_n_epoch null: the interval counts batches across epochs
     checks_interval: bool  # an int interval must not exceed the epoch's batches
+    checks_interval_seed: bool  # ... and the error is worded as Lightning 1.9.5's
     every_n_epochs: int | None
     skips_epochs: bool  # check_val_every_n_epoch > 1
     load_at_start: bool  # no sanity check, epoch 0 validates: loaded before on_train_start (Lightning)
@@ -1408,6 +1409,7 @@ def resolve_validation(
         computes_check_batch=enabled and fraction is not None and fraction != 1.0,
         across_epochs=enabled and every is None,
         checks_interval=enabled and batches is not None and every is not None,
+        checks_interval_seed=_follows_1_9_5(spec, model),
         every_n_epochs=every if enabled else None,
         skips_epochs=enabled and every not in (None, 1),
         load_at_start=enabled and not sanity and validates_epoch_0,
