@@ -390,6 +390,9 @@ class Optimization:
     clip_hook: bool = False
     clip_hook_algorithm: str | None = None  # the gradient_clip_algorithm it gets (None: no gradient_clip_val)
     clips_at_step: bool = False  # clipping or the hook happen before each optimizer step
+    # code runs between the backward and the optimizer step (on_before_optimizer_step, gradient norms, clipping)
+    before_step: bool = False
+    gates_before_step: bool = False  # ... which a closure runs only when the accumulation window ends (should_step)
 
 
 @dataclass(frozen=True)
@@ -492,6 +495,7 @@ class Imports:
     tqdm: bool
     rich: bool
     torchmetrics: bool = False
+    nullcontext: bool = False  # DDP's all-reduce only on the batch that steps (`with nullcontext() if should_step`)
 
 
 @dataclass(frozen=True)
@@ -550,6 +554,11 @@ class LoggerPlan:
     args: Mapping[str, Any]  # its other arguments, those not at the script's class's defaults
     numbered: bool  # its runs are directories version_N, the next free N (csv, tensorboard without a version)
 
+    @property
+    def in_root_dir(self) -> bool:
+        """Its logs go to default_root_dir (a CSV or TensorBoard logger without a save_dir)."""
+        return self.kind in ("csv", "tensorboard") and self.save_dir is None
+
 
 @dataclass(frozen=True)
 class LrMonitor:
@@ -604,6 +613,12 @@ class Logging:
         """The hyperparameters go to a logger that takes them flattened ("a/b" keys: TensorBoard's hparams,
         MLflow's params)."""
         return self.hp_metric or (self.hparams and "mlflow" in self.kinds)
+
+    @property
+    def warns(self) -> bool:
+        """Some logger may warn as Lightning's does: CSV (a used directory), MLflow (a renamed metric), W&B (a run
+        in progress), TensorBoard's graph (no example input to trace)."""
+        return bool(self.kinds & {"csv", "mlflow", "wandb"}) or self.graphs
 
     @property
     def versions(self) -> bool:
@@ -676,7 +691,7 @@ class Summary:
     children_only: bool  # ... and none goes deeper
     takes_depth: bool  # the summary function needs max_depth (to list deeper, or to count FLOPs)
     example_input: bool  # the model's source mentions example_input_array: a forward pass gives sizes and FLOPs
-    takes_device: bool  # ... which moves the example to the device
+    takes_device: bool  # ... which reads `device` (the batch's transfer, or autocast's device type)
     precision_bits: int  # the bits per parameter of the size estimate (Lightning's table: 32 for mixed precision)
     unsupported_precision: str | None  # ... which Lightning warns about, naming the trainer's precision
 
@@ -948,7 +963,7 @@ def make_plan(
     logging = resolve_logging(
         spec, model, data, user_callbacks, validation, optimizers, optimization, problems, notices
     )
-    summary, summaries = resolve_summary(spec, model, device, precision)
+    summary, summaries = resolve_summary(spec, model, hooks, device, precision)
     profiling = resolve_profiling(spec, logging, problems, notices)
     progress = resolve_progress(spec, model, user_callbacks, bounds, validation, logging, problems, notices)
     if strategy_args(spec.trainer.strategy)[0] == "dp":
@@ -960,7 +975,8 @@ def make_plan(
             progress, problems,
         )  # fmt: skip
     if distributed.steps_every_batch:  # no step forced at the epoch's last batch
-        optimization = replace(optimization, window_end=optimizers.any_schedulers or validation.at_epoch_end)
+        last_batch = steps_at_last_batch(optimizers, optimization.notes_epoch_end)
+        optimization = replace(optimization, window_end=last_batch or validation.at_epoch_end)
     if manual.enabled and distributed.enabled:
         manual = manual_under_strategy(spec, manual, distributed, problems)
     if problems:
@@ -1037,6 +1053,8 @@ def make_plan(
         imports = replace(imports, sys=True)
     if distributed.xla and distributed.broadcasts:  # XLAStrategy.broadcast pickles through a buffer
         imports = replace(imports, io=True)
+    if distributed.no_sync and not optimization.closure:  # (a closure's batches that do not step call no_sync())
+        imports = replace(imports, nullcontext=True)
     command_line = resolve_command_line(spec, build, bounds, checkpointing)
     return Plan(
         header=header,
@@ -1426,6 +1444,12 @@ def resolve_validation(
     )
 
 
+def steps_at_last_batch(optimizers: Optimizers, notes_epoch_end: bool) -> bool:
+    """Schedulers are stepped at the epoch's last batch (is_last_batch): the general helper's epoch-interval ones,
+    the known epoch-interval ones, or the note that the epoch ran to its end."""
+    return optimizers.general_schedulers or bool(optimizers.at_epoch_end) or notes_epoch_end
+
+
 def resolve_optimization(
     spec: Spec,
     model: ClassFacts,
@@ -1457,12 +1481,14 @@ def resolve_optimization(
     if clip_hook and _follows_1_9_5(spec, model):
         message = "configure_gradient_clipping is supported with Lightning 2.x's loop only (no optimizer_idx)"
         problems.append(Problem("model.class_path", message, spec.model.line))
+    before_hook = bool(hooks.callbacks_with("on_before_optimizer_step")) or hooks.model_has("on_before_optimizer_step")
+    before_step = before_hook or track is not None or t.gradient_clip_val is not None or clip_hook
     return Optimization(
         accumulate=accumulate,
         schedule=schedule,
         accumulates=accumulates,
         scheduled=schedule is not None,
-        window_end=accumulates or optimizers.any_schedulers or validation.at_epoch_end,
+        window_end=accumulates or steps_at_last_batch(optimizers, notes_epoch_end) or validation.at_epoch_end,
         clip=t.gradient_clip_val is not None,
         clip_val=t.gradient_clip_val,
         clip_by_value=t.gradient_clip_algorithm == "value",
@@ -1499,6 +1525,8 @@ def resolve_optimization(
         clip_hook=clip_hook,
         clip_hook_algorithm=t.gradient_clip_algorithm if t.gradient_clip_val is not None else None,
         clips_at_step=t.gradient_clip_val is not None or clip_hook,
+        before_step=before_step,
+        gates_before_step=before_step and accumulates,
     )
 
 
@@ -2154,7 +2182,7 @@ SUMMARY_PRECISION_BITS = {"32": 32, "64": 64, "bf16-true": 16, "16-true": 16}
 
 
 def resolve_summary(
-    spec: Spec, model: ClassFacts, device: Device, precision: Precision
+    spec: Spec, model: ClassFacts, hooks: Hooks, device: Device, precision: Precision
 ) -> tuple[Summary, tuple[Callback, ...]]:
     """The ModelSummary callbacks: the spec's entries, else the default one when enable_model_summary is true
     (Lightning's callback connector; Lightning picks RichModelSummary when rich is installed, the script the
@@ -2176,13 +2204,18 @@ def resolve_summary(
     example_input = bool(printing) and (
         "example_input_array" in model.attributes_read or model.defines("example_input_array")
     )
+    # the example's forward pass moves the batch as a training batch moves (data.j2's transfer: the model's
+    # transfer_batch_to_device, else to the device unless DataParallel scatters it), and autocasts to the type of
+    # the device chosen when the script starts
+    scatters = strategy_args(spec.trainer.strategy)[0] == "dp"
+    moves_batch = hooks.model_has("transfer_batch_to_device") or (device.moves and not scatters)
     summary = Summary(
         enabled=bool(printing),
         children=1 in printing,
         children_only=bool(printing) and set(printing) == {1},
         takes_depth=set(printing) != {1} or example_input,
         example_input=example_input,
-        takes_device=example_input and device.moves,
+        takes_device=example_input and (moves_batch or (precision.autocast and device.auto)),
         precision_bits=bits or 32,
         unsupported_precision=None if bits else precision.name,
     )
@@ -3123,7 +3156,8 @@ def resolve_constants(
 ) -> Constants:
     # the SLURM checkpoints, or a default checkpoint directory outside a logger's (DDP has no SLURM code)
     in_root = checkpointing.requeues or (checkpointing.default_dir and not checkpointing.versioned)
-    root_dir = (checkpointing.saves and in_root) or any(logger.save_dir is None for logger in logging.loggers)
+    root_dir = (checkpointing.saves and in_root) or any(logger.in_root_dir for logger in logging.loggers)
+    root_dir = root_dir or checkpointing.default_dir_in_run  # an MLflow or W&B run's: under save_dir, else the root
     root_dir = root_dir or (profiling.writes_files and profiling.directory == "root")
     root_dir = root_dir or state.has("default_root_dir")
     root_dir = root_dir or (state.has("log_dir") and state.log_dir == "root")  # trainer.log_dir without a logger
@@ -3190,7 +3224,7 @@ def resolve_imports(
         or bounds.holds_stop
         or checkpointing.resumes
         or bool(checkpointing.stopping.get("lenient"))
-        or logging.enabled
+        or logging.warns
         or (logging.lr_monitor is not None and logging.lr_monitor.momentum)
         or (summary.enabled and summary.unsupported_precision is not None)
         or profiling.kind == "pytorch"
