@@ -25,9 +25,7 @@ import importlib
 import json
 import os
 import runpy
-import signal
 import sys
-import time
 import traceback
 import warnings
 from pathlib import Path
@@ -35,6 +33,7 @@ from typing import Any
 
 from tests.harness import checkpoint_facts, cli_configure_optimizers, import_object, instantiate, log_facts
 from tests.logger_files import run_ids, with_ids_replaced
+from tests.parity.runner import _wait  # the parity runner's: the exit statuses of forked jobs, with a deadline
 
 JOB_TIMEOUT = 180  # seconds
 LOGGER_ENVIRONMENT = {"WANDB_MODE": "offline", "WANDB_SILENT": "true", "MLFLOW_ALLOW_FILE_STORE": "true"}
@@ -154,25 +153,6 @@ def _child(side: str, spec: str, script: str, out: str, log: str) -> None:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(status)
-
-
-def _wait(pids: list[int], timeout: float) -> list[int]:
-    statuses: dict[int, int] = {}
-    deadline = time.monotonic() + timeout
-    while len(statuses) < len(pids):
-        for pid in pids:
-            if pid in statuses:
-                continue
-            if time.monotonic() > deadline:
-                os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
-                statuses[pid] = 124
-                continue
-            done, status = os.waitpid(pid, os.WNOHANG)
-            if done:
-                statuses[pid] = os.waitstatus_to_exitcode(status)
-        time.sleep(0.02)
-    return [statuses[pid] for pid in pids]
 
 
 def serve() -> int:
