@@ -1144,15 +1144,13 @@ def with_lightning_callbacks(
     TQDMProgressBar or RichProgressBar the spec names stays where it is) and the default ModelSummary, with every
     ModelCheckpoint (the default one included) moved to the end."""
     user = iter(hooks.callbacks)
-    stoppers = {cb.var: cb for cb in checkpointing.early_stopping}  # by name: one that does nothing is left out
-    count = sum(_is_lightning(ref, "EarlyStopping") for ref in spec.trainer.callbacks)
-    stopper_names = iter([_numbered("early_stopping", i, count) for i in range(count)])
+    early = iter(checkpointing.early_stopping)
     summary = iter(summaries)
     bar = _progress_callback(progress)
     ordered: list[Callback | None] = []
     for ref in spec.trainer.callbacks:
         if _is_lightning(ref, "EarlyStopping"):
-            ordered.append(stoppers.get(next(stopper_names)))  # none under fast_dev_run
+            ordered.append(next(early, None))  # none under fast_dev_run
         elif _is_lightning(ref, "LearningRateMonitor"):
             if logging.lr_monitor is not None and logging.lr_monitor.callback not in ordered:
                 ordered.append(logging.lr_monitor.callback)
@@ -1812,8 +1810,6 @@ def resolve_checkpointing(
     )
     _check_unique_state_keys("ModelCheckpoint", given if saves else [], checkpoints, CHECKPOINT_DEFAULTS, problems)
     _check_unique_state_keys("EarlyStopping", stoppers, early_stopping, EARLY_STOPPING_DEFAULTS, problems)
-    if not saves:  # one that never checks (no validation to follow) and is in no checkpoint does nothing at all
-        early_stopping = tuple(cb for cb in early_stopping if cb.hooks)
 
     def every(key: str) -> list[Any]:
         return [cb.construct.args.get(key, CHECKPOINT_DEFAULTS[key]) for cb in checkpoints]
