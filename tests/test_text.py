@@ -584,7 +584,11 @@ FLAG_SETS = {
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("text")
+    return write_project(tmp_path_factory.mktemp("text"))
+
+
+def write_project(root: Path) -> Path:
+    """The package `proj` (the models and callbacks the flag sets name) under `root`; `root`."""
     (root / "proj").mkdir()
     (root / "proj" / "__init__.py").write_text("")
     (root / "proj" / "models.py").write_text(RICH_MODEL)
