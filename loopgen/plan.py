@@ -953,7 +953,7 @@ def make_plan(
     precision = resolve_precision(spec, model, device, problems, notices)
     optimizers = resolve_optimizers(spec, model, precision, problems)
     data_plan = with_unsized_loaders(resolve_data(spec, model, data, problems), spec, model, data, problems)
-    bounds = resolve_bounds(spec, model, user_callbacks)
+    bounds = resolve_bounds(spec, model, user_callbacks, data_plan)
     validation = resolve_validation(spec, model, hooks, data_plan, bounds, problems)
     optimization = resolve_optimization(spec, model, hooks, optimizers, bounds, validation, problems)
     manual = clip_gradients_bound(model, resolve_manual(spec, model, hooks, problems))
@@ -1144,13 +1144,15 @@ def with_lightning_callbacks(
     TQDMProgressBar or RichProgressBar the spec names stays where it is) and the default ModelSummary, with every
     ModelCheckpoint (the default one included) moved to the end."""
     user = iter(hooks.callbacks)
-    early = iter(checkpointing.early_stopping)
+    stoppers = {cb.var: cb for cb in checkpointing.early_stopping}  # by name: one that does nothing is left out
+    count = sum(_is_lightning(ref, "EarlyStopping") for ref in spec.trainer.callbacks)
+    stopper_names = iter([_numbered("early_stopping", i, count) for i in range(count)])
     summary = iter(summaries)
     bar = _progress_callback(progress)
     ordered: list[Callback | None] = []
     for ref in spec.trainer.callbacks:
         if _is_lightning(ref, "EarlyStopping"):
-            ordered.append(next(early, None))  # none under fast_dev_run
+            ordered.append(stoppers.get(next(stopper_names)))  # none under fast_dev_run
         elif _is_lightning(ref, "LearningRateMonitor"):
             if logging.lr_monitor is not None and logging.lr_monitor.callback not in ordered:
                 ordered.append(logging.lr_monitor.callback)
@@ -1352,7 +1354,7 @@ def resolve_data(spec: Spec, model: ClassFacts, data: ClassFacts | None, problem
     )
 
 
-def resolve_bounds(spec: Spec, model: ClassFacts, callbacks: tuple[ClassFacts, ...]) -> Bounds:
+def resolve_bounds(spec: Spec, model: ClassFacts, callbacks: tuple[ClassFacts, ...], data: Data) -> Bounds:
     """Lightning's resolution of max_epochs / max_steps / min_* (fast_dev_run included)."""
     t = spec.trainer
     max_steps, max_epochs = t.max_steps, t.max_epochs
@@ -1365,7 +1367,11 @@ def resolve_bounds(spec: Spec, model: ClassFacts, callbacks: tuple[ClassFacts, .
         min_epochs = 1 if t.min_steps is not None else 0
     min_steps = t.min_steps or 0
     stop_requests = any(_reads_trainer(facts, "should_stop") for facts in (model, *callbacks))
-    stops_early = any(_is_lightning(ref, "EarlyStopping") for ref in t.callbacks) and not t.fast_dev_run
+    validates = data.val_owner is not None
+    stops_early = (
+        any(_early_stopping_checks(ref, spec, validates) for ref in t.callbacks if _is_lightning(ref, "EarlyStopping"))
+        and not t.fast_dev_run
+    )
     stop_requests = stop_requests or stops_early
     if max_epochs != -1 and max_steps != -1:
         loop_until = "epochs_and_steps"
@@ -1810,6 +1816,8 @@ def resolve_checkpointing(
     )
     _check_unique_state_keys("ModelCheckpoint", given if saves else [], checkpoints, CHECKPOINT_DEFAULTS, problems)
     _check_unique_state_keys("EarlyStopping", stoppers, early_stopping, EARLY_STOPPING_DEFAULTS, problems)
+    if not saves:  # one that never checks (no validation to follow) and is in no checkpoint does nothing at all
+        early_stopping = tuple(cb for cb in early_stopping if cb.hooks)
 
     def every(key: str) -> list[Any]:
         return [cb.construct.args.get(key, CHECKPOINT_DEFAULTS[key]) for cb in checkpoints]
@@ -1961,14 +1969,27 @@ def _check_unique_state_keys(
         seen.add(key)
 
 
+def _early_stopping_checks(ref: ClassRef, spec: Spec, validates: bool) -> bool:
+    """Whether an EarlyStopping ever checks: at each training epoch's end, or after each validation (Lightning's
+    never checks when neither happens)."""
+    return _early_stopping_on_epoch_end(ref, spec) or validates
+
+
+def _early_stopping_on_epoch_end(ref: ClassRef, spec: Spec) -> bool:
+    """check_on_train_epoch_end, resolved as Lightning's EarlyStopping.setup does."""
+    on_epoch_end = ref.init_args["check_on_train_epoch_end"]
+    if on_epoch_end is None:
+        t = spec.trainer
+        on_epoch_end = t.val_check_interval == 1.0 and t.check_val_every_n_epoch == 1
+    return bool(on_epoch_end)
+
+
 def _early_stopping(ref: ClassRef, var: str, spec: Spec, validation: Validation, problems: list[Problem]) -> Callback:
     args = dict(ref.init_args)
     if args["monitor"] is None:
         problems.append(Problem("trainer.callbacks (EarlyStopping)", "EarlyStopping needs `monitor`", ref.line))
-    on_epoch_end = args.pop("check_on_train_epoch_end")
-    if on_epoch_end is None:  # Lightning's EarlyStopping.setup
-        t = spec.trainer
-        on_epoch_end = t.val_check_interval == 1.0 and t.check_val_every_n_epoch == 1
+    args.pop("check_on_train_epoch_end")
+    on_epoch_end = _early_stopping_on_epoch_end(ref, spec)
     # the one hook where it checks: without validation and not at the epoch's end, Lightning's never checks
     hooks = {"on_train_epoch_end"} if on_epoch_end else {"on_validation_end"} if validation.enabled else set()
     monitor = args.pop("monitor")
