@@ -1446,9 +1446,12 @@ def resolve_validation(
         step_takes_batch_idx=_takes_two(model.methods.get("validation_step", ())),
         output_used=enabled and output_used,
         collects_outputs=enabled and hooks.model_has("validation_epoch_end"),
-        # without accumulation only: the fuzzer found a 1.9.5 run with an accumulation schedule whose weights the
-        # clearing changes and Lightning's do not (tests/fuzz/finds/seed_accumulation_keeps_gradients_at_validation)
-        clears_grads=enabled and _follows_1_9_5(spec, model) and t.accumulate_grad_batches == 1,
+        # as measured against 1.9.5 by the fuzzer: with accumulation, one optimizer's gradients survived a
+        # validation (tests/fuzz/finds/seed_accumulation_keeps_gradients_at_validation) while several optimizers'
+        # did not; why is not settled
+        clears_grads=enabled
+        and _follows_1_9_5(spec, model)
+        and (t.accumulate_grad_batches == 1 or "optimizer_idx" in model.methods.get("training_step", ())),
     )
 
 
