@@ -205,7 +205,6 @@ def _environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
-        line_statement_prefix="#%",
         autoescape=False,
         finalize=_mark_blocks,
         bytecode_cache=_bytecode_cache(),
