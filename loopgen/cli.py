@@ -239,7 +239,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def _launcher(spec_path: Path) -> list[str]:
     """How `loopgen run` starts the script: python, or torchrun with one process per device for DDP."""
-    from loopgen.plan import strategy_args
+    from loopgen.plan.distributed import strategy_args
     from loopgen.spec import load_spec
 
     trainer = load_spec(spec_path).trainer

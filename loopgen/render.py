@@ -26,7 +26,9 @@ import jinja2
 
 from loopgen.errors import LoopgenError, Problem
 from loopgen.formatting import DEFAULTS, BlackConfig, format_script
-from loopgen.plan import SCRIPT_SHA256_PLACEHOLDER, Construct, Name, Plan
+from loopgen.plan import Plan
+from loopgen.plan.header import SCRIPT_SHA256_PLACEHOLDER
+from loopgen.plan.objects import Construct, Name
 
 _PLAIN = (type(None), bool, int, float, str)
 

@@ -1,0 +1,229 @@
+"""Stage 3: Spec + ClassFacts -> Plan, every decision the script depends on.
+
+The Plan is frozen data made of small per-feature parts. Each part lives in its own module of this package with
+the `resolve_*` function that computes it and that function's private helpers (the precision in precision.py,
+ModelCheckpoint and EarlyStopping in checkpointing.py, the DDP engine in ddp.py, ...). `make_plan` below calls
+them in dependency order; a part may read the parts resolved before it. Those functions are the only place where
+flags interact (Lightning's rules for max_epochs and max_steps, what fast_dev_run and overfit_batches do to the
+limits, native AMP with LBFGS refused, ...): every condition that combines flags is one named field. Templates
+test the fields and print code; nothing in the Plan is Python source, only values, names of script variables
+and of the user's classes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+
+from loopgen.errors import LoopgenError, Problem
+from loopgen.inspect import ClassFacts
+from loopgen.plan.bounds import Bounds, resolve_bounds
+from loopgen.plan.build import Build, resolve_build, with_objects
+from loopgen.plan.callbacks import with_lightning_callbacks
+from loopgen.plan.checkpointing import Checkpointing, resolve_checkpointing
+from loopgen.plan.command_line import CommandLine, resolve_command_line
+from loopgen.plan.constants import Constants, resolve_constants
+from loopgen.plan.data import Data, resolve_data, with_unsized_loaders
+from loopgen.plan.distributed import Distributed
+from loopgen.plan.engine import resolve_engine
+from loopgen.plan.header import Header, distributed_header, horovod_header, resolve_header, xla_header
+from loopgen.plan.hooks import Hooks, check_model, resolve_hooks
+from loopgen.plan.imports import Imports, resolve_imports
+from loopgen.plan.loggers import Logging, check_logger_experiments, resolve_logging
+from loopgen.plan.manual import Manual, clip_gradients_bound, manual_optimization, manual_under_strategy, resolve_manual
+from loopgen.plan.metrics import Metrics, resolve_metrics, with_progress_bar_metrics, with_torchmetrics
+from loopgen.plan.optimization import Optimization, resolve_optimization, steps_at_last_batch
+from loopgen.plan.optimizers import Optimizers, resolve_optimizers
+from loopgen.plan.precision import Device, Precision, resolve_device, resolve_precision
+from loopgen.plan.profiling import Profiling, resolve_profiling
+from loopgen.plan.progress import Progress, resolve_progress
+from loopgen.plan.state import State, resolve_state, with_estimate, with_scheduler_configs
+from loopgen.plan.summary import Summary, resolve_summary
+from loopgen.plan.validation import Validation, resolve_validation
+from loopgen.spec import Spec
+
+
+@dataclass(frozen=True)
+class Helpers:
+    """Helper functions more than one feature needs."""
+
+    map_tensors: bool
+
+
+@dataclass(frozen=True)
+class Plan:
+    header: Header
+    build: Build
+    state: State
+    device: Device
+    data: Data
+    bounds: Bounds
+    validation: Validation
+    precision: Precision
+    optimizers: Optimizers
+    optimization: Optimization
+    metrics: Metrics
+    hooks: Hooks
+    checkpointing: Checkpointing
+    logging: Logging
+    summary: Summary
+    profiling: Profiling
+    progress: Progress
+    constants: Constants
+    helpers: Helpers
+    imports: Imports
+    command_line: CommandLine
+    manual: Manual
+    distributed: Distributed
+    notices: tuple[str, ...] = ()  # decisions the user should hear about
+
+
+def make_plan(
+    spec: Spec,
+    model: ClassFacts,
+    data: ClassFacts | None,
+    callbacks: tuple[ClassFacts | None, ...],
+    script_name: str = "train.py",
+    objects: Mapping[str, ClassFacts | None] | None = None,
+) -> Plan:
+    """Every decision, from the spec and what the user's source says; all problems are reported together.
+
+    `callbacks` holds the facts of each of the spec's callbacks, None for Lightning's own (ModelCheckpoint,
+    EarlyStopping, LearningRateMonitor), which the script implements itself. `objects` holds the facts of the
+    classes of the objects given as init args (None for a class outside the project), by class path."""
+    problems: list[Problem] = []
+    notices: list[str] = []
+    check_model(spec, model, problems)
+    user_callbacks = tuple(facts for facts in callbacks if facts is not None)
+    hooks = resolve_hooks(spec, model, data, callbacks)
+    device = resolve_device(spec)
+    precision = resolve_precision(spec, model, device, problems, notices)
+    optimizers = resolve_optimizers(spec, model, precision, problems)
+    data_plan = with_unsized_loaders(resolve_data(spec, model, data, problems), spec, model, data, problems)
+    bounds = resolve_bounds(spec, model, user_callbacks, data_plan)
+    validation = resolve_validation(spec, model, hooks, data_plan, bounds, problems)
+    optimization = resolve_optimization(spec, model, hooks, optimizers, bounds, validation, problems)
+    manual = clip_gradients_bound(model, resolve_manual(spec, model, hooks, problems))
+    if manual.enabled:
+        optimization = manual_optimization(optimization, optimizers, validation, spec, problems)
+    checkpointing = resolve_checkpointing(spec, model, data, hooks, validation, optimization, bounds, problems)
+    logging = resolve_logging(
+        spec, model, data, user_callbacks, validation, optimizers, optimization, problems, notices
+    )
+    summary, summaries = resolve_summary(spec, model, hooks, device, precision)
+    profiling = resolve_profiling(spec, logging, problems, notices)
+    progress = resolve_progress(spec, model, user_callbacks, bounds, validation, logging, problems, notices)
+    distributed = resolve_engine(spec, model, script_name, precision, optimizers, optimization, data_plan,
+                                 checkpointing, logging, profiling, progress, problems)  # fmt: skip
+    if distributed.steps_every_batch:  # no step forced at the epoch's last batch
+        last_batch = steps_at_last_batch(optimizers, optimization.notes_epoch_end)
+        optimization = replace(optimization, window_end=last_batch or validation.at_epoch_end)
+    if manual.enabled and distributed.enabled:
+        manual = manual_under_strategy(spec, manual, distributed, problems)
+    if problems:
+        raise LoopgenError(problems)
+    hooks = with_lightning_callbacks(spec, hooks, checkpointing, logging, summaries, progress)
+    metrics = resolve_metrics(model, user_callbacks, hooks, optimizers, optimization, checkpointing, logging, progress)
+    metrics = with_torchmetrics(metrics, spec, model, user_callbacks, problems)
+    metrics = with_progress_bar_metrics(metrics, model, user_callbacks, progress)
+    if problems:
+        raise LoopgenError(problems)
+    state = resolve_state(spec, model, user_callbacks, metrics, checkpointing)
+    if state.has("log_dir") and logging.loggers:
+        # Lightning's trainer.log_dir: a CSV or TensorBoard logger's log_dir, another logger's save_dir
+        first = logging.loggers[0].kind
+        state = replace(state, log_dir="logger" if first in ("csv", "tensorboard") else "logger_save_dir")
+    if state.has("estimated_stepping_batches"):
+        state = with_estimate(spec, state, bounds, optimization)
+    if state.has("lr_scheduler_configs"):
+        state = with_scheduler_configs(spec, model, user_callbacks, state, optimizers)
+    check_logger_experiments(model, user_callbacks, logging)
+    epoch_start = (
+        state.mirror_epoch
+        or bool(hooks.callbacks_with("on_train_epoch_start"))
+        or hooks.model_has("on_train_epoch_start")
+        or optimization.scheduled
+        or optimization.epoch_outputs
+        or optimization.notes_epoch_end
+    )
+    checkpointing = replace(
+        checkpointing,
+        epoch_start_block=checkpointing.resumes and epoch_start,
+        resume_variables=checkpointing.resume_variables + (("log_step",) if logging.counts_steps else ()),
+    )
+    if distributed.enabled:
+        # torchrun signals every process when one fails: no checkpoint is written on a signal
+        checkpointing = replace(checkpointing, stops_on_signals=False, requeues=False)
+    build = with_objects(resolve_build(spec, hooks.callbacks), spec, model, data, callbacks, objects or {})
+    distributed = replace(
+        distributed,
+        # Lightning 1.9.5's self.log(sync_dist=True) reduces only under torch.distributed: not under Horovod
+        syncs_metrics=distributed.enabled and metrics.collect and not distributed.horovod,
+        local_rank=distributed.enabled and (device.moves or state.has("local_rank") or profiling.ranked),
+        node_rank=distributed.enabled and state.has("node_rank"),
+    )
+    header = resolve_header(spec, optimizers, script_name, device, precision, bounds, optimization, validation)
+    if distributed.xla:
+        # one device: SingleDeviceXLAStrategy, whose reduce is the value itself
+        distributed = replace(distributed, syncs_metrics=distributed.syncs_metrics and distributed.devices > 1)
+        header = xla_header(header, distributed)
+    elif distributed.horovod:
+        header = horovod_header(header, distributed)
+    elif distributed.enabled:
+        header = distributed_header(header, distributed)
+    imports = resolve_imports(
+        build,
+        state,
+        data_plan,
+        bounds,
+        validation,
+        precision,
+        optimizers,
+        optimization,
+        metrics,
+        checkpointing,
+        logging,
+        summary,
+        profiling,
+        progress,
+    )
+    imports = replace(imports, torchmetrics=metrics.torchmetrics)
+    if distributed.ranks_from == "torchrun":  # the ranks from the environment; sys.exit(2) without them
+        imports = replace(imports, os=True, sys=True, timedelta=imports.timedelta or distributed.timeout is not None)
+    if distributed.horovod and distributed.devices > 1:  # sys.exit(2) when not launched by horovodrun
+        imports = replace(imports, sys=True)
+    if distributed.xla and distributed.broadcasts:  # XLAStrategy.broadcast pickles through a buffer
+        imports = replace(imports, io=True)
+    if distributed.no_sync and not optimization.closure:  # (a closure's batches that do not step call no_sync())
+        imports = replace(imports, nullcontext=True)
+    command_line = resolve_command_line(spec, build, bounds, checkpointing)
+    return Plan(
+        header=header,
+        build=build,
+        state=state,
+        device=device,
+        data=data_plan,
+        bounds=bounds,
+        validation=validation,
+        precision=precision,
+        optimizers=optimizers,
+        optimization=optimization,
+        metrics=metrics,
+        hooks=hooks,
+        checkpointing=checkpointing,
+        logging=logging,
+        summary=summary,
+        profiling=profiling,
+        progress=progress,
+        constants=resolve_constants(build, state, bounds, validation, checkpointing, logging, profiling),
+        helpers=Helpers(
+            map_tensors=precision.casts
+            or optimization.tbptt
+            or (device.moves and not hooks.model_has("transfer_batch_to_device") and not distributed.scatters)
+        ),
+        command_line=command_line,
+        imports=imports,
+        notices=tuple(notices),
+        manual=manual,
+        distributed=distributed,
+    )

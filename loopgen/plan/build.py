@@ -1,0 +1,172 @@
+"""The objects the script builds (model, data, callbacks, their object arguments) and the seed."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from loopgen.inspect import ClassFacts
+from loopgen.plan.objects import (
+    Built,
+    Callback,
+    Construct,
+    Import,
+    Name,
+    check_unique_names,
+    construct_of,
+    constructs_in,
+)
+from loopgen.spec import ClassRef, Spec
+
+
+@dataclass(frozen=True)
+class Build:
+    """What main() constructs: the user's model, data and callbacks."""
+
+    model: Construct
+    data: Construct | None
+    callbacks: tuple[Callback, ...]
+    imports: tuple[Import, ...]
+    seed: int | None  # seed_everything as an int
+    seed_at_run_time: bool  # seed_everything: true
+    seeds: bool  # one of the two
+    deterministic: bool
+    benchmark: bool | None
+    sets_benchmark: bool
+    # the object arguments (nested class_path entries) built before each owner, by the owner's script variable
+    # ("model", "data", a callback's var), in LightningCLI's order; the owner's Construct names them (`Name`)
+    objects: Mapping[str, tuple[Built, ...]] = field(default_factory=dict)
+
+    def objects_of(self, var: str) -> tuple[Built, ...]:
+        return self.objects.get(var, ())
+
+
+def resolve_build(spec: Spec, callbacks: tuple[Callback, ...]) -> Build:
+    model = construct_of(spec.model)
+    data = construct_of(spec.data) if spec.data else None
+    by_module: dict[str, list[str]] = {}
+    for c in (model, data, *(cb.construct for cb in callbacks if cb.kind != "summary")):
+        if c is None or c.from_torch or not c.module:  # torch's, or the script's own class
+            continue
+        if c.cls not in by_module.setdefault(c.module, []):
+            by_module[c.module].append(c.cls)
+    seed = spec.seed_everything if not isinstance(spec.seed_everything, bool) else None
+    t = spec.trainer
+    return Build(
+        model=model,
+        data=data,
+        callbacks=tuple(cb for cb in callbacks if cb.kind != "summary"),  # the script's function prints a summary
+        imports=tuple(Import(module, tuple(sorted(names))) for module, names in sorted(by_module.items())),
+        seed=seed,
+        seed_at_run_time=spec.seed_everything is True,
+        seeds=seed is not None or spec.seed_everything is True,
+        deterministic=t.deterministic is True,
+        benchmark=t.benchmark,
+        sets_benchmark=t.benchmark is not None,
+    )
+
+
+# Script variables an object argument's variable must not take (it gets a number instead).
+_SCRIPT_NAMES_RE = r"\b[A-Za-z_][A-Za-z0-9_]*\b"
+
+
+def with_objects(
+    build: Build,
+    spec: Spec,
+    model: ClassFacts,
+    data: ClassFacts | None,
+    callbacks: tuple[ClassFacts | None, ...],
+    objects: Mapping[str, ClassFacts | None],
+) -> Build:
+    """`build` with the object arguments of the model, the data and the user's callbacks taken out into `objects`,
+    built before their owner in LightningCLI's order, and their classes imported.
+
+    jsonargparse instantiates a class's object arguments before the class, in the order of the parameters of its
+    `__init__` (each one's own arguments first, to any depth), and a list's items in order. The script builds each
+    argument that holds an object (an object, or a list / mapping of them) as a variable `<owner>_<argument>`
+    before the owner, in that order: the owner's `__init__` parameters as its source gives them, the spec's order
+    for arguments it does not name (`**kwargs`). Deeper objects are written inline, which Python evaluates
+    argument by argument: their arguments are written in the order of their class's `__init__` parameters when
+    its source is in the project (`objects`), else in the spec's order.
+    """
+    refs = spec.trainer.callbacks
+    facts_by_var: dict[str, ClassFacts | None] = {"model": model, "data": data}
+    for i, facts in enumerate(callbacks):  # the user's callbacks' variables, as resolve_hooks names them
+        facts_by_var[f"callback_{i}" if len(refs) > 1 else "callback"] = facts
+    owners = [("model", build.model), ("data", build.data)] + [(cb.var, cb.construct) for cb in build.callbacks]
+    if not any(constructs_in(list(c.args.values())) for _, c in owners if c is not None):
+        return build
+    taken = _script_names()
+    built_by_owner: dict[str, tuple[Built, ...]] = {}
+    replaced: dict[str, Construct] = {}
+    for var, construct in owners:
+        if construct is None:
+            continue
+        facts = facts_by_var.get(var)
+        params = facts.methods.get("__init__", ()) if facts is not None else ()
+        order = [name for name in params if name in construct.args]
+        order += [name for name in construct.args if name not in order]
+        built = []
+        args = dict(construct.args)
+        for name in order:
+            if not constructs_in(args[name]):
+                continue
+            target = f"{var}_{name}"
+            while target in taken:
+                target += "_"
+            taken.add(target)
+            built.append(Built(target, _in_init_order(args[name], objects)))
+            args[name] = Name(target)
+        if built:
+            built_by_owner[var] = tuple(built)
+            replaced[var] = replace(construct, args=args)
+    nested = [c for var, _ in owners for b in built_by_owner.get(var, ()) for c in constructs_in(b.value)]
+    by_module = {i.module: list(i.names) for i in build.imports}
+    for c in nested:
+        if c.from_torch or not c.module:
+            continue
+        if c.cls not in by_module.setdefault(c.module, []):
+            by_module[c.module].append(c.cls)
+    nested_refs = [ClassRef(f"{c.module}.{c.cls}") for c in nested if c.module]
+    check_unique_names(
+        [spec.model] + ([spec.data] if spec.data else []) + [r for r, f in zip(refs, callbacks) if f] + nested_refs
+    )
+    return replace(
+        build,
+        model=replaced.get("model", build.model),
+        data=replaced.get("data", build.data),
+        callbacks=tuple(
+            replace(cb, construct=replaced[cb.var]) if cb.var in replaced else cb for cb in build.callbacks
+        ),
+        imports=tuple(Import(module, tuple(sorted(names))) for module, names in sorted(by_module.items())),
+        objects=built_by_owner,
+    )
+
+
+def _in_init_order(value: Any, objects: Mapping[str, ClassFacts | None]) -> Any:
+    """An argument value with the arguments of each object in it in the order of its class's `__init__`
+    parameters (where `objects` has its facts): the order Python evaluates them in, and jsonargparse builds them."""
+    if isinstance(value, Construct):
+        facts = objects.get(f"{value.module}.{value.cls}")
+        params = facts.methods.get("__init__", ()) if facts is not None else ()
+        order = [name for name in params if name in value.args] + [n for n in value.args if n not in params]
+        return replace(value, args={name: _in_init_order(value.args[name], objects) for name in order})
+    if isinstance(value, list):
+        return [_in_init_order(item, objects) for item in value]
+    if isinstance(value, dict):
+        return {key: _in_init_order(item, objects) for key, item in value.items()}
+    return value
+
+
+def _script_names() -> set[str]:
+    """Every identifier the templates write: names an object argument's variable must not shadow."""
+    import re
+
+    from loopgen.render import template_dir
+
+    return {
+        word
+        for path in sorted(template_dir().glob("*.j2"))
+        for word in re.findall(_SCRIPT_NAMES_RE, path.read_text(encoding="utf-8"))
+    }

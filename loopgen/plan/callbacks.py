@@ -1,0 +1,52 @@
+"""Lightning's own callbacks (ModelCheckpoint, EarlyStopping, LearningRateMonitor, the bar, the summary) among the hooks."""
+
+from __future__ import annotations
+
+from loopgen.plan.checkpointing import Checkpointing
+from loopgen.plan.hooks import VALIDATION_CALLBACK_HOOKS, Hooks
+from loopgen.plan.loggers import Logging
+from loopgen.plan.objects import Callback, is_lightning, numbered_name
+from loopgen.plan.progress import Progress, is_progress_bar, progress_callback
+from loopgen.spec import Spec
+
+
+def with_lightning_callbacks(
+    spec: Spec,
+    hooks: Hooks,
+    checkpointing: Checkpointing,
+    logging: Logging,
+    summaries: tuple[Callback, ...],
+    progress: Progress,
+) -> Hooks:
+    """All the callbacks in the order Lightning calls them: the spec's order, then the default progress bar (a
+    TQDMProgressBar or RichProgressBar the spec names stays where it is) and the default ModelSummary, with every
+    ModelCheckpoint (the default one included) moved to the end."""
+    user = iter(hooks.callbacks)
+    stoppers = {cb.var: cb for cb in checkpointing.early_stopping}  # by name: one that does nothing is left out
+    count = sum(is_lightning(ref, "EarlyStopping") for ref in spec.trainer.callbacks)
+    stopper_names = iter([numbered_name("early_stopping", i, count) for i in range(count)])
+    summary = iter(summaries)
+    bar = progress_callback(progress)
+    ordered: list[Callback | None] = []
+    for ref in spec.trainer.callbacks:
+        if is_lightning(ref, "EarlyStopping"):
+            ordered.append(stoppers.get(next(stopper_names)))  # none under fast_dev_run
+        elif is_lightning(ref, "LearningRateMonitor"):
+            if logging.lr_monitor is not None and logging.lr_monitor.callback not in ordered:
+                ordered.append(logging.lr_monitor.callback)
+        elif is_lightning(ref, "ModelSummary"):
+            ordered.append(next(summary))
+        elif is_progress_bar(ref):
+            ordered.append(bar)
+            bar = None
+        elif not is_lightning(ref, "ModelCheckpoint"):
+            ordered.append(next(user))
+    ordered += [bar, *summary, *checkpointing.checkpoints]
+    callbacks = tuple(cb for cb in ordered if cb is not None)
+    return Hooks(
+        model=hooks.model,
+        data=hooks.data,
+        callbacks=callbacks,
+        validation_callbacks=tuple(c for c in callbacks if c.hooks & set(VALIDATION_CALLBACK_HOOKS)),
+        step_hook_index=hooks.step_hook_index,
+    )

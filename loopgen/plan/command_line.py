@@ -1,0 +1,49 @@
+"""The script's command line."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from loopgen.plan.bounds import Bounds
+from loopgen.plan.build import Build
+from loopgen.plan.checkpointing import Checkpointing
+from loopgen.spec import Spec
+
+
+@dataclass(frozen=True)
+class CommandLine:
+    """The script's own options (argparse), each defaulting to the spec's value: only those whose override the
+    script's shape serves. The loop tests MAX_EPOCHS / MAX_STEPS only when the spec bounds the run by them, so
+    --max-epochs / --max-steps are offered only then (and not under fast_dev_run, which sets both), and take an
+    integer >= 0 (-1, no limit, would need another loop); --seed only where the script seeds."""
+
+    ckpt_path: bool  # --ckpt-path: the script resumes
+    weights_only: bool  # --weights-only replaces WEIGHTS_ONLY (how that checkpoint is loaded)
+    max_epochs: bool  # --max-epochs replaces MAX_EPOCHS
+    max_steps: bool  # --max-steps replaces MAX_STEPS
+    seed: bool  # --seed replaces SEED, or the seed chosen at run time (seed_everything: true)
+
+    @property
+    def enabled(self) -> bool:
+        return self.ckpt_path or self.weights_only or self.max_epochs or self.max_steps or self.seed
+
+    seed_at_run_time: bool  # ... the seed chosen at run time unless --seed: no SEED constant
+
+    @property
+    def overrides(self) -> tuple[str, ...]:
+        """The module constants main() replaces with the parsed values."""
+        offered = {"WEIGHTS_ONLY": self.weights_only, "MAX_EPOCHS": self.max_epochs, "MAX_STEPS": self.max_steps}
+        offered["SEED"] = self.seed and not self.seed_at_run_time
+        return tuple(name for name, on in offered.items() if on)
+
+
+def resolve_command_line(spec: Spec, build: Build, bounds: Bounds, checkpointing: Checkpointing) -> CommandLine:
+    bounded = not spec.trainer.fast_dev_run  # fast_dev_run decides both limits (Lightning)
+    return CommandLine(
+        ckpt_path=checkpointing.resumes,
+        weights_only=checkpointing.resumes,
+        max_epochs=bounded and bounds.loop_until in ("epochs", "epochs_and_steps"),
+        max_steps=bounded and bounds.step_limit,
+        seed=build.seeds,
+        seed_at_run_time=build.seed_at_run_time,
+    )

@@ -1,0 +1,94 @@
+"""Rules several parts read: the batch limits, the Lightning era a spec follows, what a module reads."""
+
+from __future__ import annotations
+
+from loopgen.errors import Problem
+from loopgen.inspect import ClassFacts
+from loopgen.spec import ClassRef, Spec
+
+# What the script's `trainer` object can hold, in the order it declares them: Lightning's names and meanings.
+TRAINER_ATTRIBUTES = (
+    "current_epoch", "global_step", "max_epochs", "max_steps", "num_training_batches", "num_val_batches",
+    "accumulate_grad_batches", "optimizers", "sanity_checking", "should_stop", "callback_metrics",
+    "logged_metrics", "is_global_zero", "ckpt_path",
+    # constant in a one-process run, or set once
+    "world_size", "global_rank", "local_rank", "node_rank", "num_devices", "num_nodes", "lightning_module",
+    "datamodule", "precision", "default_root_dir", "estimated_stepping_batches", "training",
+    # the loggers, and the run's state (fn, status, stage)
+    "logger", "loggers", "log_dir", "state",
+    # the values logged with prog_bar=True, computed when read; the LR schedulers' configs
+    "progress_bar_metrics", "lr_scheduler_configs",
+)  # fmt: skip
+
+
+LOGGER_ATTRIBUTES = frozenset({"logger", "loggers", "log_dir"})
+
+
+METRIC_ATTRIBUTES = frozenset({"callback_metrics", "logged_metrics", "progress_bar_metrics"})
+
+
+def early_stopping_checks(ref: ClassRef, spec: Spec, validates: bool) -> bool:
+    """Whether an EarlyStopping ever checks: at each training epoch's end, or after each validation (Lightning's
+    never checks when neither happens)."""
+    return early_stopping_on_epoch_end(ref, spec) or validates
+
+
+def early_stopping_on_epoch_end(ref: ClassRef, spec: Spec) -> bool:
+    """check_on_train_epoch_end, resolved as Lightning's EarlyStopping.setup does."""
+    on_epoch_end = ref.init_args["check_on_train_epoch_end"]
+    if on_epoch_end is None:
+        t = spec.trainer
+        on_epoch_end = t.val_check_interval == 1.0 and t.check_val_every_n_epoch == 1
+    return bool(on_epoch_end)
+
+
+NUMBERED_LOGGERS = ("CSVLogger", "TensorBoardLogger")  # their runs are directories version_N
+
+
+def flag_problem(spec: Spec, flag: str, message: str) -> Problem:
+    return Problem(f"trainer.{flag}", message, spec.line(f"trainer.{flag}"))
+
+
+def batch_limits(spec: Spec) -> tuple[int | float, int | float]:
+    """limit_train_batches / limit_val_batches after overfit_batches and fast_dev_run (which set both)."""
+    t = spec.trainer
+    limit_train, limit_val = t.limit_train_batches, t.limit_val_batches
+    if t.overfit_batches:
+        limit_train = limit_val = t.overfit_batches
+    if t.fast_dev_run:
+        limit_train = limit_val = t.fast_dev_run
+    return limit_train, limit_val
+
+
+def limits_batches(limit: float) -> bool:
+    """An epoch uses fewer batches than the loader has (an int 1 is one batch; the float 1.0 all of them)."""
+    return not (isinstance(limit, float) and limit == 1.0)
+
+
+def takes_two(params: tuple[str, ...]) -> bool:
+    return len([p for p in params if not p.startswith("*")]) >= 2 or "*args" in params
+
+
+def reads_trainer(facts: ClassFacts, *names: str) -> bool:
+    return facts.trainer_reads is None or bool(facts.trainer_reads & set(names))
+
+
+def follows_1_9_5(spec: Spec, model: ClassFacts) -> bool:
+    """The spec uses something only Lightning 1.9.5 has: where 1.9.5 and 2.x differ, the script follows 1.9.5."""
+    return bool(only_1_9_5(spec, model))
+
+
+def only_1_9_5(spec: Spec, model: ClassFacts) -> tuple[str, ...]:
+    """What the spec uses that only Lightning 1.9.5 has, each named for a message."""
+    t = spec.trainer
+    step_args = model.methods.get("training_step", ())
+    uses = [
+        ("training_step's `optimizer_idx` (several optimizers)", "optimizer_idx" in step_args),
+        ("truncated_bptt_steps", bool(t.truncated_bptt_steps)),
+        ("amp_backend: apex", t.amp_backend == "apex"),
+        ("track_grad_norm", t.track_grad_norm != -1),
+        ("terminate_on_nan", t.terminate_on_nan),
+        *((f"a `{hook}` hook", model.defines(hook)) for hook in ("training_epoch_end", "validation_epoch_end",
+                                                                  "training_step_end")),
+    ]  # fmt: skip
+    return tuple(what for what, used in uses if used)

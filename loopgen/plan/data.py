@@ -1,0 +1,90 @@
+"""The dataloaders: from the model or the datamodule, sized or not."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from loopgen.errors import Problem
+from loopgen.flags import refusal
+from loopgen.inspect import ClassFacts
+from loopgen.plan.common import batch_limits, flag_problem, limits_batches
+from loopgen.spec import Spec
+
+
+@dataclass(frozen=True)
+class Data:
+    train_owner: str  # "data" | "model": the script variable whose train_dataloader() is called
+    val_owner: str | None
+    limit_train: int | float
+    limit_val: int | float
+    counts_train: bool  # num_training_batches differs from len(loader): the num_batches helper
+    counts_val: bool
+    counts: bool  # either
+    sequential: bool  # overfit_batches: random samplers are replaced by sequential ones
+    reload_every: int
+    reloads: bool
+    unsized: bool = False  # a loader may have no length (IterableDataset): decided when the script runs
+    checks_fraction: bool = False  # ... and val_check_interval is a float other than 1.0: Lightning's error then
+
+
+def resolve_data(spec: Spec, model: ClassFacts, data: ClassFacts | None, problems: list[Problem]) -> Data:
+    t = spec.trainer
+
+    def owner(hook: str) -> str | None:
+        # With a data class, Lightning reads the loaders from it only (the model's are ignored).
+        if data is not None:
+            return "data" if data.defines(hook) else None
+        return "model" if model.defines(hook) else None
+
+    train_owner = owner("train_dataloader")
+    if train_owner is None:
+        where = f"{spec.data.class_path} or {spec.model.class_path}" if spec.data else spec.model.class_path
+        problems.append(Problem("data" if spec.data else "model", f"no train_dataloader() defined on {where}"))
+    limit_train, limit_val = batch_limits(spec)
+    val_owner = owner("val_dataloader")
+    validation = val_owner is not None and model.defines("validation_step") and limit_val != 0
+    counts_train = limits_batches(limit_train)
+    counts_val = validation and limits_batches(limit_val)
+    return Data(
+        train_owner=train_owner or "model",
+        val_owner=val_owner if validation else None,
+        limit_train=limit_train,
+        limit_val=limit_val,
+        counts_train=counts_train,
+        counts_val=counts_val,
+        counts=counts_train or counts_val,
+        sequential=bool(t.overfit_batches),
+        reload_every=t.reload_dataloaders_every_n_epochs,
+        reloads=t.reload_dataloaders_every_n_epochs > 0,
+    )
+
+
+def with_unsized_loaders(
+    data_plan: Data, spec: Spec, model: ClassFacts, data: ClassFacts | None, problems: list[Problem]
+) -> Data:
+    """Loaders without `__len__` (an IterableDataset, streaming data), when the model's or data class's source uses
+    IterableDataset: the script asks each loader for its length when it loads it and follows Lightning's rules
+    for the loaders that have none (num_training_batches infinite, an epoch that ends when the iterator does,
+    val_check_interval an int or 1.0, the fetcher reading one batch ahead to know the last one). What such a
+    script does not serve yet is refused here."""
+    for facts, ref in ((data, spec.data), (model, spec.model)):
+        if facts is None or ref is None or not facts.mentions_iterable_dataset:
+            continue
+        t = spec.trainer
+        given = {"ckpt_path": spec.ckpt_path is not None}
+        given["overfit_batches"] = bool(t.overfit_batches)
+        given["reload_dataloaders_every_n_epochs"] = t.reload_dataloaders_every_n_epochs > 0
+        given["profiler"] = t.profiler is not None
+        for flag in (flag for flag, on in given.items() if on):
+            message = refusal(
+                f"{ref.class_path}'s source uses IterableDataset: {flag} with a loader that may have no length",
+                f"the script's {flag} code is written for loaders with a length",
+                f"give the dataset a length (a map-style Dataset with __len__), or remove {flag}",
+            )
+            problems.append(
+                Problem(flag, message, spec.line(flag)) if flag == "ckpt_path" else flag_problem(spec, flag, message)
+            )
+        interval = t.val_check_interval
+        fraction = isinstance(interval, float) and interval != 1.0 and not t.fast_dev_run and t.limit_train_batches != 0
+        return replace(data_plan, unsized=True, checks_fraction=fraction)
+    return data_plan

@@ -1,0 +1,161 @@
+"""The distributed part every engine fills, and the refusals engines share."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from loopgen.errors import Problem
+from loopgen.flags import refusal
+from loopgen.plan.common import flag_problem
+from loopgen.spec import Spec
+
+
+@dataclass(frozen=True)
+class Distributed:
+    """Several processes (or devices) training one model: what the launcher, the process group, the model wrapper
+    and the samplers are. `kind` None: one process on one device, and the script has no code for any of this.
+
+    Written for every engine the contract names: "ddp" (torchrun; implemented), with room for "dp", "horovod"
+    and "xla". The templates gate rank-0-only actions (printing the summary, writing files) on the script's
+    `is_global_zero` boolean whenever `rank_zero_gates`, and replace the samplers when `replaces_samplers`,
+    whatever the engine."""
+
+    kind: str | None = None  # None | "ddp" | "dp" | "horovod" | "xla"
+    devices: int = 1  # processes (devices) per node
+    num_nodes: int = 1
+    world_size: int = 1  # devices * num_nodes
+    # where the ranks come from: "torchrun" (RANK, LOCAL_RANK, WORLD_SIZE, GROUP_RANK in the environment)
+    ranks_from: str | None = None
+    backend: str | None = None  # "gloo" | "nccl"; None: decided at run time by the device (nccl on CUDA)
+    timeout: float | None = None  # the process group's timeout in seconds; None: torch's default (Lightning's)
+    # DistributedDataParallel's arguments, as Lightning passes them
+    find_unused_parameters: bool = False
+    static_graph: bool = False
+    gradient_as_bucket_view: bool = False
+    rank_zero_gates: bool = False  # several processes: rank-0-only actions are gated on `is_global_zero`
+    replaces_samplers: bool = False  # Lightning's use_distributed_sampler: train and val samplers shard the data
+    no_sync: bool = False  # accumulation: the gradient all-reduce only on the batch that steps
+    syncs_metrics: bool = False  # self.log(..., sync_dist=True) reduces across the processes
+    reduces_decisions: bool = False  # EarlyStopping: one process that stops stops all
+    reseeds: bool = False  # Lightning seeds again (seed_everything's seed) once the processes are set up
+    local_rank: bool = False  # the script reads the rank on this node (the CUDA device, trainer.local_rank)
+    node_rank: bool = False  # ... the node's rank (trainer.node_rank)
+    # rank 0's value on every process: the loggers' versions, the checkpoint files that exist (Lightning's broadcast)
+    broadcasts: bool = False
+    saves_on_rank_zero: bool = False  # checkpoints: every process decides, rank 0 writes, then all wait (barrier)
+    logs_on_rank_zero: bool = False  # the loggers write on rank 0 only (Lightning's rank_zero_only)
+    silent_bar: bool = False  # the progress bar draws on rank 0 only (Lightning disables it elsewhere)
+    launch: str = ""  # the single-node command
+    launch_nodes: str = ""  # the multi-node command (one per node)
+    # Lightning 1.9.5's sampler replacement: every sampler (RandomSampler too) sharded over its own order
+    wraps_samplers: bool = False
+    # horovod: the accumulation factor the DistributedOptimizer counts backward passes by
+    backward_passes_per_step: int = 1
+    # dp: batches go to the GPUs through DataParallel's scatter, not to the device first
+    scatters: bool = False
+    # dp: the per-GPU outputs of training_step reduced to their mean (no training_step_end of the model's)
+    reduces_step_output: bool = False
+    # horovod with accumulation: optimizer.step() on every batch, counted at a window's end (Lightning 1.9.5)
+    steps_every_batch: bool = False
+
+    @property
+    def enabled(self) -> bool:
+        return self.kind is not None
+
+    @property
+    def ddp(self) -> bool:
+        return self.kind == "ddp"
+
+    @property
+    def horovod(self) -> bool:
+        return self.kind == "horovod"
+
+    @property
+    def dp(self) -> bool:
+        return self.kind == "dp"
+
+    @property
+    def xla(self) -> bool:
+        return self.kind == "xla"
+
+
+def refuser(spec: Spec, problems: list[Problem], under: str) -> Callable[[str, str, str, str], None]:
+    """An engine's `refuse(flag, what, why, instead)`: the problem "<what> <under> is not supported by loopgen
+    (<why>); <instead>" at the flag's key."""
+
+    def refuse(flag: str, what: str, why: str, instead: str) -> None:
+        problems.append(flag_problem(spec, flag, refusal(f"{what} {under}", why, instead)))
+
+    return refuse
+
+
+# What the DDP script does not write for a precision, by its name.
+DDP_PRECISIONS_NOT_WRITTEN = {
+    "16-mixed": "the DDP script has no GradScaler step: scaling the loss, unscaling before clipping, skipping the"
+    " steps whose gradients overflow",
+    "64": "the DDP script does not make the model and its batches float64 before DistributedDataParallel wraps it,"
+    " as Lightning's DoublePrecision does",
+}
+
+
+SEVERAL_OPTIMIZERS_INSTEAD = (
+    "use manual optimization (self.automatic_optimization = False) with ddp, or train on one CPU or GPU"
+)
+
+
+# What the engines (ddp, horovod, dp, tpu) refuse alike: the flag, what, why, and what to do instead. "One CPU
+# or GPU" is the script without an engine: accelerator cpu or cuda, strategy auto.
+ONE_DEVICE_TBPTT = (
+    "truncated_bptt_steps",
+    "truncated_bptt_steps",
+    (
+        "the script writes Lightning 1.9's truncated BPTT, each batch split into chunks stepped one by one with"
+        " their hiddens, for one CPU or GPU only"
+    ),
+    "train it on one CPU or GPU",
+)
+
+
+ONE_DEVICE_OVERFIT = (
+    "overfit_batches",
+    "overfit_batches",
+    (
+        "the script's sequential sampler for the overfitted batches is written for one CPU or GPU only, not"
+        " sharded over processes or devices"
+    ),
+    "overfit on one CPU or GPU",
+)
+
+
+ONE_DEVICE_GRAD_NORM = (
+    "track_grad_norm",
+    "track_grad_norm",
+    "the script writes Lightning 1.9's gradient-norm logging for one CPU or GPU only",
+    "track it on one CPU or GPU, or compute the norm in on_before_optimizer_step and log it yourself",
+)
+
+
+CLOSURE_STEP = "an optimizer step through a closure (LBFGS or an optimizer_step override)"
+
+
+CLOSURE_INSTEAD = "use ddp, which steps through closures, or one CPU or GPU"
+
+
+TIMED_CHECKPOINT = "ModelCheckpoint(train_time_interval=...)"
+
+
+TIMED_CHECKPOINT_INSTEAD = "save every_n_train_steps or every_n_epochs"
+
+
+def strategy_args(strategy: Any) -> tuple[str, dict[str, Any]]:
+    """The `strategy` flag's value as (name, DDPStrategy's init_args): ddp_find_unused_parameters_true is "ddp"
+    with find_unused_parameters, a DDPStrategy entry is "ddp" with its init_args."""
+    if isinstance(strategy, dict):  # {class_path: DDPStrategy, init_args: {...}}
+        return "ddp", dict(strategy["init_args"])
+    if strategy == "ddp_find_unused_parameters_true":
+        return "ddp", {"find_unused_parameters": True}
+    if strategy == "ddp_find_unused_parameters_false":
+        return "ddp", {}
+    return strategy, {}

@@ -1,0 +1,58 @@
+"""Which engine runs the loop: one process, DDP, DataParallel, Horovod or XLA."""
+
+from __future__ import annotations
+
+from loopgen.errors import Problem
+from loopgen.inspect import ClassFacts
+from loopgen.plan.checkpointing import Checkpointing
+from loopgen.plan.common import flag_problem
+from loopgen.plan.data import Data
+from loopgen.plan.ddp import resolve_ddp
+from loopgen.plan.distributed import Distributed, strategy_args
+from loopgen.plan.dp import resolve_dp
+from loopgen.plan.horovod import resolve_horovod
+from loopgen.plan.loggers import Logging
+from loopgen.plan.optimization import Optimization
+from loopgen.plan.optimizers import Optimizers
+from loopgen.plan.precision import Precision
+from loopgen.plan.profiling import Profiling
+from loopgen.plan.progress import Progress
+from loopgen.plan.xla import resolve_xla
+from loopgen.spec import Spec
+
+
+def resolve_engine(
+    spec: Spec,
+    model: ClassFacts,
+    script_name: str,
+    precision: Precision,
+    optimizers: Optimizers,
+    optimization: Optimization,
+    data: Data,
+    checkpointing: Checkpointing,
+    logging: Logging,
+    profiling: Profiling,
+    progress: Progress,
+    problems: list[Problem],
+) -> Distributed:
+    """accelerator, strategy, devices, num_nodes: which engine runs the loop (one process on one device, DDP,
+    DataParallel, Horovod or XLA), each resolved in its own module with what it refuses."""
+    t = spec.trainer
+    strategy, _ = strategy_args(t.strategy)
+    if strategy == "dp":
+        return resolve_dp(spec, model, precision, optimizers, optimization, checkpointing, logging, profiling,
+                          progress, problems)  # fmt: skip
+    if t.accelerator == "tpu":
+        return resolve_xla(spec, script_name, precision, optimizers, optimization, data, checkpointing, logging,
+                           profiling, progress, problems)  # fmt: skip
+    if strategy == "horovod":
+        return resolve_horovod(spec, script_name, precision, optimizers, optimization, data, checkpointing, logging,
+                               profiling, progress, problems)  # fmt: skip
+    if strategy != "ddp":
+        for flag, value in (("devices", t.devices), ("num_nodes", t.num_nodes)):
+            if value != 1:
+                message = f"{flag}: {value} needs `strategy: ddp` (one process per device, launched with torchrun)"
+                problems.append(flag_problem(spec, flag, message))
+        return Distributed()
+    return resolve_ddp(spec, script_name, precision, optimizers, optimization, data, checkpointing, logging,
+                       profiling, progress, problems)  # fmt: skip

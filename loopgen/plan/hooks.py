@@ -1,0 +1,131 @@
+"""The hooks of the model, the data class and the user's callbacks that the script calls."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from loopgen.errors import Problem
+from loopgen.inspect import ClassFacts
+from loopgen.plan.common import follows_1_9_5
+from loopgen.plan.objects import Callback, check_unique_names, construct_of
+from loopgen.spec import Spec
+
+# Hooks of the model a generated script may call (Lightning's names).
+MODEL_HOOKS = (
+    "prepare_data", "setup", "configure_optimizers", "on_fit_start", "on_train_start", "on_train_epoch_start",
+    "on_train_batch_start", "training_step", "training_step_end", "on_before_zero_grad", "backward",
+    "optimizer_zero_grad", "on_before_backward", "on_after_backward", "on_before_optimizer_step",
+    "on_train_batch_end", "training_epoch_end", "on_train_epoch_end", "on_validation_model_eval",
+    "on_validation_model_train", "on_validation_start", "on_validation_epoch_start", "on_validation_batch_start",
+    "validation_step", "on_validation_batch_end", "validation_epoch_end", "on_validation_epoch_end",
+    "on_validation_end", "lr_scheduler_step", "on_train_end", "on_fit_end", "teardown", "on_before_batch_transfer",
+    "transfer_batch_to_device", "on_after_batch_transfer", "optimizer_step", "tbptt_split_batch",
+    "on_save_checkpoint", "on_load_checkpoint",
+)  # fmt: skip
+
+
+# LightningModule hooks Lightning's fit calls that the script does not (a module overriding one is refused)
+UNSERVED_FIT_HOOKS = ("configure_model", "configure_sharded_model", "configure_callbacks")
+
+
+# Callback hooks (Lightning's `Callback` API) the script calls when a user callback defines them.
+CALLBACK_HOOKS = (
+    "setup", "on_fit_start", "on_sanity_check_start", "on_sanity_check_end", "on_train_start",
+    "on_train_epoch_start", "on_train_batch_start", "on_before_zero_grad", "on_before_backward", "on_after_backward",
+    "on_before_optimizer_step", "on_train_batch_end", "on_train_epoch_end", "on_validation_start",
+    "on_validation_epoch_start", "on_validation_batch_start", "on_validation_batch_end", "on_validation_epoch_end",
+    "on_validation_end", "on_train_end", "on_fit_end", "teardown",
+)  # fmt: skip
+
+
+# What a callback may define for checkpoints (called by the script's checkpoint code, not in the loop).
+CALLBACK_CHECKPOINT_METHODS = ("state_dict", "load_state_dict", "on_save_checkpoint", "on_load_checkpoint")
+
+
+VALIDATION_CALLBACK_HOOKS = (
+    "on_validation_start", "on_validation_epoch_start", "on_validation_batch_start", "on_validation_batch_end",
+    "on_validation_epoch_end", "on_validation_end",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Hooks:
+    model: frozenset[str]
+    data: frozenset[str]
+    callbacks: tuple[Callback, ...]
+    validation_callbacks: tuple[Callback, ...]  # callbacks validate() must be given
+    # on_before_optimizer_step also gets the optimizer's index (Lightning 1.9.5's signature, for callbacks and model)
+    step_hook_index: bool = False
+
+    @property
+    def validation_trainer(self) -> bool:
+        """validate() passes `trainer` to a callback (the progress bar takes none)."""
+        return any(c.kind != "progress" for c in self.validation_callbacks)
+
+    def model_has(self, name: str) -> bool:
+        return name in self.model
+
+    def data_has(self, name: str) -> bool:
+        return name in self.data
+
+    def callbacks_with(self, name: str) -> tuple[Callback, ...]:
+        return tuple(c for c in self.callbacks if name in c.hooks)
+
+    def user_code(self, name: str) -> bool:
+        """The user's code runs at hook `name` (and may log there)."""
+        return self.model_has(name) or any(c.kind == "user" for c in self.callbacks_with(name))
+
+    def callbacks_before_model(self, name: str) -> tuple[Callback, ...]:
+        """on_train_epoch_end: Lightning calls the monitoring callbacks after the module, the others before."""
+        return tuple(c for c in self.callbacks_with(name) if not c.monitoring)
+
+    def callbacks_after_model(self, name: str) -> tuple[Callback, ...]:
+        return tuple(c for c in self.callbacks_with(name) if c.monitoring)
+
+
+def check_model(spec: Spec, model: ClassFacts, problems: list[Problem]) -> None:
+    """What the model must define, and the hooks the script cannot serve."""
+    where, line = "model.class_path", spec.model.line
+    if not model.defines("training_step"):
+        problems.append(Problem(where, f"{spec.model.class_path} does not define training_step", line))
+    if spec.optimizer is None and not model.defines("configure_optimizers"):
+        message = f"{spec.model.class_path} defines no configure_optimizers and the spec has no `optimizer:`"
+        problems.append(Problem(where, message, line))
+    unserved = [*UNSERVED_FIT_HOOKS, *([] if model.manual_optimization else ["on_validation_model_zero_grad"])]
+    for hook in unserved:
+        if model.defines(hook):
+            message = (
+                f"{spec.model.class_path} overrides {hook}, which Lightning calls in fit and the script does not;"
+                " move its work to a hook loopgen calls (see docs/spec.md, hooks) or remove it"
+            )
+            problems.append(Problem(model.defined_at.get(hook, where), message))
+
+
+def resolve_hooks(
+    spec: Spec, model: ClassFacts, data: ClassFacts | None, callbacks: tuple[ClassFacts | None, ...]
+) -> Hooks:
+    """The hooks of the model, the data class and the user's callbacks (Lightning's are added by
+    `with_lightning_callbacks`, once their plan is known)."""
+    refs = spec.trainer.callbacks
+    plans = tuple(
+        Callback(
+            construct=construct_of(ref),
+            var=f"callback_{i}" if len(refs) > 1 else "callback",
+            hooks=frozenset(h for h in (*CALLBACK_HOOKS, *CALLBACK_CHECKPOINT_METHODS) if facts.defines(h)),
+            state_key=None if facts.defines("state_key") or facts.is_lightning_callback else ref.name,
+        )
+        for i, (ref, facts) in enumerate(zip(refs, callbacks))
+        if facts is not None
+    )
+    check_unique_names([spec.model] + ([spec.data] if spec.data else []) + [r for r, f in zip(refs, callbacks) if f])
+    return Hooks(
+        model=frozenset(h for h in MODEL_HOOKS if model.defines(h)),
+        data=frozenset(h for h in ("prepare_data", "setup", "teardown") if data is not None and data.defines(h)),
+        callbacks=plans,
+        validation_callbacks=tuple(c for c in plans if c.hooks & set(VALIDATION_CALLBACK_HOOKS)),
+        step_hook_index=follows_1_9_5(spec, model),
+    )
+
+
+def only_epoch_end(hooks: Hooks) -> bool:
+    return not hooks.callbacks_with("on_train_batch_end") and not hooks.model_has("on_train_batch_end")

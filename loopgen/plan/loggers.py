@@ -1,0 +1,289 @@
+"""The loggers (CSV, TensorBoard, MLflow, W&B) and LearningRateMonitor."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from loopgen.errors import LoopgenError, Problem
+from loopgen.flags import refusal, same
+from loopgen.inspect import ClassFacts
+from loopgen.plan.common import NUMBERED_LOGGERS
+from loopgen.plan.objects import Callback, Construct, is_lightning
+from loopgen.plan.optimization import Optimization
+from loopgen.plan.optimizers import Optimizers, Scheduler
+from loopgen.plan.validation import Validation
+from loopgen.spec import ClassRef, Spec
+
+
+@dataclass(frozen=True)
+class LoggerPlan:
+    """One of the run's loggers, as the script builds it: the script's class of that name, and its arguments."""
+
+    kind: str  # "csv", "tensorboard", "mlflow" or "wandb"
+    cls: str  # the script's class (Lightning's name)
+    save_dir: str | None  # csv, tensorboard: the directory of the logs (None: default_root_dir); else None
+    args: Mapping[str, Any]  # its other arguments, those not at the script's class's defaults
+    numbered: bool  # its runs are directories version_N, the next free N (csv, tensorboard without a version)
+
+    @property
+    def in_root_dir(self) -> bool:
+        """Its logs go to default_root_dir (a CSV or TensorBoard logger without a save_dir)."""
+        return self.kind in ("csv", "tensorboard") and self.save_dir is None
+
+
+@dataclass(frozen=True)
+class LrMonitor:
+    """Lightning's LearningRateMonitor: which learning rates it logs at which hook (interval "step", "epoch" or
+    "any": the schedulers of that interval, or all; always every optimizer without a scheduler)."""
+
+    callback: Callback
+    at_batch_start: str | None  # on_train_batch_start, when the loggers are due (None: never)
+    at_epoch_start: str | None  # on_train_epoch_start
+    momentum: bool
+    weight_decay: bool
+    schedulers: tuple[Scheduler, ...]  # the known schedulers, in configure_optimizers' order
+
+
+@dataclass(frozen=True)
+class Logging:
+    """The loggers, and what Lightning's logger connector writes to them, when."""
+
+    loggers: tuple[LoggerPlan, ...]
+    default: bool  # `logger: true`: Lightning's default logger (a CSVLogger in default_root_dir)
+    steps: bool  # the step values are written every LOG_EVERY_N_STEPS batches (log_every_n_steps > 0)
+    every_n_steps: int
+    values: bool  # the model logs values (self.log) that reach the loggers
+    val_steps: bool  # ... in validation, whose step values go to the loggers (validation's own step count)
+    hparams_model: bool  # the model's save_hyperparameters go to the loggers
+    hparams_data: bool  # ... the datamodule's
+    kinds: frozenset[str]  # the kinds of logger the script defines
+    prefixed: bool  # some logger puts a prefix before the names
+    lr_monitor: LrMonitor | None  # the spec's LearningRateMonitor
+    counts_steps: bool  # the script keeps the loggers' step (log_step): values or learning rates are logged
+    every_n_steps_used: bool  # ... and something reads LOG_EVERY_N_STEPS
+    hp_metric: bool  # a TensorBoardLogger logs hp_metric -1 with the hyperparameters (default_hp_metric)
+    graphs: bool  # a TensorBoardLogger adds the model's graph (log_graph)
+    traces_lightning_module: bool  # ... of a LightningModule (traced with its trainer checks off, as Lightning does)
+    finishes: bool  # some logger has a run to end (TensorBoard's writer, MLflow's run, W&B's run)
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.loggers)
+
+    @property
+    def hparams(self) -> bool:
+        return self.hparams_model or self.hparams_data
+
+    @property
+    def starts(self) -> bool:
+        """The loggers get the hyperparameters, or the model's graph, when the run starts."""
+        return self.hparams or self.graphs
+
+    @property
+    def flattens(self) -> bool:
+        """The hyperparameters go to a logger that takes them flattened ("a/b" keys: TensorBoard's hparams,
+        MLflow's params)."""
+        return self.hp_metric or (self.hparams and "mlflow" in self.kinds)
+
+    @property
+    def warns(self) -> bool:
+        """Some logger may warn as Lightning's does: CSV (a used directory), MLflow (a renamed metric), W&B (a run
+        in progress), TensorBoard's graph (no example input to trace)."""
+        return bool(self.kinds & {"csv", "mlflow", "wandb"}) or self.graphs
+
+    @property
+    def versions(self) -> bool:
+        """A logger writes into save_dir/name/version_N (CSV, TensorBoard)."""
+        return bool(self.kinds & {"csv", "tensorboard"})
+
+    @property
+    def writes_yaml(self) -> bool:
+        """A logger writes the hyperparameters into hparams.yaml (CSV, TensorBoard)."""
+        return self.hparams and self.versions
+
+    @property
+    def auto_version(self) -> bool:
+        """The first logger numbers its directory (version_N): earlier runs' directories sit beside it."""
+        return bool(self.loggers) and self.loggers[0].numbered
+
+
+def check_logger_experiments(model: ClassFacts, callbacks: tuple[ClassFacts, ...], logging: Logging) -> None:
+    """A logger's `experiment` (read as `logger.experiment` / `loggers[i].experiment`): TensorBoard's SummaryWriter
+    and MLflow's MlflowClient are the script's loggers' own; a CSVLogger's and a WandbLogger's are refused."""
+    readers = [facts for facts in (model, *callbacks) if facts.experiment_read_at]
+    unserved = {
+        "csv": "CSVLogger, whose experiment (Lightning's _ExperimentWriter) the script does not provide",
+        "wandb": "WandbLogger, whose experiment (the W&B run, which Lightning starts when first read) the script"
+        " does not provide",
+    }
+    kinds = [kind for kind in ("csv", "wandb") if kind in logging.kinds]
+    if readers and kinds:
+        message = (
+            f"reads a logger's `experiment`, but the spec has a {unserved[kinds[0]]}: log with self.log, or use"
+            " TensorBoardLogger or MLFlowLogger"
+        )
+        raise LoopgenError([Problem(facts.experiment_read_at, message) for facts in readers])
+
+
+LOGGER_KINDS = {"CSVLogger": "csv", "TensorBoardLogger": "tensorboard", "MLFlowLogger": "mlflow",
+                "WandbLogger": "wandb"}  # fmt: skip
+
+
+# The arguments of the script's logger classes, and their defaults (the spec's other arguments are refused
+# unless at Lightning's default: loopgen/flags.py, LOGGER_ARGS)
+SCRIPT_LOGGER_ARGS = {
+    "CSVLogger": {"name": "lightning_logs", "version": None, "prefix": ""},
+    "TensorBoardLogger": {"name": "lightning_logs", "version": None, "prefix": "", "default_hp_metric": True,
+                          "log_graph": False},
+    "MLFlowLogger": {"experiment_name": "lightning_logs", "run_name": None, "tracking_uri": None, "tags": None,
+                     "save_dir": "./mlruns", "prefix": ""},
+    "WandbLogger": {"name": None, "save_dir": ".", "offline": False, "project": None, "prefix": ""},
+}  # fmt: skip
+
+
+def resolve_logging(
+    spec: Spec,
+    model: ClassFacts,
+    data: ClassFacts | None,
+    callbacks: tuple[ClassFacts, ...],
+    validation: Validation,
+    optimizers: Optimizers,
+    optimization: Optimization,
+    problems: list[Problem],
+    notices: list[str],
+) -> Logging:
+    """`logger`: Lightning's default (a CSVLogger in default_root_dir, where Lightning would pick TensorBoard when
+    it is installed: the script must not depend on what is installed), none, or the spec's loggers. fast_dev_run
+    logs nothing (Lightning swaps the loggers for a dummy)."""
+    t = spec.trainer
+    default = t.logger is True
+    if t.fast_dev_run or t.logger is False:
+        refs: tuple[ClassRef, ...] = ()
+    elif default:
+        refs = (ClassRef("pytorch_lightning.loggers.CSVLogger", {"save_dir": None, "name": "lightning_logs",
+                                                                 "version": None, "prefix": ""}),)  # fmt: skip
+        notices.append(
+            "logger: Lightning's default logger is TensorBoard when it is installed, else CSV; the script logs to"
+            " CSV (lightning_logs/version_N/metrics.csv). For TensorBoard, name it: `logger: {class_path:"
+            " TensorBoardLogger, init_args: {save_dir: .}}`"
+        )
+    else:
+        refs = t.logger
+    loggers = tuple(_logger_plan(ref) for ref in refs)
+    model_logs = model.uses_log or any(facts.module_reads & {"log", "log_dict"} for facts in callbacks)
+    values = bool(loggers) and (model_logs or model.returns_log_dicts or optimization.track_grad_norm is not None)
+    hparams_model = bool(loggers) and model.is_lightning_module and model.saves_hyperparameters
+    hparams_data = bool(loggers) and data is not None and data.saves_hyperparameters
+    for facts, used, where in ((model, hparams_model, "model"), (data, hparams_data, "data")):
+        if used and facts is not None and facts.hyperparameters_to_loggers is None:
+            problems.append(
+                Problem(
+                    f"{where}.class_path",
+                    f"{facts.class_path} calls save_hyperparameters(logger=...) with a value loopgen cannot read:"
+                    " write logger=True or logger=False",
+                    spec.model.line if where == "model" else spec.data.line if spec.data else None,
+                )
+            )
+    lr_monitor = _lr_monitor(spec, model, optimizers, bool(loggers), problems)
+    hparams_model = hparams_model and model.hyperparameters_to_loggers is not False
+    hparams_data = hparams_data and data is not None and data.hyperparameters_to_loggers is not False
+    graphs = any(ref.init_args.get("log_graph") for ref in refs)
+    if graphs and "example_input_array" not in model.attributes_read | model.class_attributes | set(model.methods):
+        problems.append(
+            Problem(
+                "model.class_path",
+                f"TensorBoardLogger(log_graph=True) traces the model's example_input_array, which"
+                f" {spec.model.class_path} never sets (Lightning would log no graph, with a warning): set"
+                " self.example_input_array, or log_graph: false",
+                spec.model.line,
+            )
+        )
+    hp_metric = (hparams_model or hparams_data) and any(ref.init_args.get("default_hp_metric") for ref in refs)
+    if not hp_metric:  # the argument makes no difference then: the script's class does without it
+        loggers = tuple(replace(p, args={k: v for k, v in p.args.items() if k != "default_hp_metric"}) for p in loggers)
+    return Logging(
+        loggers=loggers,
+        default=default and bool(loggers),
+        steps=values and t.log_every_n_steps > 0,
+        every_n_steps=t.log_every_n_steps,
+        values=values,
+        val_steps=values and validation.enabled,
+        hparams_model=hparams_model,
+        hparams_data=hparams_data,
+        kinds=frozenset(logger.kind for logger in loggers),
+        prefixed=any(logger.args.get("prefix") for logger in loggers),
+        hp_metric=hp_metric,
+        graphs=graphs,
+        traces_lightning_module=graphs and model.is_lightning_module,
+        finishes=any(logger.kind != "csv" for logger in loggers),
+        lr_monitor=lr_monitor,
+        counts_steps=values or lr_monitor is not None,
+        every_n_steps_used=(values or lr_monitor is not None and lr_monitor.at_batch_start is not None)
+        and t.log_every_n_steps > 0,
+    )
+
+
+def _lr_monitor(
+    spec: Spec, model: ClassFacts, optimizers: Optimizers, logs: bool, problems: list[Problem]
+) -> LrMonitor | None:
+    """The spec's LearningRateMonitor (one at most), at the hooks where Lightning's logs: on_train_batch_start
+    when the loggers are due (never with log_every_n_steps 0), on_train_epoch_start."""
+    refs = [ref for ref in spec.trainer.callbacks if is_lightning(ref, "LearningRateMonitor")]
+    if not refs:
+        return None
+    where = "trainer.callbacks (LearningRateMonitor)"
+    if len(refs) > 1:
+        message = refusal(
+            "more than one LearningRateMonitor callback",
+            "the script logs one set of learning rates at each logging point",
+            "keep one",
+        )
+        problems.append(Problem(where, message, refs[1].line))
+    if not logs and not spec.trainer.fast_dev_run:
+        message = "Cannot use `LearningRateMonitor` callback with `Trainer` that has no logger (Lightning)"
+        problems.append(Problem(where, message, refs[0].line))
+    source = model.optimizers if model.optimizers is not None and spec.optimizer is None else None
+    if source is not None and not all(facts.name_known for facts in source.schedulers):
+        message = 'configure_optimizers gives an lr_scheduler a "name" loopgen cannot read: write it as a string'
+        problems.append(Problem(where, message, refs[0].line))
+    args = refs[0].init_args
+    interval = args["logging_interval"]
+    hooks = {"on_train_start"} if args["log_momentum"] else set()
+    # logging_interval null: each scheduler at its own interval; "step" / "epoch": all of them, at that one only
+    at_batch = "step" if interval is None else "any" if interval == "step" else None
+    at_epoch = "epoch" if interval is None else "any" if interval == "epoch" else None
+    if spec.trainer.log_every_n_steps == 0:
+        at_batch = None
+    hooks |= {"on_train_batch_start"} if at_batch else set()
+    hooks |= {"on_train_epoch_start"} if at_epoch else set()
+    callback = Callback(
+        construct=Construct("", "LearningRateMonitor", {}), var="lr_monitor", hooks=frozenset(hooks), kind="lr_monitor"
+    )
+    return LrMonitor(
+        callback=callback,
+        at_batch_start=at_batch,
+        at_epoch_start=at_epoch,
+        momentum=args["log_momentum"],
+        weight_decay=args["log_weight_decay"],
+        schedulers=optimizers.schedulers,
+    )
+
+
+def _logger_plan(ref: ClassRef) -> LoggerPlan:
+    """A logger entry as the script's class takes it: the arguments the script's class has, where not at its
+    defaults (the others are at Lightning's defaults: the spec stage refuses anything else)."""
+    args = ref.init_args
+    kind = LOGGER_KINDS[ref.name]
+    defaults = SCRIPT_LOGGER_ARGS[ref.name]
+    given = {name: args[name] for name in defaults if not same(args[name], defaults[name])}
+    if "name" in given and kind in ("csv", "tensorboard"):
+        given["name"] = args["name"] or ""  # null or empty: no experiment directory
+    return LoggerPlan(
+        kind=kind,
+        cls=ref.name,
+        save_dir=args["save_dir"] if kind in ("csv", "tensorboard") else None,
+        args=given,
+        numbered=ref.name in NUMBERED_LOGGERS and args["version"] is None,
+    )

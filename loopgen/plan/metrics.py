@@ -1,0 +1,124 @@
+"""self.log: what is logged, reduced and published, torchmetrics objects."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from loopgen.errors import Problem
+from loopgen.flags import refusal
+from loopgen.inspect import ClassFacts
+from loopgen.plan.checkpointing import Checkpointing
+from loopgen.plan.common import METRIC_ATTRIBUTES, reads_trainer
+from loopgen.plan.hooks import Hooks
+from loopgen.plan.loggers import Logging
+from loopgen.plan.objects import argument_value, constructs_in
+from loopgen.plan.optimization import Optimization
+from loopgen.plan.optimizers import Optimizers
+from loopgen.plan.progress import Progress
+from loopgen.spec import Spec
+
+
+@dataclass(frozen=True)
+class Metrics:
+    """The collector behind self.log, present only when something reads what is logged."""
+
+    collect: bool
+    model_logs: bool  # the model (or a callback through pl_module) calls self.log / self.log_dict
+    discards: bool  # ... but nothing reads the values: log is a no-op
+    log_dicts: bool  # the seed's {"log": ..., "progress_bar": ...} returns are logged
+    epoch_end_returns: bool  # with log_dicts: training_epoch_end's return is logged
+    # Lightning 1.9.5, at an epoch's first batch: a hook that logs after another hook logged starts its values
+    # over; with several optimizers and gradient norms, training_step's values of optimizer 0 are dropped
+    first_batch_resets: bool
+    # torchmetrics Metric objects may be logged (the module's source imports torchmetrics): computed at epoch end
+    # and reset where Lightning resets them (see with_torchmetrics)
+    torchmetrics: bool = False
+    # the prog_bar=True values are kept: the progress bar shows them, or trainer.progress_bar_metrics is read
+    progress_bar: bool = False
+    # the batch's values are published before the on_train_batch_end hooks run: Lightning's callback_metrics are
+    # computed when read, so those hooks (a step-triggered ModelCheckpoint, a user's callback) see this batch's
+    publishes_before_batch_end: bool = False
+
+
+def with_progress_bar_metrics(
+    metrics: Metrics, model: ClassFacts, callbacks: tuple[ClassFacts, ...], progress: Progress
+) -> Metrics:
+    """The prog_bar=True values are kept where the bar shows them or trainer.progress_bar_metrics is read."""
+    reads = any(reads_trainer(facts, "progress_bar_metrics") for facts in (model, *callbacks))
+    return replace(metrics, progress_bar=progress.metrics or (metrics.collect and reads))
+
+
+def resolve_metrics(
+    model: ClassFacts,
+    callbacks: tuple[ClassFacts, ...],
+    hooks: Hooks,
+    optimizers: Optimizers,
+    optimization: Optimization,
+    checkpointing: Checkpointing,
+    logging: Logging,
+    progress: Progress,
+) -> Metrics:
+    """self.log needs a collector only when something reads what is logged (a plateau scheduler, EarlyStopping,
+    a ModelCheckpoint ranking or naming files by a metric, the model or a callback through
+    trainer.callback_metrics / logged_metrics, the progress bar showing prog_bar values); the gradient norms of
+    track_grad_norm and the seed's dict returns are logged values too."""
+    readers = any(reads_trainer(facts, *METRIC_ATTRIBUTES) for facts in (model, *callbacks))
+    collect = (
+        readers
+        or optimizers.plateau
+        or optimization.track_grad_norm is not None
+        or checkpointing.reads_metrics
+        or logging.values
+        or progress.metrics
+    )
+    model_logs = model.uses_log or any(facts.module_reads & {"log", "log_dict"} for facts in callbacks)
+    log_dicts = collect and model.returns_log_dicts
+    return Metrics(
+        collect=collect,
+        model_logs=model_logs,
+        discards=model_logs and not collect,
+        log_dicts=log_dicts,
+        epoch_end_returns=log_dicts and optimization.epoch_outputs and not optimization.nested_outputs,
+        first_batch_resets=collect
+        and (model_logs or log_dicts)
+        and optimization.loops_optimizers
+        and optimization.grad_norm_first_only,
+        publishes_before_batch_end=collect
+        and (bool(hooks.callbacks_with("on_train_batch_end")) or hooks.model_has("on_train_batch_end")),
+    )
+
+
+def with_torchmetrics(
+    metrics: Metrics, spec: Spec, model: ClassFacts, callbacks: tuple[ClassFacts, ...], problems: list[Problem]
+) -> Metrics:
+    """torchmetrics `Metric` objects (and MetricCollections) passed to self.log / self.log_dict, as Lightning 2.x's
+    result collection treats them: on_step values are the metric's forward value (`_forward_cache`), on_epoch
+    values its `compute()` at the epoch's end, and the metric is `reset()` where Lightning resets its results (after
+    the training epoch's loggers, at validation's end). Lightning resets them whether or not anything reads the
+    logged values, and a module may read the metric's state itself: so the collector is kept whenever the module
+    logs and its source imports torchmetrics (or an object argument is one of torchmetrics' classes)."""
+    given = any(
+        c.module.split(".")[0] == "torchmetrics"
+        for ref in (spec.model, spec.data, *spec.trainer.callbacks)
+        if ref is not None
+        for value in ref.init_args.values()
+        for c in constructs_in(argument_value(value))
+    )
+    uses = metrics.model_logs and (
+        given or model.imports_torchmetrics or any(facts.imports_torchmetrics for facts in callbacks)
+    )
+    if not uses:
+        return metrics
+    if spec.ckpt_path is not None:
+        problems.append(
+            Problem(
+                "ckpt_path",
+                refusal(
+                    "resuming a run whose module logs torchmetrics objects",
+                    "Lightning restores the metrics' states from the checkpoint's loops, and the script does not",
+                    "train from the start",
+                ),
+                spec.line("ckpt_path"),
+            )
+        )
+    return replace(metrics, collect=True, discards=False, torchmetrics=True)

@@ -1,0 +1,147 @@
+"""Automatic optimization: accumulation, clipping, closures, TBPTT, frequencies, the step window."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from loopgen.errors import Problem
+from loopgen.inspect import ClassFacts
+from loopgen.plan.bounds import Bounds
+from loopgen.plan.common import follows_1_9_5, takes_two
+from loopgen.plan.hooks import Hooks, only_epoch_end
+from loopgen.plan.optimizers import Optimizers, frequencies_of
+from loopgen.plan.validation import Validation
+from loopgen.spec import Spec
+
+
+@dataclass(frozen=True)
+class Optimization:
+    accumulate: int
+    schedule: Mapping[int, int] | None
+    accumulates: bool
+    scheduled: bool  # accumulation factor per epoch
+    window_end: bool  # is_last_batch is needed (accumulation, schedulers, validation at the epoch's end)
+    clip: bool
+    clip_val: float | None
+    clip_by_value: bool
+    closure: bool  # optimizer.step(closure): LBFGS or an optimizer_step override
+    step_override: bool
+    step_override_seed: bool  # the override takes the seed's arguments (optimizer_idx, on_tpu, using_lbfgs)
+    zero_grad_override: bool
+    zero_grad_override_seed: bool
+    step_args_batch_idx: bool  # training_step takes batch_idx
+    frequencies: tuple[int, ...] | None  # one optimizer per batch, each in turn (1.9.5)
+    loops_optimizers: bool  # several optimizers, all on every batch
+    tbptt_steps: int | None
+    tbptt: bool
+    tbptt_split_hook: bool
+    track_grad_norm: float | None
+    track_grad_norm_inf: bool
+    grad_norm_first_only: bool  # several optimizers: norms of optimizer 0's steps only (1.9.5)
+    terminate_on_nan: bool
+    step_end: bool  # training_step_end
+    outputs_used: bool  # training_step outputs go to on_train_batch_end / training_epoch_end
+    nested_outputs: bool  # ... nested per time split and optimizer (1.9.5)
+    batch_outputs_for_hook: bool  # on_train_batch_end gets the nested outputs
+    epoch_outputs: bool  # training_epoch_end
+    nested_epoch_outputs: bool  # ... with 1.9.5's nesting
+    skip_hiddens_key: bool  # the outputs leave out "hiddens"
+    total_batch_idx: bool  # the loop counts batches across epochs
+    schedulers_follow_active: bool  # with frequencies, only the active optimizer's schedulers step (1.9.5)
+    notes_epoch_end: bool  # an epoch can end before its last batch, and a scheduler must know (epoch_complete)
+    last_batch_block: bool  # something happens at the epoch's last batch (known schedulers, epoch_complete)
+    schedulers_after_batch: bool  # a scheduler may step (or epoch_complete be noted) after a batch
+    # configure_gradient_clipping override: called at each optimizer step with the Trainer's clipping flags
+    clip_hook: bool = False
+    clip_hook_algorithm: str | None = None  # the gradient_clip_algorithm it gets (None: no gradient_clip_val)
+    clips_at_step: bool = False  # clipping or the hook happen before each optimizer step
+    # code runs between the backward and the optimizer step (on_before_optimizer_step, gradient norms, clipping)
+    before_step: bool = False
+    gates_before_step: bool = False  # ... which a closure runs only when the accumulation window ends (should_step)
+
+
+def steps_at_last_batch(optimizers: Optimizers, notes_epoch_end: bool) -> bool:
+    """Schedulers are stepped at the epoch's last batch (is_last_batch): the general helper's epoch-interval ones,
+    the known epoch-interval ones, or the note that the epoch ran to its end."""
+    return optimizers.general_schedulers or bool(optimizers.at_epoch_end) or notes_epoch_end
+
+
+def resolve_optimization(
+    spec: Spec,
+    model: ClassFacts,
+    hooks: Hooks,
+    optimizers: Optimizers,
+    bounds: Bounds,
+    validation: Validation,
+    problems: list[Problem],
+) -> Optimization:
+    t = spec.trainer
+    step_params = model.methods.get("training_step", ())
+    frequencies = frequencies_of(spec, model, optimizers, problems)
+    tbptt = t.truncated_bptt_steps
+    if tbptt and "hiddens" not in step_params and "*args" not in step_params:
+        message = f"truncated_bptt_steps is set, but {spec.model.name}.training_step has no `hiddens` parameter"
+        problems.append(Problem("model.class_path", message, spec.model.line))
+    schedule = t.accumulate_grad_batches if isinstance(t.accumulate_grad_batches, Mapping) else None
+    accumulate = 1 if schedule is not None else t.accumulate_grad_batches
+    accumulates = schedule is not None or accumulate > 1
+    step_style = model.methods.get("optimizer_step")
+    zero_grad_style = model.methods.get("optimizer_zero_grad")
+    outputs_used = bool(hooks.callbacks_with("on_train_batch_end")) or hooks.model_has("on_train_batch_end")
+    outputs_used = outputs_used or hooks.model_has("training_epoch_end")
+    nested = (optimizers.several or bool(tbptt)) and outputs_used
+    ends_early = bounds.stop_requests or bounds.step_limit or hooks.model_has("on_train_batch_start")
+    notes_epoch_end = optimizers.completes_epoch and ends_early
+    track = t.track_grad_norm if t.track_grad_norm != -1 else None
+    clip_hook = model.defines("configure_gradient_clipping")
+    if clip_hook and follows_1_9_5(spec, model):
+        message = "configure_gradient_clipping is supported with Lightning 2.x's loop only (no optimizer_idx)"
+        problems.append(Problem("model.class_path", message, spec.model.line))
+    before_hook = bool(hooks.callbacks_with("on_before_optimizer_step")) or hooks.model_has("on_before_optimizer_step")
+    before_step = before_hook or track is not None or t.gradient_clip_val is not None or clip_hook
+    return Optimization(
+        accumulate=accumulate,
+        schedule=schedule,
+        accumulates=accumulates,
+        scheduled=schedule is not None,
+        window_end=accumulates or steps_at_last_batch(optimizers, notes_epoch_end) or validation.at_epoch_end,
+        clip=t.gradient_clip_val is not None,
+        clip_val=t.gradient_clip_val,
+        clip_by_value=t.gradient_clip_algorithm == "value",
+        closure=optimizers.lbfgs or step_style is not None,
+        step_override=step_style is not None,
+        step_override_seed=step_style is not None and "optimizer_idx" in step_style,
+        zero_grad_override=zero_grad_style is not None,
+        zero_grad_override_seed=zero_grad_style is not None and "optimizer_idx" in zero_grad_style,
+        step_args_batch_idx=takes_two(step_params),
+        frequencies=frequencies,
+        loops_optimizers=optimizers.several and frequencies is None,
+        tbptt_steps=tbptt or None,
+        tbptt=bool(tbptt),
+        tbptt_split_hook=bool(tbptt) and model.defines("tbptt_split_batch"),
+        track_grad_norm=track,
+        track_grad_norm_inf=track == float("inf"),
+        grad_norm_first_only=track is not None and optimizers.several,
+        terminate_on_nan=t.terminate_on_nan,
+        step_end=model.defines("training_step_end"),
+        outputs_used=outputs_used,
+        nested_outputs=nested,
+        batch_outputs_for_hook=nested and outputs_used and not only_epoch_end(hooks),
+        epoch_outputs=model.defines("training_epoch_end"),
+        nested_epoch_outputs=nested and model.defines("training_epoch_end"),
+        skip_hiddens_key=bool(tbptt),
+        total_batch_idx=validation.across_epochs or (frequencies is not None and optimizers.any_schedulers),
+        schedulers_follow_active=frequencies is not None and optimizers.any_schedulers,
+        notes_epoch_end=notes_epoch_end,
+        last_batch_block=bool(optimizers.at_epoch_end) or notes_epoch_end,
+        schedulers_after_batch=optimizers.general_schedulers
+        or bool(optimizers.after_step)
+        or bool(optimizers.at_epoch_end)
+        or notes_epoch_end,
+        clip_hook=clip_hook,
+        clip_hook_algorithm=t.gradient_clip_algorithm if t.gradient_clip_val is not None else None,
+        clips_at_step=t.gradient_clip_val is not None or clip_hook,
+        before_step=before_step,
+        gates_before_step=before_step and accumulates,
+    )

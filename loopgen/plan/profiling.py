@@ -1,0 +1,167 @@
+"""The profilers (simple, advanced, PyTorch)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from loopgen.errors import Problem
+from loopgen.plan.common import flag_problem
+from loopgen.plan.distributed import strategy_args
+from loopgen.plan.loggers import Logging
+from loopgen.plan.objects import Callback
+from loopgen.spec import ClassRef, Spec
+
+
+@dataclass(frozen=True)
+class Profiling:
+    """`profiler`: Lightning's SimpleProfiler, AdvancedProfiler or PyTorchProfiler over the script's sections."""
+
+    kind: str | None  # "simple" | "advanced" | "pytorch"; None: no profiler, no timing code
+    model_class: str
+    data_class: str | None
+    # where files go: "spec" (its dirpath) | "logger" (the first logger's log_dir) | "logger_save_dir" (its
+    # save_dir: MLflow, W&B) | "root"
+    directory: str | None
+    dirpath: str | None  # the spec's dirpath
+    report_file: str | None  # the report's file name there (fit-FILENAME.txt); None: printed
+    extended: bool  # simple: the calls and share columns
+    line_count_restriction: int | float  # advanced: the functions listed per action
+    dump_stats: bool  # advanced: each action's stats in a .prof file
+    trace: bool  # pytorch: a trace for Chrome's trace viewer / TensorBoard
+    # ... its worker name (Lightning's file name for the training step's trace); with `ranked`, this and the
+    # other file names are f-strings' texts (braces doubled), a NUL where the process's local rank goes
+    trace_name: str
+    stats_prefix: str  # advanced, dump_stats: what each action's .prof file name starts with
+    row_limit: int
+    sort_by_key: str | None  # None: cuda_time_total when CUDA is available, else cpu_time_total
+    group_by_input_shapes: bool
+    record_module_names: bool
+    profile_args: Mapping[str, Any]  # torch.profiler.profile's arguments that differ from its defaults
+
+    # strategy ddp: Lightning's strategy class in the actions' names; each process reports, its local rank in
+    # the files' names (fit-FILENAME-RANK...) and the report's headers; printed by local rank 0 alone
+    strategy_class: str = "SingleDeviceStrategy"
+    ranked: bool = False
+
+    # the actions of the loop's own parts, under Lightning's names for the same code
+    @property
+    def training_step(self) -> str:
+        return f"[Strategy]{self.strategy_class}.training_step"
+
+    @property
+    def validation_step(self) -> str:
+        return f"[Strategy]{self.strategy_class}.validation_step"
+
+    @property
+    def backward(self) -> str:
+        return f"[Strategy]{self.strategy_class}.backward"
+
+    @property
+    def batch_to_device(self) -> str:
+        return f"[Strategy]{self.strategy_class}.batch_to_device"
+
+    train_next: ClassVar[str] = "[_TrainingEpochLoop].train_dataloader_next"
+    val_next: ClassVar[str] = "[_EvaluationLoop].val_next"
+    save_checkpoint: ClassVar[str] = "save_checkpoint"
+    # ... and under loopgen's (Lightning makes its iterators inside actions of its own loops)
+    train_iter: ClassVar[str] = "train_dataloader_iter"
+    val_iter: ClassVar[str] = "val_dataloader_iter"
+
+    @property
+    def enabled(self) -> bool:
+        return self.kind is not None
+
+    @property
+    def writes_files(self) -> bool:
+        """Something goes into the directory (the report, the trace, the raw stats)."""
+        return self.report_file is not None or self.trace or self.dump_stats
+
+    def model_action(self, hook: str) -> str:
+        """Lightning's name of a LightningModule hook's action."""
+        return f"[LightningModule]{self.model_class}.{hook}"
+
+    def data_action(self, hook: str) -> str:
+        return f"[LightningDataModule]{self.data_class}.{hook}"
+
+    def callback_action(self, callback: Callback, hook: str) -> str:
+        return f"[Callback]{callback.construct.cls}.{hook}"
+
+    def loader_action(self, owner: str, hook: str) -> str:
+        return self.data_action(hook) if owner == "data" else self.model_action(hook)
+
+
+def _profiler_file_name(
+    filename: str | None, action: str | None = None, extension: str = ".txt", ranked: bool = False
+) -> str:
+    """Lightning's Profiler._prepare_filename for the fit stage on one device; `ranked` (several processes): with
+    the local rank after the filename: the text of an f-string, its braces doubled, NUL where the rank goes."""
+    import re
+
+    base = "-".join(part for part in ("fit", filename, "\0" if ranked else None, action) if part)
+    base = re.sub(r"_+", "_", re.sub(r"[\\/:*?\"<>|\n\r\t]", "_", base)).strip()
+    if ranked:
+        return base.replace("{", "{{").replace("}", "}}") + extension
+    return (base or "profile") + extension
+
+
+def _ranked_prefix(filename: str | None) -> str:
+    """The start of an AdvancedProfiler's .prof file names with several processes, as an f-string's text."""
+    escaped = (filename or "").replace("{", "{{").replace("}", "}}")
+    return f"fit-{escaped}-\0-" if filename else "fit-\0-"
+
+
+def resolve_profiling(spec: Spec, logging: Logging, problems: list[Problem], notices: list[str]) -> Profiling:
+    """`profiler`: which profiler, and where its report (and the PyTorch profiler's trace) go: its dirpath, else
+    Lightning's trainer.log_dir (the first logger's directory, else default_root_dir; none under fast_dev_run
+    with a logger, whose dummy logger has no directory)."""
+    t = spec.trainer
+    ref: ClassRef | None = t.profiler
+    args = dict(ref.init_args) if ref is not None else {}
+    kind = {"SimpleProfiler": "simple", "AdvancedProfiler": "advanced", "PyTorchProfiler": "pytorch"}.get(
+        ref.name if ref is not None else ""
+    )
+    dirpath, filename = args.get("dirpath") or None, args.get("filename") or None
+    if dirpath is not None:
+        directory: str | None = "spec"
+    elif t.fast_dev_run and t.logger is not False:
+        directory = None
+    else:
+        # Lightning's trainer.log_dir: a CSV or TensorBoard logger's log_dir, another logger's save_dir
+        first = logging.loggers[0].kind if logging.loggers else None
+        directory = "root" if first is None else "logger" if first in ("csv", "tensorboard") else "logger_save_dir"
+    ddp = strategy_args(t.strategy)[0] == "ddp" and t.accelerator != "tpu" and kind is not None
+    strategy_class = "DDPStrategy" if ddp else "SingleDeviceStrategy"
+    trace = kind == "pytorch" and args["export_to_chrome"]
+    if trace and directory is None:
+        trace = False
+        notices.append(
+            "trainer.profiler: under fast_dev_run Lightning's dummy logger has no directory, so the PyTorch"
+            " profiler writes no trace (set its dirpath for one)"
+        )
+    if kind == "advanced" and args["dump_stats"] and directory is None:
+        problems.append(flag_problem(spec, "profiler", "dump_stats needs a dirpath under fast_dev_run with a logger"))
+    defaults = {"record_shapes": False, "profile_memory": False, "with_stack": False, "with_flops": False,
+                "with_modules": False}  # fmt: skip
+    return Profiling(
+        kind=kind,
+        model_class=spec.model.name,
+        data_class=spec.data.name if spec.data else None,
+        directory=directory if kind is not None else None,
+        dirpath=dirpath,
+        report_file=_profiler_file_name(filename, ranked=ddp) if filename and directory is not None else None,
+        extended=args.get("extended", True),
+        line_count_restriction=args.get("line_count_restriction", 1.0),
+        dump_stats=args.get("dump_stats", False),
+        trace=trace,
+        trace_name=_profiler_file_name(filename, f"[Strategy]{strategy_class}.training_step", "", ddp),
+        stats_prefix=(f"fit-{filename}-" if filename else "fit-") if not ddp else _ranked_prefix(filename),
+        row_limit=args.get("row_limit", 20),
+        sort_by_key=args.get("sort_by_key"),
+        group_by_input_shapes=args.get("group_by_input_shapes", False) and args.get("record_shapes", False),
+        record_module_names=args.get("record_module_names", True),
+        profile_args={key: args[key] for key in defaults if key in args and args[key] != defaults[key]},
+        strategy_class=strategy_class,
+        ranked=ddp,
+    )

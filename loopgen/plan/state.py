@@ -1,0 +1,223 @@
+"""The script's `trainer` object: which of Lightning's Trainer attributes the user's code reads."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from loopgen.errors import LoopgenError, Problem
+from loopgen.flags import refusal
+from loopgen.inspect import ClassFacts
+from loopgen.plan.bounds import Bounds
+from loopgen.plan.checkpointing import Checkpointing
+from loopgen.plan.common import LOGGER_ATTRIBUTES, METRIC_ATTRIBUTES, TRAINER_ATTRIBUTES, flag_problem
+from loopgen.plan.metrics import Metrics
+from loopgen.plan.optimization import Optimization
+from loopgen.plan.optimizers import Optimizers
+from loopgen.spec import Spec
+
+
+@dataclass(frozen=True)
+class SchedulerConfig:
+    """One of trainer.lr_scheduler_configs: Lightning's LRSchedulerConfig of the scheduler `var`, as Lightning
+    builds it from configure_optimizers' return (its _configure_schedulers_automatic_opt / _manual_opt)."""
+
+    var: str
+    name: str | None
+    interval: str
+    frequency: int
+    reduce_on_plateau: bool
+    monitor: str | None
+    strict: bool
+
+
+@dataclass(frozen=True)
+class State:
+    """The object hooks and callbacks receive as `trainer`: only the attributes something reads."""
+
+    exists: bool
+    attributes: frozenset[str]
+    counters: bool  # current_epoch and global_step live on it (else they are local variables of main)
+    attach_private: bool  # a LightningModule reads it through self.trainer: model._trainer = trainer
+    attach_public: bool  # a plain module reads self.trainer: model.trainer = trainer
+    mirror_epoch: bool  # a plain module reads self.current_epoch: the loop keeps model.current_epoch current
+    mirror_step: bool
+    # trainer.estimated_stepping_batches is read: the training data is loaded before configure_optimizers (where
+    # Lightning loads it when the estimate is asked for), and the estimate made from it
+    estimates: bool = False
+    estimate_epochs: int = -1  # max(max_epochs, 1); -1: no epoch limit (the estimate is max_steps, or inf)
+    estimate_accumulate: int = 1
+    # trainer.log_dir: "root" (default_root_dir) | "logger" (the first logger's log_dir: CSV, TensorBoard) |
+    # "logger_save_dir" (another first logger's save_dir)
+    log_dir: str = "root"
+    # trainer.lr_scheduler_configs: one per scheduler the script holds by name (see with_scheduler_configs);
+    # None: the general helper's configs, made at run time
+    scheduler_configs: tuple[SchedulerConfig, ...] | None = ()
+
+    def has(self, name: str) -> bool:
+        return name in self.attributes
+
+
+def with_estimate(spec: Spec, state: State, bounds: Bounds, optimization: Optimization) -> State:
+    """trainer.estimated_stepping_batches, as Lightning estimates it: ceil(batches / accumulate) * max_epochs,
+    at most max_steps (max_steps, or inf, without an epoch limit)."""
+    if optimization.scheduled:
+        message = refusal(
+            "trainer.estimated_stepping_batches with an accumulation schedule",
+            "Lightning 1.9.5 refuses it too: the number of steps per epoch changes with the schedule",
+            "use a constant accumulate_grad_batches, or count the steps in configure_optimizers yourself",
+        )
+        raise LoopgenError(flag_problem(spec, "accumulate_grad_batches", message))
+    return replace(
+        state,
+        estimates=True,
+        estimate_epochs=max(bounds.max_epochs, 1) if bounds.max_epochs != -1 else -1,
+        estimate_accumulate=optimization.accumulate,
+    )
+
+
+def with_scheduler_configs(
+    spec: Spec, model: ClassFacts, callbacks: tuple[ClassFacts, ...], state: State, optimizers: Optimizers
+) -> State:
+    """trainer.lr_scheduler_configs: Lightning's LRSchedulerConfig of each scheduler, from what configure_optimizers'
+    source (or the spec's lr_scheduler, as LightningCLI returns it) shows; the general helper's at run time.
+
+    Refused where the script cannot know a config as Lightning holds it (a trainer passed on without reading
+    the attribute by name just does not get it)."""
+    named = any(facts.trainer_reads is not None and "lr_scheduler_configs" in facts.trainer_reads
+                for facts in (model, *callbacks))  # fmt: skip
+    reason = ""
+    if optimizers.several:
+        reason = "with optimizer_idx (Lightning 1.9.5), whose configs hold opt_idx"
+    elif optimizers.general:
+        return replace(state, scheduler_configs=None)
+    facts = model.optimizers
+    named_in_source = facts is None or all(s.name_known for s in facts.schedulers)
+    if not reason and spec.optimizer is None and not named_in_source:
+        reason = 'configure_optimizers gives a scheduler a "name" its source does not show'
+    if reason:
+        if not named:
+            return replace(state, attributes=state.attributes - {"lr_scheduler_configs"})
+        at = {name: where for facts in (model, *callbacks) for name, where in facts.trainer_read_at.items()}
+        message = f"reads trainer.lr_scheduler_configs, which the script cannot serve {reason}"
+        raise LoopgenError([Problem(at.get("lr_scheduler_configs", ""), message)])
+    manual = optimizers.manual
+    configs = []
+    for index, planned in enumerate(optimizers.schedulers):
+        if spec.optimizer is not None:  # LightningCLI: {"scheduler": s, "monitor": m} for ReduceLROnPlateau
+            entry = {"monitor": planned.monitor} if planned.plateau else None
+            plateau, outer_monitor = planned.plateau, None
+        else:
+            source = facts.schedulers[index]
+            entry = None if source.config is None else dict(source.config)
+            if entry is not None and source.name is not None:
+                entry["name"] = source.name
+            plateau = source.cls == "ReduceLROnPlateau"
+            outer_monitor = facts.monitor if facts.form == "dict" else None
+        configs.append(_lightning_scheduler_config(planned.var, entry, plateau, outer_monitor, manual))
+    return replace(state, scheduler_configs=tuple(configs))
+
+
+def _lightning_scheduler_config(
+    var: str, entry: Mapping[str, Any] | None, plateau: bool, outer_monitor: str | None, manual: bool
+) -> SchedulerConfig:
+    """Lightning's LRSchedulerConfig of a scheduler given bare (`entry` None) or in a dict (its other keys)."""
+    given = dict(entry or {})
+    if manual:  # Lightning ignores these keys in manual optimization
+        given = {key: value for key, value in given.items() if key not in ("reduce_on_plateau", "monitor", "strict")}
+    elif entry is not None:
+        given.setdefault("reduce_on_plateau", plateau)
+    elif plateau:
+        given = {"reduce_on_plateau": True, "monitor": outer_monitor}
+    return SchedulerConfig(
+        var=var,
+        name=given.get("name"),
+        interval=given.get("interval", "epoch"),
+        frequency=given.get("frequency", 1),
+        reduce_on_plateau=bool(given.get("reduce_on_plateau", False)),
+        monitor=given.get("monitor"),
+        strict=given.get("strict", True),
+    )
+
+
+def resolve_state(
+    spec: Spec,
+    model: ClassFacts,
+    callbacks: tuple[ClassFacts, ...],
+    metrics: Metrics,
+    checkpointing: Checkpointing,
+) -> State:
+    """The `trainer` object: the attributes the model and the callbacks read, each one true."""
+    reads: set[str] = set()
+    if checkpointing.checkpoints:  # what the script's ModelCheckpoint reads
+        reads |= {"current_epoch", "global_step", "sanity_checking", "ckpt_path"}
+        reads |= {"num_training_batches"} if checkpointing.defers else set()
+        reads |= {"callback_metrics"} if checkpointing.reads_metrics else set()
+    if checkpointing.early_stopping:  # ... and its EarlyStopping
+        reads |= {"current_epoch", "sanity_checking", "should_stop", "callback_metrics"}
+    if model.manual_optimization:  # the wrapped optimizers count global_step; toggle_optimizer reads optimizers
+        reads |= {"global_step", "current_epoch"}  # the loop's counters live on the trainer then
+        reads |= {"optimizers"} if model.attributes_read & {"toggle_optimizer", "untoggle_optimizer"} else set()
+    everything = False
+    for facts in (model, *callbacks):
+        if facts.trainer_reads is None:
+            everything = True
+        else:
+            reads |= facts.trainer_reads
+    counters = {"current_epoch", "global_step"}
+    module_counters = model.attributes_read | {r for facts in callbacks for r in facts.module_reads}
+    module_loggers = module_counters & {"logger", "loggers"}
+    # Lightning's toggle_optimizer reads self.trainer.optimizers
+    toggles = model.manual_optimization and bool(model.attributes_read & {"toggle_optimizer", "untoggle_optimizer"})
+    if model.is_lightning_module:
+        reads |= module_counters & counters  # a LightningModule's counters are read through its trainer
+        reads |= module_loggers  # ... and its self.logger, self.loggers
+    unknown = sorted(reads - set(TRAINER_ATTRIBUTES) - {"_trainer"})
+    if unknown:
+        supported = ", ".join(TRAINER_ATTRIBUTES)
+        where = {name: at for facts in (model, *callbacks) for name, at in facts.trainer_read_at.items()}
+        raise LoopgenError(
+            [
+                Problem(
+                    where.get(name, ""),
+                    f"reads trainer.{name}, which the script's trainer does not provide: compute it in your code"
+                    f" or remove the read (the script's trainer provides {supported})",
+                )
+                for name in unknown
+            ]
+        )
+    dummy_logger = bool(spec.trainer.fast_dev_run) and spec.trainer.logger is not False
+    if dummy_logger and reads & LOGGER_ATTRIBUTES:
+        where = {name: at for facts in (model, *callbacks) for name, at in facts.trainer_read_at.items()}
+        raise LoopgenError(
+            [
+                Problem(
+                    where.get(name, ""),
+                    f"reads trainer.{name}: under fast_dev_run Lightning's loggers are a DummyLogger, which the"
+                    " script does not provide: set logger: false, or remove fast_dev_run",
+                )
+                for name in sorted(reads & LOGGER_ATTRIBUTES)
+            ]
+        )
+    # a trainer passed on gets everything but the estimate (which would move the training data's loading)
+    attributes = frozenset(TRAINER_ATTRIBUTES) - {"estimated_stepping_batches"} if everything else frozenset(reads)
+    if dummy_logger:
+        attributes -= LOGGER_ATTRIBUTES
+    if not metrics.collect:
+        attributes -= METRIC_ATTRIBUTES
+    if attributes & counters:  # the loop counts on the trainer: both counters live there
+        attributes |= counters
+    exists = bool(attributes) or bool(callbacks) or bool(checkpointing.checkpoints)  # the user's callbacks get it
+    module_reads_trainer = (model.trainer_reads or set()) != set() or model.trainer_reads is None
+    plain_counters = set() if model.is_lightning_module else module_counters & counters
+    return State(
+        exists=exists,
+        attributes=attributes,
+        counters=bool(attributes & counters),
+        attach_private=model.is_lightning_module
+        and (module_reads_trainer or bool(module_counters & counters) or bool(module_loggers) or toggles),
+        attach_public=not model.is_lightning_module and module_reads_trainer,
+        mirror_epoch="current_epoch" in plain_counters,
+        mirror_step="global_step" in plain_counters,
+    )

@@ -1,0 +1,161 @@
+"""The XLA (TPU) engine."""
+
+from __future__ import annotations
+
+from loopgen.errors import Problem
+from loopgen.plan.checkpointing import Checkpointing
+from loopgen.plan.data import Data
+from loopgen.plan.distributed import (
+    CLOSURE_INSTEAD,
+    CLOSURE_STEP,
+    ONE_DEVICE_GRAD_NORM,
+    ONE_DEVICE_OVERFIT,
+    ONE_DEVICE_TBPTT,
+    TIMED_CHECKPOINT,
+    TIMED_CHECKPOINT_INSTEAD,
+    Distributed,
+    refuser,
+    strategy_args,
+)
+from loopgen.plan.loggers import Logging
+from loopgen.plan.optimization import Optimization
+from loopgen.plan.optimizers import Optimizers
+from loopgen.plan.precision import Precision
+from loopgen.plan.profiling import Profiling
+from loopgen.plan.progress import Progress
+from loopgen.spec import Spec
+
+
+def resolve_xla(
+    spec: Spec,
+    script_name: str,
+    precision: Precision,
+    optimizers: Optimizers,
+    optimization: Optimization,
+    data: Data,
+    checkpointing: Checkpointing,
+    logging: Logging,
+    profiling: Profiling,
+    progress: Progress,
+    problems: list[Problem],
+) -> Distributed:
+    """accelerator: tpu, as Lightning 2.6.6 with torch_xla: one device is SingleDeviceXLAStrategy (the model and
+    the batches on xm.xla_device(), no processes), several are XLAStrategy (xmp.spawn starts one process per
+    device, the loaders become MpDeviceLoaders over DistributedSamplers on XLA's ordinal and world size,
+    sync_dist reduces with xm.mesh_reduce). Both step through XLAPrecision.optimizer_step: the gradients
+    all-reduced (xm.reduce_gradients) after the backward, the step, then xm.mark_step().
+
+    What it cannot serve is refused here, each with its reason."""
+    t = spec.trainer
+    strategy, _ = strategy_args(t.strategy)
+
+    refuse = refuser(spec, problems, "with accelerator tpu")
+    if strategy != "auto":
+        refuse(
+            "strategy",
+            f"strategy {strategy}",
+            "the TPU strategies come from `devices`: SingleDeviceXLAStrategy for one, XLAStrategy for several",
+            "set `strategy: auto`",
+        )
+    if t.num_nodes != 1:
+        refuse(
+            "num_nodes",
+            "num_nodes > 1",
+            "one TPU VM host: xmp.spawn starts the processes of this host",
+            "keep num_nodes: 1",
+        )
+    if precision.apex:
+        refuse(
+            "amp_backend", "apex", "apex is CUDA's, and Lightning's XLAPrecision has no apex path", "use precision 32"
+        )
+    elif precision.name == "16-mixed":
+        refuse(
+            "precision",
+            "precision 16-mixed",
+            "the float16 GradScaler is CUDA's; XLAPrecision takes 32-true, 16-true and bf16-true",
+            "use precision 32",
+        )
+    elif precision.half:
+        switch = "XLA_USE_BF16" if precision.name == "bf16-true" else "XLA_USE_F16"
+        refuse(
+            "precision",
+            f"precision {precision.name}",
+            f"XLAPrecision sets torch_xla's {switch}, which neither the torch_xla stand-in nor a TPU here can check",
+            "use precision 32 on TPU (loopgen implements XLAPrecision's 32-true)",
+        )
+    elif precision.name != "32":
+        refuse(
+            "precision",
+            f"precision {precision.name}",
+            "loopgen implements XLAPrecision's 32-true only",
+            "use precision 32",
+        )
+    if spec.seed_everything is True:
+        message = "seed_everything: true with accelerator tpu: each process would choose its own seed; give a number"
+        problems.append(Problem("seed_everything", message, spec.line("seed_everything")))
+    if optimization.tbptt:
+        refuse(*ONE_DEVICE_TBPTT)
+    if data.sequential:
+        refuse(*ONE_DEVICE_OVERFIT)
+    if optimization.closure:
+        refuse(
+            "strategy",
+            CLOSURE_STEP,
+            "the TPU script reduces the gradients after the backward it runs itself; a step that runs the"
+            " closure would need the reduction inside it, as XLAPrecision wraps it",
+            CLOSURE_INSTEAD,
+        )
+    if optimizers.several:
+        refuse(
+            "strategy",
+            "several optimizers",
+            "several optimizers under automatic optimization are Lightning 1.9's, and the TPU script follows"
+            " Lightning 2.6.6's XLA strategies",
+            "train them on one CPU or GPU",
+        )
+    if profiling.enabled:
+        refuse(
+            "profiler",
+            "a profiler",
+            "the TPU script has no profiler code",
+            "set `profiler: null`, and profile the same module on a CPU or GPU",
+        )
+    if optimization.track_grad_norm is not None:
+        refuse(*ONE_DEVICE_GRAD_NORM)
+    # checkpoints, the CSV and TensorBoard loggers and the bar: rank 0's on several devices
+    devices = t.devices
+    several = devices > 1
+    if several:
+        for kind in sorted(logging.kinds - {"csv", "tensorboard"}):
+            refuse(
+                "logger",
+                f"a {kind} logger on several devices",
+                "on several devices the script writes the CSVLogger's and TensorBoardLogger's files on process 0;"
+                " the other loggers' handling is not written",
+                "use CSVLogger or TensorBoardLogger, or one  device",
+            )
+        if checkpointing.time_triggered:
+            refuse(
+                "callbacks",
+                f"{TIMED_CHECKPOINT} on several devices",
+                "each process's clock would decide on its own, where Lightning broadcasts process 0's decision",
+                TIMED_CHECKPOINT_INSTEAD,
+            )
+    launch = f"PJRT_DEVICE=TPU python {script_name}"
+    return Distributed(
+        kind="xla",
+        devices=devices,
+        world_size=devices,
+        ranks_from="xla" if several else None,
+        rank_zero_gates=several,
+        replaces_samplers=several,
+        # several devices: XLAStrategy's rank-0 files (XLACheckpointIO), broadcasts (xm.collective_broadcast),
+        # barriers (xm.rendezvous) and decisions (xm.mesh_reduce); one device needs none of them
+        reduces_decisions=several and bool(checkpointing.early_stopping),
+        broadcasts=several and (checkpointing.saves or logging.versions),
+        saves_on_rank_zero=several and checkpointing.saves,
+        logs_on_rank_zero=several and logging.enabled,
+        silent_bar=several and progress.enabled,
+        launch=launch,
+        launch_nodes=launch,
+    )
