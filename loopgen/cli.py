@@ -240,7 +240,7 @@ def _run(args: argparse.Namespace) -> int:
 def _launcher(spec_path: Path) -> list[str]:
     """How `loopgen run` starts the script: python, or torchrun with one process per device for DDP."""
     from loopgen.plan.distributed import strategy_args
-    from loopgen.spec import load_spec
+    from loopgen.spec.load import load_spec
 
     trainer = load_spec(spec_path).trainer
     if strategy_args(trainer.strategy)[0] != "ddp":
@@ -299,7 +299,7 @@ def _diff(args: argparse.Namespace) -> int:
 def _schema(args: argparse.Namespace) -> int:
     import json
 
-    from loopgen.schema import spec_schema
+    from loopgen.spec.schema import spec_schema
 
     print(json.dumps(spec_schema(), indent=2))
     sys.stdout.flush()

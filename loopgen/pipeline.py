@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Any
 from loopgen import cache
 from loopgen.errors import Problem
 from loopgen.formatting import find_config
-from loopgen.roots import default_roots
+from loopgen.source.roots import default_roots
 
 if TYPE_CHECKING:
-    from loopgen.inspect import ClassFacts
-    from loopgen.spec import Spec
+    from loopgen.source.facts import ClassFacts
+    from loopgen.spec.model import Spec
 
 
 def render_spec(spec_path: Path, output: Path | str = "train.py") -> tuple[str, tuple[str, ...]]:
@@ -44,7 +44,7 @@ def render_spec_sources(
     from loopgen.errors import LoopgenError
     from loopgen.plan import make_plan
     from loopgen.render import render
-    from loopgen.spec import load_spec
+    from loopgen.spec.load import load_spec
 
     spec = load_spec(spec_path)
     model, data, callbacks, problems = read_classes(spec, roots)
@@ -71,9 +71,9 @@ def read_classes(spec: Any, roots: list[Path]) -> tuple[Any, Any, tuple[Any, ...
     """The facts of the spec's model, data and callbacks, and every problem with their class paths and
     init_args (all of them, each with its key and YAML line); the model's facts are None when it is not found."""
     from loopgen.errors import LoopgenError
-    from loopgen.flags import lightning_callback
-    from loopgen.inspect import inspect_class
-    from loopgen.signatures import check_arguments, torch_signature
+    from loopgen.source.reader import inspect_class
+    from loopgen.source.signatures import check_arguments, torch_signature
+    from loopgen.spec.support import lightning_callback
 
     problems = []
 
@@ -102,7 +102,7 @@ def read_classes(spec: Any, roots: list[Path]) -> tuple[Any, Any, tuple[Any, ...
         in the user's code; a class loopgen cannot read is left to the script."""
         from collections.abc import Mapping
 
-        from loopgen.spec import ObjectSpec
+        from loopgen.spec.model import ObjectSpec
 
         for name, value in args.items() if isinstance(args, Mapping) else ():
             if not isinstance(value, ObjectSpec):
@@ -176,8 +176,8 @@ def _passed_first(signature: Any) -> Any:
 
 def project_root(spec_path: Path) -> Path:
     """The directory the model's module was found under: where the script must run from (or have on its path)."""
-    from loopgen.inspect import inspect_class
-    from loopgen.spec import load_spec
+    from loopgen.source.reader import inspect_class
+    from loopgen.spec.load import load_spec
 
     spec = load_spec(spec_path)
     return inspect_class(spec.model.class_path, default_roots(spec_path), where="model.class_path").root
@@ -197,8 +197,8 @@ def inspect_objects(spec: Spec, roots: list[Path]) -> dict[str, ClassFacts | Non
     path: None for a class outside the project (torch's, a library's), which the script imports as it is; a class
     the project's own packages should define but do not is an error, as for the model."""
     from loopgen.errors import LoopgenError, Problem
-    from loopgen.inspect import inspect_class
-    from loopgen.spec import objects_in
+    from loopgen.source.reader import inspect_class
+    from loopgen.spec.model import objects_in
 
     found: dict[str, ClassFacts | None] = {}
     pending = [

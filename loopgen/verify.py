@@ -109,7 +109,7 @@ def verify(spec_path: Path, steps: int | None, out: TextIO | None = None) -> int
 
     out = out or sys.stdout
     from loopgen.pipeline import project_root, render_spec
-    from loopgen.spec import load_spec
+    from loopgen.spec.load import load_spec
 
     package = lightning_package()
     if package is None:

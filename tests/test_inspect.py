@@ -1,4 +1,4 @@
-"""loopgen.inspect reads the user's classes from source with the standard library's ast, never by importing them."""
+"""loopgen.source.reader reads the user's classes from source with the standard library's ast, never by importing them."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from loopgen.errors import LoopgenError, Problem
-from loopgen.inspect import ClassFacts, OptimizersFacts, find_class_source, inspect_class
-from loopgen.roots import default_roots
-from loopgen.signatures import Signature
+from loopgen.source.facts import ClassFacts, OptimizersFacts
+from loopgen.source.reader import find_class_source, inspect_class
+from loopgen.source.roots import default_roots
+from loopgen.source.signatures import Signature
 
 
 def write(root: Path, files: dict[str, str]) -> Path:

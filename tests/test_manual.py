@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from loopgen.errors import LoopgenError
-from loopgen.inspect import inspect_class
+from loopgen.source.reader import inspect_class
 from tests.helpers import render as render_file
 from tests.test_plan import plan_of
 

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from loopgen.errors import LoopgenError
-from loopgen.spec import ClassRef, ObjectSpec, load_spec
+from loopgen.spec.load import load_spec
+from loopgen.spec.model import ClassRef, ObjectSpec
 
 OBJECTS = "tests.parity.objects"
 

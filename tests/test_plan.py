@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from loopgen.errors import LoopgenError
-from loopgen.flags import lightning_callback
-from loopgen.inspect import inspect_class
 from loopgen.plan import Plan, make_plan
-from loopgen.spec import load_spec
+from loopgen.source.reader import inspect_class
+from loopgen.spec.load import load_spec
+from loopgen.spec.support import lightning_callback
 
 MODEL = """
 import torch

@@ -12,19 +12,9 @@ from typing import Any
 
 import pytest
 
-from loopgen.flags import (
-    CALLBACK_ARGS,
-    FLAGS,
-    LIGHTNING_PROFILERS,
-    LOGGER_ARGS,
-    PROFILER_ARGS,
-    Flag,
-    FlagError,
-    callback_support,
-    implemented,
-    logger_support,
-    profiler_support,
-)
+from loopgen.spec.flags import CALLBACK_ARGS, FLAGS, LOGGER_ARGS, PROFILER_ARGS, Flag
+from loopgen.spec.kinds import FlagError, implemented
+from loopgen.spec.support import LIGHTNING_PROFILERS, callback_support, logger_support, profiler_support
 
 REASONED = re.compile(r"not supported by loopgen \((?P<why>.+)\); (?P<instead>.+)")
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from loopgen.errors import LoopgenError
-from loopgen.inspect import find_class_source
-from loopgen.roots import default_roots
+from loopgen.source.reader import find_class_source
+from loopgen.source.roots import default_roots
 
 CLASS = "class Net:\n    pass\n"
 

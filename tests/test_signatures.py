@@ -12,7 +12,7 @@ import pytest
 
 from loopgen.errors import LoopgenError
 from loopgen.pipeline import render_spec
-from loopgen.signatures import TORCH_OPTIMIZERS, TORCH_SCHEDULERS
+from loopgen.source.signatures import TORCH_OPTIMIZERS, TORCH_SCHEDULERS
 from tests.helpers import write_spec
 
 
@@ -59,7 +59,7 @@ def test_lightnings_classes_take_every_argument_of_loopgens_tables():
     import pytorch_lightning.loggers
     import pytorch_lightning.profilers
 
-    from loopgen.flags import CALLBACK_ARGS, LOGGER_ARGS, PROFILER_ARGS
+    from loopgen.spec.flags import CALLBACK_ARGS, LOGGER_ARGS, PROFILER_ARGS
 
     for module, table in (
         (pytorch_lightning.callbacks, CALLBACK_ARGS),

@@ -1,5 +1,5 @@
-"""loopgen.spec / loopgen.flags: the YAML spec becomes a validated, normalised Spec, or one error per problem;
-loopgen.schema: its JSON Schema."""
+"""loopgen.spec (load, flags): the YAML spec becomes a validated, normalised Spec, or one error per problem;
+loopgen.spec.schema: its JSON Schema."""
 
 from __future__ import annotations
 
@@ -14,9 +14,11 @@ import pytest
 import yaml
 
 from loopgen.errors import LoopgenError
-from loopgen.flags import FLAGS, FLAGS_BY_NAME, TRAINER_KEYS, same
-from loopgen.schema import spec_schema
-from loopgen.spec import ClassRef, LoopFlags, Spec, TrainerFlags, load_spec
+from loopgen.spec.flags import FLAGS, FLAGS_BY_NAME, TRAINER_KEYS
+from loopgen.spec.kinds import same
+from loopgen.spec.load import load_spec
+from loopgen.spec.model import ClassRef, LoopFlags, Spec, TrainerFlags
+from loopgen.spec.schema import spec_schema
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REPO = Path(__file__).parent.parent
@@ -1092,7 +1094,7 @@ def test_loading_imports_neither_torch_nor_lightning() -> None:
     import sys
 
     code = (
-        "import sys; from pathlib import Path; from loopgen.schema import spec_schema; from loopgen.spec import load_spec; "
+        "import sys; from pathlib import Path; from loopgen.spec.schema import spec_schema; from loopgen.spec.load import load_spec; "
         f"load_spec(Path({str(PRINT_CONFIG)!r})); spec_schema(); "
         "print([m for m in ('torch', 'pytorch_lightning', 'lightning', 'numpy') if m in sys.modules])"
     )

@@ -16,7 +16,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from loopgen.errors import LoopgenError, Problem
-from loopgen.inspect import ClassFacts
 from loopgen.plan.bounds import Bounds, resolve_bounds
 from loopgen.plan.build import Build, resolve_build, with_objects
 from loopgen.plan.callbacks import with_lightning_callbacks
@@ -40,7 +39,8 @@ from loopgen.plan.progress import Progress, resolve_progress
 from loopgen.plan.state import State, resolve_state, with_estimate, with_scheduler_configs
 from loopgen.plan.summary import Summary, resolve_summary
 from loopgen.plan.validation import Validation, resolve_validation
-from loopgen.spec import Spec
+from loopgen.source.facts import ClassFacts
+from loopgen.spec.model import Spec
 
 
 @dataclass(frozen=True)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from loopgen.inspect import ClassFacts
 from loopgen.plan.common import early_stopping_checks, reads_trainer
 from loopgen.plan.data import Data
 from loopgen.plan.objects import is_lightning
-from loopgen.spec import Spec
+from loopgen.source.facts import ClassFacts
+from loopgen.spec.model import Spec
 
 
 @dataclass(frozen=True)

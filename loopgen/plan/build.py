@@ -6,7 +6,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from loopgen.inspect import ClassFacts
 from loopgen.plan.objects import (
     Built,
     Callback,
@@ -17,7 +16,8 @@ from loopgen.plan.objects import (
     construct_of,
     constructs_in,
 )
-from loopgen.spec import ClassRef, Spec
+from loopgen.source.facts import ClassFacts
+from loopgen.spec.model import ClassRef, Spec
 
 
 @dataclass(frozen=True)

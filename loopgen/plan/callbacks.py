@@ -1,4 +1,6 @@
-"""Lightning's own callbacks (ModelCheckpoint, EarlyStopping, LearningRateMonitor, the bar, the summary) among the hooks."""
+"""Lightning's own callbacks (ModelCheckpoint, EarlyStopping, LearningRateMonitor, the bar, the summary) among the
+hooks.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ from loopgen.plan.hooks import VALIDATION_CALLBACK_HOOKS, Hooks
 from loopgen.plan.loggers import Logging
 from loopgen.plan.objects import Callback, is_lightning, numbered_name
 from loopgen.plan.progress import Progress, is_progress_bar, progress_callback
-from loopgen.spec import Spec
+from loopgen.spec.model import Spec
 
 
 def with_lightning_callbacks(

@@ -7,14 +7,14 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from loopgen.errors import Problem
-from loopgen.inspect import ClassFacts
 from loopgen.plan.bounds import Bounds
 from loopgen.plan.common import NUMBERED_LOGGERS, early_stopping_on_epoch_end, flag_problem
 from loopgen.plan.hooks import Hooks
 from loopgen.plan.objects import Callback, Construct, callback_defaults, is_lightning, numbered_name
 from loopgen.plan.optimization import Optimization
 from loopgen.plan.validation import Validation
-from loopgen.spec import ClassRef, Spec
+from loopgen.source.facts import ClassFacts
+from loopgen.spec.model import ClassRef, Spec
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from loopgen.plan.bounds import Bounds
 from loopgen.plan.build import Build
 from loopgen.plan.checkpointing import Checkpointing
-from loopgen.spec import Spec
+from loopgen.spec.model import Spec
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from loopgen.errors import Problem
-from loopgen.inspect import ClassFacts
-from loopgen.spec import ClassRef, Spec
+from loopgen.source.facts import ClassFacts
+from loopgen.spec.model import ClassRef, Spec
 
 # What the script's `trainer` object can hold, in the order it declares them: Lightning's names and meanings.
 TRAINER_ATTRIBUTES = (

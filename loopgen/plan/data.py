@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from loopgen.errors import Problem
-from loopgen.flags import refusal
-from loopgen.inspect import ClassFacts
 from loopgen.plan.common import batch_limits, flag_problem, limits_batches
-from loopgen.spec import Spec
+from loopgen.source.facts import ClassFacts
+from loopgen.spec.kinds import refusal
+from loopgen.spec.model import Spec
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from loopgen.errors import Problem
-from loopgen.flags import refusal
 from loopgen.plan.checkpointing import Checkpointing
 from loopgen.plan.common import flag_problem
 from loopgen.plan.data import Data
@@ -23,7 +22,8 @@ from loopgen.plan.optimizers import Optimizers
 from loopgen.plan.precision import Precision
 from loopgen.plan.profiling import Profiling
 from loopgen.plan.progress import Progress
-from loopgen.spec import Spec
+from loopgen.spec.kinds import refusal
+from loopgen.spec.model import Spec
 
 
 def resolve_ddp(

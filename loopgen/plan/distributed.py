@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from loopgen.errors import Problem
-from loopgen.flags import refusal
 from loopgen.plan.common import flag_problem
-from loopgen.spec import Spec
+from loopgen.spec.kinds import refusal
+from loopgen.spec.model import Spec
 
 
 @dataclass(frozen=True)

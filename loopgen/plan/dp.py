@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from loopgen.errors import Problem
-from loopgen.inspect import ClassFacts
 from loopgen.plan.checkpointing import Checkpointing
 from loopgen.plan.distributed import (
     CLOSURE_INSTEAD,
@@ -22,7 +21,8 @@ from loopgen.plan.optimizers import Optimizers
 from loopgen.plan.precision import HALF_NOT_IN_1_9_5, Precision
 from loopgen.plan.profiling import Profiling
 from loopgen.plan.progress import Progress
-from loopgen.spec import Spec
+from loopgen.source.facts import ClassFacts
+from loopgen.spec.model import Spec
 
 
 def resolve_dp(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from loopgen.errors import Problem
-from loopgen.inspect import ClassFacts
 from loopgen.plan.checkpointing import Checkpointing
 from loopgen.plan.common import flag_problem
 from loopgen.plan.data import Data
@@ -18,7 +17,8 @@ from loopgen.plan.precision import Precision
 from loopgen.plan.profiling import Profiling
 from loopgen.plan.progress import Progress
 from loopgen.plan.xla import resolve_xla
-from loopgen.spec import Spec
+from loopgen.source.facts import ClassFacts
+from loopgen.spec.model import Spec
 
 
 def resolve_engine(

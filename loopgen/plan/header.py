@@ -12,7 +12,7 @@ from loopgen.plan.optimization import Optimization
 from loopgen.plan.optimizers import Optimizers
 from loopgen.plan.precision import Device, Precision
 from loopgen.plan.validation import Validation
-from loopgen.spec import Spec
+from loopgen.spec.model import Spec
 
 SCRIPT_SHA256_PLACEHOLDER = "-" * 64  # the script's own sha256 is of its text with this in its place
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from loopgen.errors import Problem
-from loopgen.inspect import ClassFacts
 from loopgen.plan.common import follows_1_9_5
 from loopgen.plan.objects import Callback, check_unique_names, construct_of
-from loopgen.spec import Spec
+from loopgen.source.facts import ClassFacts
+from loopgen.spec.model import Spec
 
 # Hooks of the model a generated script may call (Lightning's names).
 MODEL_HOOKS = (

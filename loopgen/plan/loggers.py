@@ -7,14 +7,14 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from loopgen.errors import LoopgenError, Problem
-from loopgen.flags import refusal, same
-from loopgen.inspect import ClassFacts
 from loopgen.plan.common import NUMBERED_LOGGERS
 from loopgen.plan.objects import Callback, Construct, is_lightning
 from loopgen.plan.optimization import Optimization
 from loopgen.plan.optimizers import Optimizers, Scheduler
 from loopgen.plan.validation import Validation
-from loopgen.spec import ClassRef, Spec
+from loopgen.source.facts import ClassFacts
+from loopgen.spec.kinds import refusal, same
+from loopgen.spec.model import ClassRef, Spec
 
 
 @dataclass(frozen=True)
@@ -132,7 +132,7 @@ LOGGER_KINDS = {"CSVLogger": "csv", "TensorBoardLogger": "tensorboard", "MLFlowL
 
 
 # The arguments of the script's logger classes, and their defaults (the spec's other arguments are refused
-# unless at Lightning's default: loopgen/flags.py, LOGGER_ARGS)
+# unless at Lightning's default: loopgen/spec/flags.py, LOGGER_ARGS)
 SCRIPT_LOGGER_ARGS = {
     "CSVLogger": {"name": "lightning_logs", "version": None, "prefix": ""},
     "TensorBoardLogger": {"name": "lightning_logs", "version": None, "prefix": "", "default_hp_metric": True,

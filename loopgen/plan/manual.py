@@ -5,15 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from loopgen.errors import Problem
-from loopgen.flags import refusal
-from loopgen.inspect import ClassFacts
 from loopgen.plan.common import flag_problem, follows_1_9_5
 from loopgen.plan.distributed import Distributed
 from loopgen.plan.hooks import Hooks
 from loopgen.plan.optimization import Optimization
 from loopgen.plan.optimizers import Optimizers
 from loopgen.plan.validation import Validation
-from loopgen.spec import Spec
+from loopgen.source.facts import ClassFacts
+from loopgen.spec.kinds import refusal
+from loopgen.spec.model import Spec
 
 
 @dataclass(frozen=True)

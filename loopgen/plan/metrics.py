@@ -5,8 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from loopgen.errors import Problem
-from loopgen.flags import refusal
-from loopgen.inspect import ClassFacts
 from loopgen.plan.checkpointing import Checkpointing
 from loopgen.plan.common import METRIC_ATTRIBUTES, reads_trainer
 from loopgen.plan.hooks import Hooks
@@ -15,7 +13,9 @@ from loopgen.plan.objects import argument_value, constructs_in
 from loopgen.plan.optimization import Optimization
 from loopgen.plan.optimizers import Optimizers
 from loopgen.plan.progress import Progress
-from loopgen.spec import Spec
+from loopgen.source.facts import ClassFacts
+from loopgen.spec.kinds import refusal
+from loopgen.spec.model import Spec
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from loopgen.errors import LoopgenError, Problem
-from loopgen.flags import refusal
-from loopgen.spec import ClassRef, ObjectSpec
+from loopgen.spec.kinds import refusal
+from loopgen.spec.model import ClassRef, ObjectSpec
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,7 @@ def numbered_name(name: str, index: int, count: int) -> str:
 
 
 def callback_defaults(name: str) -> dict[str, Any]:
-    from loopgen.flags import CALLBACK_ARGS
+    from loopgen.spec.flags import CALLBACK_ARGS
 
     return {arg.name: arg.default for arg in CALLBACK_ARGS[name]}
 

@@ -6,13 +6,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from loopgen.errors import Problem
-from loopgen.inspect import ClassFacts
 from loopgen.plan.bounds import Bounds
 from loopgen.plan.common import follows_1_9_5, takes_two
 from loopgen.plan.hooks import Hooks, only_epoch_end
 from loopgen.plan.optimizers import Optimizers, frequencies_of
 from loopgen.plan.validation import Validation
-from loopgen.spec import Spec
+from loopgen.source.facts import ClassFacts
+from loopgen.spec.model import Spec
 
 
 @dataclass(frozen=True)

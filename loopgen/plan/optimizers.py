@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from loopgen.errors import Problem
-from loopgen.flags import refusal
-from loopgen.inspect import ClassFacts, OptimizersFacts, SchedulerFacts
 from loopgen.plan.common import flag_problem
 from loopgen.plan.objects import Construct, construct_of
 from loopgen.plan.precision import Precision
-from loopgen.spec import ClassRef, Spec
+from loopgen.source.facts import ClassFacts, OptimizersFacts, SchedulerFacts
+from loopgen.spec.kinds import refusal
+from loopgen.spec.model import ClassRef, Spec
 
 
 @dataclass(frozen=True)

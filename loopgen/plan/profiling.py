@@ -11,7 +11,7 @@ from loopgen.plan.common import flag_problem
 from loopgen.plan.distributed import strategy_args
 from loopgen.plan.loggers import Logging
 from loopgen.plan.objects import Callback
-from loopgen.spec import ClassRef, Spec
+from loopgen.spec.model import ClassRef, Spec
 
 
 @dataclass(frozen=True)

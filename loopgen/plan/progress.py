@@ -5,14 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from loopgen.errors import Problem
-from loopgen.flags import PROGRESS_BARS
-from loopgen.inspect import ClassFacts
 from loopgen.plan.bounds import Bounds
 from loopgen.plan.common import flag_problem
 from loopgen.plan.loggers import Logging
 from loopgen.plan.objects import Callback, Construct, is_lightning
 from loopgen.plan.validation import Validation
-from loopgen.spec import ClassRef, Spec
+from loopgen.source.facts import ClassFacts
+from loopgen.spec.model import ClassRef, Spec
+from loopgen.spec.support import PROGRESS_BARS
 
 
 @dataclass(frozen=True)

@@ -7,15 +7,15 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from loopgen.errors import LoopgenError, Problem
-from loopgen.flags import refusal
-from loopgen.inspect import ClassFacts
 from loopgen.plan.bounds import Bounds
 from loopgen.plan.checkpointing import Checkpointing
 from loopgen.plan.common import LOGGER_ATTRIBUTES, METRIC_ATTRIBUTES, TRAINER_ATTRIBUTES, flag_problem
 from loopgen.plan.metrics import Metrics
 from loopgen.plan.optimization import Optimization
 from loopgen.plan.optimizers import Optimizers
-from loopgen.spec import Spec
+from loopgen.source.facts import ClassFacts
+from loopgen.spec.kinds import refusal
+from loopgen.spec.model import Spec
 
 
 @dataclass(frozen=True)

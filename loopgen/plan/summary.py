@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from loopgen.inspect import ClassFacts
 from loopgen.plan.distributed import strategy_args
 from loopgen.plan.hooks import Hooks
 from loopgen.plan.objects import Callback, Construct, is_lightning, numbered_name
 from loopgen.plan.precision import Device, Precision
-from loopgen.spec import Spec
+from loopgen.source.facts import ClassFacts
+from loopgen.spec.model import Spec
 
 
 @dataclass(frozen=True)

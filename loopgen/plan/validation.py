@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from loopgen.errors import Problem
-from loopgen.inspect import ClassFacts
 from loopgen.plan.bounds import Bounds
 from loopgen.plan.common import flag_problem, follows_1_9_5, takes_two
 from loopgen.plan.data import Data
 from loopgen.plan.hooks import Hooks
-from loopgen.spec import Spec
+from loopgen.source.facts import ClassFacts
+from loopgen.spec.model import Spec
 
 
 @dataclass(frozen=True)

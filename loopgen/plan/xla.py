@@ -23,7 +23,7 @@ from loopgen.plan.optimizers import Optimizers
 from loopgen.plan.precision import Precision
 from loopgen.plan.profiling import Profiling
 from loopgen.plan.progress import Progress
-from loopgen.spec import Spec
+from loopgen.spec.model import Spec
 
 
 def resolve_xla(

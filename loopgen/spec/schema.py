@@ -1,13 +1,9 @@
 """The JSON Schema (draft 2020-12) of a spec, for `loopgen schema` and editors.
 
-- `CLASS_REF_SCHEMA`: a reference to the `class_ref` definition (a `class_path`
-  + `init_args` entry, or a bare class path), for the flag kinds that take
-  class entries.
-- `spec_schema`: the whole spec's schema: each trainer flag's `Kind` fragment
-  with its doc and default (flags.py), the other keys, and `$defs`.
-
-Loading this module imports nothing else of loopgen, as flags.py imports
-`CLASS_REF_SCHEMA` from it.
+`spec_schema`: the whole spec's schema: each trainer flag's `Kind` fragment
+with its doc and default (flags.py), the other keys, and `$defs` (`class_ref`,
+which kinds.py's `CLASS_REF_SCHEMA` refers to: a `class_path` + `init_args`
+entry, or a bare class path).
 """
 
 from __future__ import annotations
@@ -15,7 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-CLASS_REF_SCHEMA: Mapping[str, Any] = {"$ref": "#/$defs/class_ref"}  # the $def is `_class_ref`, below
+from loopgen.spec.flags import ALIASES, FLAGS
+from loopgen.spec.kinds import CLASS_REF_SCHEMA
+from loopgen.spec.model import MAX_SEED
+
 _DOTTED_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$"
 
 
@@ -45,8 +44,6 @@ def _class_ref() -> dict[str, Any]:
 
 def spec_schema() -> dict[str, Any]:
     """A JSON Schema (draft 2020-12) of the spec, built from the flag table (for `loopgen schema`, editors)."""
-    from loopgen.flags import ALIASES, FLAGS  # not at the top: flags.py imports CLASS_REF_SCHEMA from here
-    from loopgen.spec import MAX_SEED
 
     trainer: dict[str, Any] = {}
     for flag in FLAGS:

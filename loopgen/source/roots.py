@@ -6,7 +6,7 @@ directory with a pyproject.toml or .git; never above it); the project's `src/` (
 entries; the interpreter's own `sys.path` (site-packages, with what its `.pth` files added: editable installs,
 read from the `.pth` files, and the directories setuptools' editable finders map packages to, read from the
 finder files as text). Namespace packages need nothing more: a module is looked up by its dotted path in every
-root. The packages of torch and Lightning are never read as user code (see loopgen/inspect.py).
+root. The packages of torch and Lightning are never read as user code (see loopgen/source/reader.py).
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """The spec's `init_args` against the signatures of the classes they go to, checked at render time.
 
-Nothing is imported: a user class's `__init__` is read from its source with `ast` (loopgen/inspect.py,
+Nothing is imported: a user class's `__init__` is read from its source with `ast` (loopgen/source/reader.py,
 `ClassFacts.init`); torch's optimizers and LR schedulers come from the table below, which
 tests/test_signatures.py checks against the installed torch with `inspect.signature`; Lightning's callbacks,
-loggers and profilers are checked by their tables in loopgen/flags.py as the spec is read.
+loggers and profilers are checked by their tables in loopgen/spec/flags.py as the spec is read.
 
 Each problem names its key and YAML line; the pipeline reports them together with the plan's.
 """

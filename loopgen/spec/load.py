@@ -1,4 +1,4 @@
-"""Stage 1: YAML spec -> validated, defaulted, typed `Spec`.
+"""Stage 1: YAML spec -> validated, defaulted, typed `Spec` (model.py).
 
 Every error about the user's input is raised here (as LoopgenError, with the
 key path and YAML line); nothing downstream re-validates. The trainer flags'
@@ -8,157 +8,53 @@ names, values and defaults come from the flag table (flags.py), which
 
 from __future__ import annotations
 
-import copy
-import functools
 import hashlib
 import keyword
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass, field, fields, make_dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from loopgen.errors import LoopgenError, Problem, did_you_mean, got, show
-from loopgen.flags import (
+from loopgen.spec.flags import (
     ALIASES,
     CALLBACK_ARGS,
     FLAGS,
-    LIGHTNING_LOGGERS,
     LOGGER_ARGS,
     PROFILER_ARGS,
-    PROFILER_NAMES,
     TRAINER_KEYS,
     Flag,
-    FlagError,
     alias_notice,
+)
+from loopgen.spec.kinds import FlagError, same
+from loopgen.spec.model import (
+    CLASS_REF_KEYS,
+    LOOP_KEYS,
+    MAX_SEED,
+    TOP_LEVEL_KEYS,
+    ClassRef,
+    LoopFlags,
+    ObjectSpec,
+    Spec,
+    TrainerFlags,
+)
+from loopgen.spec.support import (
+    LIGHTNING_LOGGERS,
+    PROFILER_NAMES,
     callback_support,
     lightning_callback,
     lightning_logger,
     lightning_profiler,
     logger_support,
     profiler_support,
-    same,
 )
-
-
-@dataclass(frozen=True)
-class ClassRef:
-    """A `class_path` + `init_args` entry (model, data, optimizer, callbacks, ...)."""
-
-    class_path: str  # dotted path, e.g. "examples.models.Classifier"
-    init_args: Mapping[str, Any] = field(default_factory=dict)  # plain YAML values
-    line: int | None = None  # YAML line of the entry
-
-    @property
-    def module(self) -> str:
-        return self.class_path.rpartition(".")[0]
-
-    @property
-    def name(self) -> str:
-        return self.class_path.rpartition(".")[2]
-
-
-@dataclass(frozen=True)
-class ObjectSpec(ClassRef):
-    """An object given as an argument: a `class_path` entry nested in `init_args` (at any depth, also as an item
-    of a list or a value of a mapping there), which LightningCLI (jsonargparse) instantiates before the object
-    that takes it.
-
-    `init_args` holds plain YAML values and further ObjectSpecs; `dict_kwargs` (jsonargparse's extra keyword
-    arguments, for a `**kwargs` parameter) holds plain values only: jsonargparse passes them as they are. The
-    top-level entries (model, data, callbacks, ...) stay ClassRefs with their dict_kwargs merged into init_args.
-    """
-
-    dict_kwargs: Mapping[str, Any] = field(default_factory=dict)
-
-
-def objects_in(value: Any) -> list[ObjectSpec]:
-    """The ObjectSpecs `value` holds at its top (itself, or items of its lists / values of its mappings), in order;
-    not those nested in their init_args."""
-    if isinstance(value, ObjectSpec):
-        return [value]
-    if isinstance(value, (list, tuple)):
-        return [found for item in value for found in objects_in(item)]
-    if isinstance(value, Mapping):
-        return [found for item in value.values() for found in objects_in(item)]
-    return []
-
-
-def _default_field(flag: Flag) -> Any:
-    """A field defaulting to `flag.default`; an unhashable (mutable) default is copied for each instance."""
-    try:
-        hash(flag.default)
-    except TypeError:
-        return field(default_factory=functools.partial(copy.deepcopy, flag.default))
-    return field(default=flag.default)
-
-
-TrainerFlags = make_dataclass(
-    "TrainerFlags",
-    [(flag.name, Any, _default_field(flag)) for flag in FLAGS],
-    frozen=True,
-    namespace={"__module__": __name__},
-)
-TrainerFlags.__doc__ = """Trainer flags, normalised to Lightning 2.x names and canonical values.
-
-Made from the flag table, so that a flag is declared once: one field per
-`flags.FLAGS` entry, in its order, named as the flag and defaulting to the
-flag's default (what null or absence means). A field holds what that flag's
-`Kind` normalises to (`callbacks`: a tuple of ClassRef). `None` keeps its
-Lightning meaning where Lightning gives it one (e.g. max_epochs None: decided
-together with max_steps by the plan).
-"""
-
-
-@dataclass(frozen=True)
-class LoopFlags:
-    """loopgen-only `loop:` section: facts Lightning finds at run time that shape the code."""
-
-    optimizer_frequencies: tuple[int, ...] | None = None
-    lr_schedulers: bool | None = None  # configure_optimizers returns LR schedulers (None: read its source)
-
-
-@dataclass(frozen=True)
-class Spec:
-    path: Path  # the spec file as given
-    sha256: str  # of the spec file's bytes
-    seed_everything: int | bool  # int seed; True: seed chosen at run time; False: do not seed
-    model: ClassRef
-    data: ClassRef | None
-    trainer: TrainerFlags
-    optimizer: ClassRef | None
-    lr_scheduler: ClassRef | None
-    loop: LoopFlags
-    ckpt_path: str | None = None
-    weights_only: bool | None = None  # how the script loads a checkpoint: null or true, safely; false, any pickle
-    notices: tuple[str, ...] = ()  # one-line notices (seed-era spellings, defaults not implemented, ...)
-    trainer_given: frozenset[str] = frozenset()  # the trainer flags the spec sets (null counts only where nullable)
-    progress_bar_refresh_rate: int | None = None  # the seed's `progress_bar_refresh_rate: n` (n >= 1)
-    lines: Mapping[str, int] = field(default_factory=dict)  # the YAML line of each key, by its dotted path
-
-    def line(self, key: str) -> int | None:
-        """The YAML line of `key` ("trainer.amp_level"), or of the nearest enclosing key the spec has."""
-        while key and key not in self.lines:
-            key = key.rpartition(".")[0]
-        return self.lines.get(key)
-
-
-# ---------------------------------------------------------------------------
-# what the spec may say
-
-TOP_LEVEL_KEYS = (
-    "seed_everything", "model", "data", "trainer", "optimizer", "lr_scheduler",  # LightningCLI `fit`
-    "ckpt_path", "weights_only",  # LightningCLI `fit`: Trainer.fit arguments
-    "loop",  # loopgen-only
-)  # fmt: skip
-CLASS_REF_KEYS = ("class_path", "init_args", "dict_kwargs")  # jsonargparse's
-LOOP_KEYS = tuple(f.name for f in fields(LoopFlags))
-MAX_SEED = 2**32 - 1  # Lightning's seed_everything bounds (numpy's)
 
 _TOP_LEVEL_HINTS = {
     "fit": "this is a LightningCLI main config; use the contents of its `fit:` section as the spec",
 }
+
 
 KeyPath = tuple[str | int, ...]  # mapping keys are str, list indexes int
 
@@ -169,10 +65,6 @@ def dotted(path: KeyPath) -> str:
     for part in path:
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else part)
     return out
-
-
-# ---------------------------------------------------------------------------
-# YAML with lines
 
 
 @dataclass(frozen=True)
@@ -219,6 +111,8 @@ def _construct(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
 
 
 MAX_INT_DIGITS = 4000  # below Python's limit for reading an integer literal from source (4300)
+
+
 MAX_INT_BITS = 13287  # 2**13287 has 4000 digits
 
 
@@ -250,10 +144,6 @@ def _walk(node: yaml.Node, path: KeyPath, lines: dict[KeyPath, int], problems: l
             lines.setdefault((*path, index), item.start_mark.line + 1)
             _walk(item, (*path, index), lines, problems, active)
     active.discard(id(node))
-
-
-# ---------------------------------------------------------------------------
-# loading
 
 
 def load_spec(path: Path) -> Spec:

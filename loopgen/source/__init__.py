@@ -1,0 +1,1 @@
+"""Stage 2: what the user's source says, read with `ast` (never imported): classes, optimizers, signatures."""

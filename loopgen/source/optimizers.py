@@ -1,0 +1,227 @@
+"""The shape of what configure_optimizers returns (optimizers, schedulers, their configs), read without running it."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Mapping
+from typing import Any
+
+from loopgen.source.facts import OptimizersFacts, SchedulerFacts
+from loopgen.source.syntax import FUNCTIONS, Function, Source, Visitor, call_arguments, dotted_name
+
+_OPTIMIZER_KEYS = frozenset({"optimizer", "lr_scheduler", "monitor", "frequency"})
+
+
+_SCHEDULER_KEYS = frozenset({"scheduler", "interval", "frequency", "monitor", "strict", "name", "reduce_on_plateau"})
+
+
+# statements with a body of their own
+_COMPOUND = tuple(
+    getattr(ast, name) for name in ("If", "For", "AsyncFor", "While", "With", "AsyncWith", "Try", "TryStar", "Match")
+    if hasattr(ast, name)
+)  # fmt: skip
+
+
+def read_optimizers(fn: Function, source: Source) -> OptimizersFacts | str:
+    """What configure_optimizers returns, from its source: the facts, or why the source does not show them.
+
+    The body must end in its only return statement, with plain statements before it (assignments, calls,
+    nested functions); the names the return uses are followed through the assignments. Optimizers and
+    schedulers must be built by calling a class (`torch.optim.SGD(...)`, `StepLR(...)`).
+    """
+    returns = _Returns()
+    returns.walk(fn.body)
+    if returns.count != 1:
+        return "configure_optimizers returns from more than one place"
+    names: dict[str, ast.expr] = {}
+    returned: ast.expr | None = None
+    for statement in fn.body:
+        if isinstance(statement, (*FUNCTIONS, ast.ClassDef)):
+            continue
+        if isinstance(statement, _COMPOUND):
+            return "configure_optimizers' return depends on control flow (if, for, with, try)"
+        if isinstance(statement, ast.Return):
+            returned = statement.value
+        elif isinstance(statement, ast.Assign):
+            for target in statement.targets:
+                if isinstance(target, ast.Name):
+                    names[target.id] = statement.value
+                else:
+                    _forget_targets(target, names)
+        elif (
+            isinstance(statement, ast.AnnAssign)
+            and statement.value is not None
+            and isinstance(statement.target, ast.Name)
+        ):
+            names[statement.target.id] = statement.value
+        elif isinstance(statement, (ast.AugAssign, ast.AnnAssign)):
+            _forget_targets(statement.target, names)
+    if returned is None:
+        return "configure_optimizers returns nothing"
+    try:
+        return _Shape(names, source, fn).read(returned)
+    except _Unknown as unknown:
+        return str(unknown)
+
+
+class _Unknown(Exception):
+    """The source does not show what configure_optimizers returns (the message says why)."""
+
+
+class _Returns(Visitor):
+    def __init__(self) -> None:
+        self.count = 0
+
+    def visit_Return(self, node: ast.Return) -> None:
+        self.count += 1
+
+    def visit_FunctionDef(self, node: Function) -> bool:
+        return False  # a nested function's returns are its own
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_Lambda(self, node: ast.Lambda) -> bool:
+        return False
+
+
+def _forget_targets(target: ast.expr, names: dict[str, ast.expr]) -> None:
+    elements = target.elts if isinstance(target, (ast.Tuple, ast.List)) else []
+    for node in (target, *(e.value if isinstance(e, ast.Starred) else e for e in elements)):
+        if isinstance(node, ast.Name):
+            names.pop(node.id, None)
+
+
+def _element(node: ast.expr) -> ast.expr:
+    """A list or tuple element without its star."""
+    return node.value if isinstance(node, ast.Starred) else node
+
+
+class _Shape:
+    """Reads one return expression of configure_optimizers, following local names."""
+
+    def __init__(self, names: Mapping[str, ast.expr], source: Source, fn: Function) -> None:
+        self.names = names
+        self.source = source
+        self.fn = fn
+        self.optimizer_nodes: list[ast.expr] = []
+
+    def resolve(self, node: ast.expr, seen: frozenset[str] = frozenset()) -> ast.expr:
+        while isinstance(node, ast.Name) and node.id in self.names and node.id not in seen:
+            seen = seen | {node.id}
+            node = self.names[node.id]
+        return node
+
+    def read(self, returned: ast.expr) -> OptimizersFacts:
+        node = self.resolve(returned)
+        if isinstance(node, (ast.List, ast.Tuple)):
+            items = [self.resolve(e) for e in node.elts if not isinstance(e, ast.Starred)]
+            if len(items) != len(node.elts):
+                raise _Unknown("configure_optimizers returns a list built with *")
+            if len(items) == 2 and all(isinstance(i, (ast.List, ast.Tuple)) for i in items):
+                optimizers = [self.optimizer(_element(e)) for e in items[0].elts]  # type: ignore[attr-defined]
+                schedulers = [self.scheduler(_element(e)) for e in items[1].elts]  # type: ignore[attr-defined]
+                return OptimizersFacts("lists", tuple(optimizers), tuple(schedulers))
+            if items and all(isinstance(i, ast.Dict) for i in items):
+                configs = [self.optimizer_dict(item) for item in items]  # type: ignore[arg-type]
+                frequencies = [config[3] for config in configs]
+                return OptimizersFacts(
+                    "dicts",
+                    tuple(config[0] for config in configs),
+                    tuple(s for index, config in enumerate(configs) for s in config[1](index)),
+                    frequencies=tuple(frequencies) if all(f is not None for f in frequencies) else None,
+                )
+            return OptimizersFacts("optimizers", tuple(self.optimizer(item) for item in items))
+        if isinstance(node, ast.Dict):
+            optimizer, schedulers, monitor, frequency = self.optimizer_dict(node)
+            frequencies = None if frequency is None else (frequency,)
+            return OptimizersFacts("dict", (optimizer,), tuple(schedulers(0)), monitor, frequencies)
+        return OptimizersFacts("optimizer", (self.optimizer(node),))
+
+    def optimizer(self, node: ast.expr) -> str:
+        node = self.resolve(node)
+        cls = _class_called(node)
+        if cls is None:
+            raise _Unknown(f"configure_optimizers returns {self.describe(node)}, not an optimizer built in it")
+        self.optimizer_nodes.append(node)
+        return cls
+
+    def optimizer_dict(self, node: ast.Dict) -> tuple[str, Any, str | None, int | None]:
+        """(optimizer class, schedulers(index) -> its SchedulerFacts, monitor, frequency) of an optimizer dict."""
+        entries = self.entries(node, _OPTIMIZER_KEYS, "an optimizer dict")
+        if "optimizer" not in entries:
+            raise _Unknown('configure_optimizers returns a dict without an "optimizer" key')
+        optimizer = self.optimizer(entries["optimizer"])
+        index = len(self.optimizer_nodes) - 1
+        monitor = self.literal(entries["monitor"], "monitor") if "monitor" in entries else None
+        frequency = self.literal(entries["frequency"], "frequency") if "frequency" in entries else None
+        scheduler = entries.get("lr_scheduler")
+
+        def schedulers(_: int) -> list[SchedulerFacts]:
+            if scheduler is None:
+                return []
+            facts = self.scheduler(scheduler)
+            return [SchedulerFacts(facts.cls, index, facts.config, facts.name, facts.name_known)]
+
+        return optimizer, schedulers, monitor, frequency
+
+    def scheduler(self, node: ast.expr) -> SchedulerFacts:
+        node = self.resolve(node)
+        if isinstance(node, ast.Dict):
+            entries = self.entries(node, _SCHEDULER_KEYS, "an lr_scheduler dict")
+            if "scheduler" not in entries:
+                raise _Unknown('configure_optimizers returns an lr_scheduler dict without a "scheduler" key')
+            bare = self.scheduler(entries.pop("scheduler"))
+            name, name_known = None, True
+            if "name" in entries:  # only for logging the learning rate: not a reason to unpack at run time
+                try:
+                    name = self.literal(entries.pop("name"), "name")
+                except _Unknown:
+                    name_known = False
+            config = {key: self.literal(value, key) for key, value in entries.items()}
+            return SchedulerFacts(bare.cls, bare.optimizer, config, name, name_known)
+        cls = _class_called(node)
+        if cls is None or not isinstance(node, ast.Call):
+            raise _Unknown(f"configure_optimizers returns {self.describe(node)}, not a scheduler built in it")
+        first = next((value for keyword, _, value in call_arguments(node) if keyword in (None, "optimizer")), None)
+        target = self.resolve(first) if first is not None else None
+        index = next((i for i, o in enumerate(self.optimizer_nodes) if o is target), None)
+        return SchedulerFacts(cls, index)
+
+    def entries(self, node: ast.Dict, known: frozenset[str], what: str) -> dict[str, ast.expr]:
+        entries = {}
+        for key_node, value in zip(node.keys, node.values):
+            if not self.one_string(key_node):
+                raise _Unknown(f"configure_optimizers returns {what} whose keys are not all written out")
+            key = key_node.value  # type: ignore[union-attr]
+            if key not in known:
+                raise _Unknown(f"configure_optimizers returns {what} with the key {key!r}")
+            entries[key] = value
+        return entries
+
+    def one_string(self, node: ast.expr | None) -> bool:
+        """Whether `node` is one string literal (not several side by side, not an f-string)."""
+        if not isinstance(node, ast.Constant) or not isinstance(node.value, (str, bytes)):
+            return False
+        return len(self.source.strings(node)) == 1
+
+    def literal(self, node: ast.expr, key: str) -> Any:
+        node = self.resolve(node)
+        try:
+            return ast.literal_eval(node)
+        except (ValueError, SyntaxError):
+            raise _Unknown(
+                f'configure_optimizers sets "{key}" to {self.describe(node)}, known only at run time'
+            ) from None
+
+    def describe(self, node: ast.expr) -> str:
+        code = " ".join(self.source.code(node, self.fn).split())
+        return f"`{code if len(code) <= 60 else code[:57] + '...'}`"
+
+
+def _class_called(node: ast.expr) -> str | None:
+    """`SGD` for `torch.optim.SGD(...)`: the class a call constructs (a dotted name ending in a capital)."""
+    if not isinstance(node, ast.Call):
+        return None
+    name = dotted_name(node.func)
+    last = name.rpartition(".")[2] if name else ""
+    return last if last[:1].isupper() else None
