@@ -22,21 +22,22 @@ from loopgen.plan.callbacks import with_lightning_callbacks
 from loopgen.plan.checkpointing import Checkpointing, resolve_checkpointing
 from loopgen.plan.command_line import CommandLine, resolve_command_line
 from loopgen.plan.constants import Constants, resolve_constants
-from loopgen.plan.data import Data, resolve_data, with_unsized_loaders
+from loopgen.plan.data import Data, resolve_data
 from loopgen.plan.distributed import Distributed
 from loopgen.plan.engine import resolve_engine
+from loopgen.plan.epoch import Epoch, resolve_epoch
 from loopgen.plan.header import Header, distributed_header, horovod_header, resolve_header, xla_header
 from loopgen.plan.hooks import Hooks, check_model, resolve_hooks
 from loopgen.plan.imports import Imports, resolve_imports
 from loopgen.plan.loggers import Logging, check_logger_experiments, resolve_logging
-from loopgen.plan.manual import Manual, clip_gradients_bound, manual_optimization, manual_under_strategy, resolve_manual
-from loopgen.plan.metrics import Metrics, resolve_metrics, with_progress_bar_metrics, with_torchmetrics
-from loopgen.plan.optimization import Optimization, resolve_optimization, steps_at_last_batch
+from loopgen.plan.manual import Manual, resolve_manual
+from loopgen.plan.metrics import Metrics, resolve_metrics
+from loopgen.plan.optimization import Optimization, resolve_optimization
 from loopgen.plan.optimizers import Optimizers, resolve_optimizers
 from loopgen.plan.precision import Device, Precision, resolve_device, resolve_precision
 from loopgen.plan.profiling import Profiling, resolve_profiling
 from loopgen.plan.progress import Progress, resolve_progress
-from loopgen.plan.state import State, resolve_state, with_estimate, with_scheduler_configs
+from loopgen.plan.state import State, resolve_state
 from loopgen.plan.summary import Summary, resolve_summary
 from loopgen.plan.validation import Validation, resolve_validation
 from loopgen.source.facts import ClassFacts
@@ -71,6 +72,7 @@ class Plan:
     progress: Progress
     constants: Constants
     helpers: Helpers
+    epoch: Epoch
     imports: Imports
     command_line: CommandLine
     manual: Manual
@@ -99,61 +101,30 @@ def make_plan(
     device = resolve_device(spec)
     precision = resolve_precision(spec, model, device, problems, notices)
     optimizers = resolve_optimizers(spec, model, precision, problems)
-    data_plan = with_unsized_loaders(resolve_data(spec, model, data, problems), spec, model, data, problems)
+    data_plan = resolve_data(spec, model, data, problems)
     bounds = resolve_bounds(spec, model, user_callbacks, data_plan)
     validation = resolve_validation(spec, model, hooks, data_plan, bounds, problems)
     optimization = resolve_optimization(spec, model, hooks, optimizers, bounds, validation, problems)
-    manual = clip_gradients_bound(model, resolve_manual(spec, model, hooks, problems))
-    if manual.enabled:
-        optimization = manual_optimization(optimization, optimizers, validation, spec, problems)
-    checkpointing = resolve_checkpointing(spec, model, data, hooks, validation, optimization, bounds, problems)
     logging = resolve_logging(
         spec, model, data, user_callbacks, validation, optimizers, optimization, problems, notices
     )
+    checkpointing = resolve_checkpointing(spec, model, data, hooks, validation, optimization, bounds, logging, problems)
     summary, summaries = resolve_summary(spec, model, hooks, device, precision)
     profiling = resolve_profiling(spec, logging, problems, notices)
     progress = resolve_progress(spec, model, user_callbacks, bounds, validation, logging, problems, notices)
     distributed = resolve_engine(spec, model, script_name, precision, optimizers, optimization, data_plan,
                                  checkpointing, logging, profiling, progress, problems)  # fmt: skip
-    if distributed.steps_every_batch:  # no step forced at the epoch's last batch
-        last_batch = steps_at_last_batch(optimizers, optimization.notes_epoch_end)
-        optimization = replace(optimization, window_end=last_batch or validation.at_epoch_end)
-    if manual.enabled and distributed.enabled:
-        manual = manual_under_strategy(spec, manual, distributed, problems)
+    manual = resolve_manual(spec, model, hooks, distributed, problems)
     if problems:
         raise LoopgenError(problems)
     hooks = with_lightning_callbacks(spec, hooks, checkpointing, logging, summaries, progress)
-    metrics = resolve_metrics(model, user_callbacks, hooks, optimizers, optimization, checkpointing, logging, progress)
-    metrics = with_torchmetrics(metrics, spec, model, user_callbacks, problems)
-    metrics = with_progress_bar_metrics(metrics, model, user_callbacks, progress)
+    metrics = resolve_metrics(spec, model, user_callbacks, hooks, optimizers, optimization, checkpointing, logging,
+                              progress, problems)  # fmt: skip
     if problems:
         raise LoopgenError(problems)
-    state = resolve_state(spec, model, user_callbacks, metrics, checkpointing)
-    if state.has("log_dir") and logging.loggers:
-        # Lightning's trainer.log_dir: a CSV or TensorBoard logger's log_dir, another logger's save_dir
-        first = logging.loggers[0].kind
-        state = replace(state, log_dir="logger" if first in ("csv", "tensorboard") else "logger_save_dir")
-    if state.has("estimated_stepping_batches"):
-        state = with_estimate(spec, state, bounds, optimization)
-    if state.has("lr_scheduler_configs"):
-        state = with_scheduler_configs(spec, model, user_callbacks, state, optimizers)
+    state = resolve_state(spec, model, user_callbacks, optimizers, optimization, metrics, checkpointing)
     check_logger_experiments(model, user_callbacks, logging)
-    epoch_start = (
-        state.mirror_epoch
-        or bool(hooks.callbacks_with("on_train_epoch_start"))
-        or hooks.model_has("on_train_epoch_start")
-        or optimization.scheduled
-        or optimization.epoch_outputs
-        or optimization.notes_epoch_end
-    )
-    checkpointing = replace(
-        checkpointing,
-        epoch_start_block=checkpointing.resumes and epoch_start,
-        resume_variables=checkpointing.resume_variables + (("log_step",) if logging.counts_steps else ()),
-    )
-    if distributed.enabled:
-        # torchrun signals every process when one fails: no checkpoint is written on a signal
-        checkpointing = replace(checkpointing, stops_on_signals=False, requeues=False)
+    epoch = resolve_epoch(hooks, optimization, checkpointing, state)
     build = with_objects(resolve_build(spec, hooks.callbacks), spec, model, data, callbacks, objects or {})
     distributed = replace(
         distributed,
@@ -225,5 +196,6 @@ def make_plan(
         imports=imports,
         notices=tuple(notices),
         manual=manual,
+        epoch=epoch,
         distributed=distributed,
     )

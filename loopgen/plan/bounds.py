@@ -27,6 +27,12 @@ class Bounds:
     message_min_epochs: str  # the values Lightning's message shows
     message_min_steps: str
 
+    @property
+    def estimate_epochs(self) -> int:
+        """The epochs in Lightning's estimated_stepping_batches: max(max_epochs, 1); -1: no epoch limit (the
+        estimate is max_steps, or inf)."""
+        return max(self.max_epochs, 1) if self.max_epochs != -1 else -1
+
 
 def resolve_bounds(spec: Spec, model: ClassFacts, callbacks: tuple[ClassFacts, ...], data: Data) -> Bounds:
     """Lightning's resolution of max_epochs / max_steps / min_* (fast_dev_run included)."""

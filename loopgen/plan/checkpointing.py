@@ -9,7 +9,9 @@ from typing import Any
 from loopgen.errors import Problem
 from loopgen.plan.bounds import Bounds
 from loopgen.plan.common import NUMBERED_LOGGERS, early_stopping_on_epoch_end, flag_problem
+from loopgen.plan.distributed import engine_kind
 from loopgen.plan.hooks import Hooks
+from loopgen.plan.loggers import Logging
 from loopgen.plan.objects import Callback, Construct, callback_defaults, is_lightning, numbered_name
 from loopgen.plan.optimization import Optimization
 from loopgen.plan.validation import Validation
@@ -54,7 +56,6 @@ class Checkpointing:
     links: bool  # save_last="link"
     reads_metrics: bool  # file names or rankings read the logged metrics
     searches_versions: bool  # `--ckpt-path last` looks into every version_N/checkpoints of the first logger
-    epoch_start_block: bool  # an epoch's start has code a run resumed in the middle of it must skip
     stops_on_signals: bool  # SIGTERM / SIGINT write a resumable checkpoint before the script exits
     requeues: bool  # under SLURM, SIGUSR1 saves an hpc checkpoint and requeues the job
 
@@ -88,6 +89,7 @@ def resolve_checkpointing(
     validation: Validation,
     optimization: Optimization,
     bounds: Bounds,
+    logging: Logging,
     problems: list[Problem],
 ) -> Checkpointing:
     """ModelCheckpoint (the default one when the spec has none and checkpointing is on), EarlyStopping, and
@@ -141,6 +143,7 @@ def resolve_checkpointing(
             ("accumulate", optimization.scheduled),
             ("epoch_outputs", optimization.epoch_outputs),
             ("epoch_complete", optimization.notes_epoch_end),
+            ("log_step", logging.counts_steps),
         )
         if used
     ]
@@ -193,9 +196,9 @@ def resolve_checkpointing(
         links="link" in every("save_last"),
         reads_metrics=monitors or placeholders or bool(early_stopping),
         searches_versions=saves and numbered and any(cb.dirpath is None for cb in checkpoints),
-        epoch_start_block=False,  # known once the state is (make_plan)
-        stops_on_signals=saves,
-        requeues=saves,
+        # torchrun signals every process when one fails: no checkpoint is written on a signal under an engine
+        stops_on_signals=saves and engine_kind(spec) is None,
+        requeues=saves and engine_kind(spec) is None,
     )
 
 

@@ -40,7 +40,7 @@ def resolve_constants(
     root_dir = root_dir or checkpointing.default_dir_in_run  # an MLflow or W&B run's: under save_dir, else the root
     root_dir = root_dir or (profiling.writes_files and profiling.directory == "root")
     root_dir = root_dir or state.has("default_root_dir")
-    root_dir = root_dir or (state.has("log_dir") and state.log_dir == "root")  # trainer.log_dir without a logger
+    root_dir = root_dir or (state.has("log_dir") and logging.log_dir == "root")  # trainer.log_dir without a logger
     return Constants(
         seed=build.seed is not None,
         max_epochs=bounds.loop_until in ("epochs", "epochs_and_steps") or state.has("max_epochs"),

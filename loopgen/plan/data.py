@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from loopgen.errors import Problem
 from loopgen.plan.common import batch_limits, flag_problem, limits_batches
@@ -23,8 +23,8 @@ class Data:
     sequential: bool  # overfit_batches: random samplers are replaced by sequential ones
     reload_every: int
     reloads: bool
-    unsized: bool = False  # a loader may have no length (IterableDataset): decided when the script runs
-    checks_fraction: bool = False  # ... and val_check_interval is a float other than 1.0: Lightning's error then
+    unsized: bool  # a loader may have no length (IterableDataset): decided when the script runs
+    checks_fraction: bool  # ... and val_check_interval is a float other than 1.0: Lightning's error then
 
 
 def resolve_data(spec: Spec, model: ClassFacts, data: ClassFacts | None, problems: list[Problem]) -> Data:
@@ -45,6 +45,7 @@ def resolve_data(spec: Spec, model: ClassFacts, data: ClassFacts | None, problem
     validation = val_owner is not None and model.defines("validation_step") and limit_val != 0
     counts_train = limits_batches(limit_train)
     counts_val = validation and limits_batches(limit_val)
+    unsized, checks_fraction = unsized_loaders(spec, model, data, problems)
     return Data(
         train_owner=train_owner or "model",
         val_owner=val_owner if validation else None,
@@ -56,17 +57,19 @@ def resolve_data(spec: Spec, model: ClassFacts, data: ClassFacts | None, problem
         sequential=bool(t.overfit_batches),
         reload_every=t.reload_dataloaders_every_n_epochs,
         reloads=t.reload_dataloaders_every_n_epochs > 0,
+        unsized=unsized,
+        checks_fraction=checks_fraction,
     )
 
 
-def with_unsized_loaders(
-    data_plan: Data, spec: Spec, model: ClassFacts, data: ClassFacts | None, problems: list[Problem]
-) -> Data:
+def unsized_loaders(
+    spec: Spec, model: ClassFacts, data: ClassFacts | None, problems: list[Problem]
+) -> tuple[bool, bool]:
     """Loaders without `__len__` (an IterableDataset, streaming data), when the model's or data class's source uses
     IterableDataset: the script asks each loader for its length when it loads it and follows Lightning's rules
     for the loaders that have none (num_training_batches infinite, an epoch that ends when the iterator does,
     val_check_interval an int or 1.0, the fetcher reading one batch ahead to know the last one). What such a
-    script does not serve yet is refused here."""
+    script does not serve yet is refused here. (unsized, checks_fraction)"""
     for facts, ref in ((data, spec.data), (model, spec.model)):
         if facts is None or ref is None or not facts.mentions_iterable_dataset:
             continue
@@ -86,5 +89,5 @@ def with_unsized_loaders(
             )
         interval = t.val_check_interval
         fraction = isinstance(interval, float) and interval != 1.0 and not t.fast_dev_run and t.limit_train_batches != 0
-        return replace(data_plan, unsized=True, checks_fraction=fraction)
-    return data_plan
+        return True, fraction
+    return False, False

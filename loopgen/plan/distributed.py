@@ -51,8 +51,6 @@ class Distributed:
     launch_nodes: str = ""  # the multi-node command (one per node)
     # Lightning 1.9.5's sampler replacement: every sampler (RandomSampler too) sharded over its own order
     wraps_samplers: bool = False
-    # horovod: the accumulation factor the DistributedOptimizer counts backward passes by
-    backward_passes_per_step: int = 1
     # dp: batches go to the GPUs through DataParallel's scatter, not to the device first
     scatters: bool = False
     # dp: the per-GPU outputs of training_step reduced to their mean (no training_step_end of the model's)
@@ -159,3 +157,22 @@ def strategy_args(strategy: Any) -> tuple[str, dict[str, Any]]:
     if strategy == "ddp_find_unused_parameters_false":
         return "ddp", {}
     return strategy, {}
+
+
+def engine_kind(spec: Spec) -> str | None:
+    """Which engine runs the loop, from the flags alone: "dp", "xla" (accelerator tpu), "horovod", "ddp", or None
+    (one process on one device). Every part that differs by engine reads this (or the resolved `Distributed`)."""
+    strategy, _ = strategy_args(spec.trainer.strategy)
+    if strategy == "dp":
+        return "dp"
+    if spec.trainer.accelerator == "tpu":
+        return "xla"
+    if strategy in ("horovod", "ddp"):
+        return strategy
+    return None
+
+
+def steps_every_batch(spec: Spec, accumulates: bool) -> bool:
+    """Horovod with accumulation: optimizer.step() on every batch, counted at a window's end (Lightning 1.9.5's
+    DistributedOptimizer with backward_passes_per_step), so no step is forced at the epoch's last batch."""
+    return engine_kind(spec) == "horovod" and accumulates

@@ -7,7 +7,7 @@ from loopgen.plan.checkpointing import Checkpointing
 from loopgen.plan.common import flag_problem
 from loopgen.plan.data import Data
 from loopgen.plan.ddp import resolve_ddp
-from loopgen.plan.distributed import Distributed, strategy_args
+from loopgen.plan.distributed import Distributed, engine_kind
 from loopgen.plan.dp import resolve_dp
 from loopgen.plan.horovod import resolve_horovod
 from loopgen.plan.loggers import Logging
@@ -38,17 +38,17 @@ def resolve_engine(
     """accelerator, strategy, devices, num_nodes: which engine runs the loop (one process on one device, DDP,
     DataParallel, Horovod or XLA), each resolved in its own module with what it refuses."""
     t = spec.trainer
-    strategy, _ = strategy_args(t.strategy)
-    if strategy == "dp":
+    kind = engine_kind(spec)
+    if kind == "dp":
         return resolve_dp(spec, model, precision, optimizers, optimization, checkpointing, logging, profiling,
                           progress, problems)  # fmt: skip
-    if t.accelerator == "tpu":
+    if kind == "xla":
         return resolve_xla(spec, script_name, precision, optimizers, optimization, data, checkpointing, logging,
                            profiling, progress, problems)  # fmt: skip
-    if strategy == "horovod":
+    if kind == "horovod":
         return resolve_horovod(spec, script_name, precision, optimizers, optimization, data, checkpointing, logging,
                                profiling, progress, problems)  # fmt: skip
-    if strategy != "ddp":
+    if kind is None:
         for flag, value in (("devices", t.devices), ("num_nodes", t.num_nodes)):
             if value != 1:
                 message = f"{flag}: {value} needs `strategy: ddp` (one process per device, launched with torchrun)"

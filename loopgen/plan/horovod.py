@@ -16,6 +16,7 @@ from loopgen.plan.distributed import (
     TIMED_CHECKPOINT_INSTEAD,
     Distributed,
     refuser,
+    steps_every_batch,
 )
 from loopgen.plan.loggers import Logging
 from loopgen.plan.optimization import Optimization
@@ -142,9 +143,8 @@ def resolve_horovod(
         rank_zero_gates=True,
         replaces_samplers=True,
         wraps_samplers=True,
-        backward_passes_per_step=optimization.accumulate if optimization.accumulates else 1,
         # Lightning 1.9.5's Horovod "handles accumulation": its loop calls optimizer.step() on every batch
-        steps_every_batch=optimization.accumulates,
+        steps_every_batch=steps_every_batch(spec, optimization.accumulates),
         # rank 0 writes the checkpoints and the logs; rank 0's directories and versions hold on every process
         broadcasts=checkpointing.saves or logging.versions,
         saves_on_rank_zero=checkpointing.saves,

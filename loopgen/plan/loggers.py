@@ -67,6 +67,9 @@ class Logging:
     graphs: bool  # a TensorBoardLogger adds the model's graph (log_graph)
     traces_lightning_module: bool  # ... of a LightningModule (traced with its trainer checks off, as Lightning does)
     finishes: bool  # some logger has a run to end (TensorBoard's writer, MLflow's run, W&B's run)
+    # Lightning's trainer.log_dir: "logger" (a CSV or TensorBoard logger's log_dir), "logger_save_dir" (another
+    # logger's save_dir), "root" (no logger: default_root_dir)
+    log_dir: str
 
     @property
     def enabled(self) -> bool:
@@ -203,8 +206,10 @@ def resolve_logging(
     hp_metric = (hparams_model or hparams_data) and any(ref.init_args.get("default_hp_metric") for ref in refs)
     if not hp_metric:  # the argument makes no difference then: the script's class does without it
         loggers = tuple(replace(p, args={k: v for k, v in p.args.items() if k != "default_hp_metric"}) for p in loggers)
+    first = loggers[0].kind if loggers else None
     return Logging(
         loggers=loggers,
+        log_dir="root" if first is None else "logger" if first in ("csv", "tensorboard") else "logger_save_dir",
         default=default and bool(loggers),
         steps=values and t.log_every_n_steps > 0,
         every_n_steps=t.log_every_n_steps,

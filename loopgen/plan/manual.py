@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from loopgen.errors import Problem
 from loopgen.plan.common import flag_problem, follows_1_9_5
 from loopgen.plan.distributed import Distributed
 from loopgen.plan.hooks import Hooks
-from loopgen.plan.optimization import Optimization
-from loopgen.plan.optimizers import Optimizers
-from loopgen.plan.validation import Validation
 from loopgen.source.facts import ClassFacts
 from loopgen.spec.kinds import refusal
 from loopgen.spec.model import Spec
@@ -38,7 +35,9 @@ class Manual:
 MANUAL_METHODS = ("optimizers", "lr_schedulers", "manual_backward", "clip_gradients")
 
 
-def resolve_manual(spec: Spec, model: ClassFacts, hooks: Hooks, problems: list[Problem]) -> Manual:
+def resolve_manual(
+    spec: Spec, model: ClassFacts, hooks: Hooks, distributed: Distributed, problems: list[Problem]
+) -> Manual:
     """Manual optimization: what the module calls, and the flags Lightning refuses with it (its reasons)."""
     where, line = "model.class_path", spec.model.line
     if model.manual_optimization is None:
@@ -61,6 +60,8 @@ def resolve_manual(spec: Spec, model: ClassFacts, hooks: Hooks, problems: list[P
             enabled=False,
             optimizers=model.is_lightning_module and "optimizers" in reads,
             lr_schedulers=model.is_lightning_module and "lr_schedulers" in reads,
+            # a configure_gradient_clipping override that calls self.clip_gradients gets the script's
+            clip_gradients=model.defines("configure_gradient_clipping") and "clip_gradients" in reads,
         )
     t = spec.trainer
     if not model.is_lightning_module:
@@ -97,6 +98,8 @@ def resolve_manual(spec: Spec, model: ClassFacts, hooks: Hooks, problems: list[P
     if spec.loop.optimizer_frequencies is not None:
         problems.append(Problem("loop.optimizer_frequencies", "is not used with manual optimization: remove it"))
     outputs_used = bool(hooks.callbacks_with("on_train_batch_end")) or hooks.model_has("on_train_batch_end")
+    if distributed.enabled:
+        check_strategy(spec, distributed, problems)
     return Manual(
         enabled=True,
         optimizers="optimizers" in reads,
@@ -105,10 +108,12 @@ def resolve_manual(spec: Spec, model: ClassFacts, hooks: Hooks, problems: list[P
         backward="manual_backward" in reads,
         clip_gradients="clip_gradients" in reads,
         outputs_used=outputs_used,
+        ddp=distributed.ddp,
+        ddp_finds_unused=distributed.ddp and distributed.find_unused_parameters,
     )
 
 
-def manual_under_strategy(spec: Spec, manual: Manual, distributed: Distributed, problems: list[Problem]) -> Manual:
+def check_strategy(spec: Spec, distributed: Distributed, problems: list[Problem]) -> None:
     """Manual optimization under a strategy: DDP as Lightning's DDPStrategy runs it (the step through the wrapper,
     manual_backward preparing the all-reduce); the other strategies are refused."""
     where, line = "trainer.strategy", spec.line("trainer.strategy")
@@ -120,7 +125,7 @@ def manual_under_strategy(spec: Spec, manual: Manual, distributed: Distributed, 
             "train it on one CPU or GPU, with strategy ddp, or with automatic optimization",
         )
         problems.append(Problem(where, message, line))
-        return manual
+        return
     if distributed.static_graph:
         message = refusal(
             "DDPStrategy(static_graph=True) with manual optimization (self.automatic_optimization = False)",
@@ -128,38 +133,3 @@ def manual_under_strategy(spec: Spec, manual: Manual, distributed: Distributed, 
             "remove static_graph",
         )
         problems.append(Problem(where, message, line))
-    return replace(manual, ddp=True, ddp_finds_unused=distributed.find_unused_parameters)
-
-
-def clip_gradients_bound(model: ClassFacts, manual: Manual) -> Manual:
-    """A configure_gradient_clipping override that calls self.clip_gradients gets the script's."""
-    if model.defines("configure_gradient_clipping") and "clip_gradients" in model.attributes_read:
-        return replace(manual, clip_gradients=True)
-    return manual
-
-
-def manual_optimization(
-    optimization: Optimization, optimizers: Optimizers, validation: Validation, spec: Spec, problems: list[Problem]
-) -> Optimization:
-    """The automatic loop's optimization, switched off: no closure, no overrides, no scheduler steps."""
-    if optimizers.general_schedulers:
-        message = (
-            "with manual optimization, configure_optimizers must return its schedulers in a form its source shows"
-            " (e.g. `return [opt1, opt2], [sched1, sched2]`)"
-        )
-        problems.append(Problem("model.class_path", message, spec.model.line))
-    return replace(
-        optimization,
-        window_end=validation.at_epoch_end,
-        closure=False,
-        step_override=False,
-        step_override_seed=False,
-        zero_grad_override=False,
-        zero_grad_override_seed=False,
-        outputs_used=False,
-        notes_epoch_end=False,
-        last_batch_block=False,
-        schedulers_after_batch=False,
-        clip_hook=False,  # Lightning clips nothing for a module that steps itself
-        clips_at_step=False,
-    )

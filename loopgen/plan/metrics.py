@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from loopgen.errors import Problem
 from loopgen.plan.checkpointing import Checkpointing
@@ -31,24 +31,17 @@ class Metrics:
     # over; with several optimizers and gradient norms, training_step's values of optimizer 0 are dropped
     first_batch_resets: bool
     # torchmetrics Metric objects may be logged (the module's source imports torchmetrics): computed at epoch end
-    # and reset where Lightning resets them (see with_torchmetrics)
-    torchmetrics: bool = False
+    # and reset where Lightning resets them (see logs_torchmetrics)
+    torchmetrics: bool
     # the prog_bar=True values are kept: the progress bar shows them, or trainer.progress_bar_metrics is read
-    progress_bar: bool = False
+    progress_bar: bool
     # the batch's values are published before the on_train_batch_end hooks run: Lightning's callback_metrics are
     # computed when read, so those hooks (a step-triggered ModelCheckpoint, a user's callback) see this batch's
     publishes_before_batch_end: bool = False
 
 
-def with_progress_bar_metrics(
-    metrics: Metrics, model: ClassFacts, callbacks: tuple[ClassFacts, ...], progress: Progress
-) -> Metrics:
-    """The prog_bar=True values are kept where the bar shows them or trainer.progress_bar_metrics is read."""
-    reads = any(reads_trainer(facts, "progress_bar_metrics") for facts in (model, *callbacks))
-    return replace(metrics, progress_bar=progress.metrics or (metrics.collect and reads))
-
-
 def resolve_metrics(
+    spec: Spec,
     model: ClassFacts,
     callbacks: tuple[ClassFacts, ...],
     hooks: Hooks,
@@ -57,6 +50,7 @@ def resolve_metrics(
     checkpointing: Checkpointing,
     logging: Logging,
     progress: Progress,
+    problems: list[Problem],
 ) -> Metrics:
     """self.log needs a collector only when something reads what is logged (a plateau scheduler, EarlyStopping,
     a ModelCheckpoint ranking or naming files by a metric, the model or a callback through
@@ -72,9 +66,15 @@ def resolve_metrics(
         or progress.metrics
     )
     model_logs = model.uses_log or any(facts.module_reads & {"log", "log_dict"} for facts in callbacks)
+    torchmetrics = model_logs and logs_torchmetrics(spec, model, callbacks, problems)
+    collect = collect or torchmetrics
     log_dicts = collect and model.returns_log_dicts
+    # the prog_bar=True values are kept where the bar shows them or trainer.progress_bar_metrics is read
+    bar_read = any(reads_trainer(facts, "progress_bar_metrics") for facts in (model, *callbacks))
     return Metrics(
         collect=collect,
+        torchmetrics=torchmetrics,
+        progress_bar=progress.metrics or (collect and bar_read),
         model_logs=model_logs,
         discards=model_logs and not collect,
         log_dicts=log_dicts,
@@ -88,9 +88,9 @@ def resolve_metrics(
     )
 
 
-def with_torchmetrics(
-    metrics: Metrics, spec: Spec, model: ClassFacts, callbacks: tuple[ClassFacts, ...], problems: list[Problem]
-) -> Metrics:
+def logs_torchmetrics(
+    spec: Spec, model: ClassFacts, callbacks: tuple[ClassFacts, ...], problems: list[Problem]
+) -> bool:
     """torchmetrics `Metric` objects (and MetricCollections) passed to self.log / self.log_dict, as Lightning 2.x's
     result collection treats them: on_step values are the metric's forward value (`_forward_cache`), on_epoch
     values its `compute()` at the epoch's end, and the metric is `reset()` where Lightning resets its results (after
@@ -104,11 +104,9 @@ def with_torchmetrics(
         for value in ref.init_args.values()
         for c in constructs_in(argument_value(value))
     )
-    uses = metrics.model_logs and (
-        given or model.imports_torchmetrics or any(facts.imports_torchmetrics for facts in callbacks)
-    )
+    uses = given or model.imports_torchmetrics or any(facts.imports_torchmetrics for facts in callbacks)
     if not uses:
-        return metrics
+        return False
     if spec.ckpt_path is not None:
         problems.append(
             Problem(
@@ -121,4 +119,4 @@ def with_torchmetrics(
                 spec.line("ckpt_path"),
             )
         )
-    return replace(metrics, collect=True, discards=False, torchmetrics=True)
+    return True

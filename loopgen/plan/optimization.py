@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from loopgen.errors import Problem
 from loopgen.plan.bounds import Bounds
 from loopgen.plan.common import follows_1_9_5, takes_two
+from loopgen.plan.distributed import steps_every_batch
 from loopgen.plan.hooks import Hooks, only_epoch_end
 from loopgen.plan.optimizers import Optimizers, frequencies_of
 from loopgen.plan.validation import Validation
@@ -100,20 +101,36 @@ def resolve_optimization(
         problems.append(Problem("model.class_path", message, spec.model.line))
     before_hook = bool(hooks.callbacks_with("on_before_optimizer_step")) or hooks.model_has("on_before_optimizer_step")
     before_step = before_hook or track is not None or t.gradient_clip_val is not None or clip_hook
+    # manual optimization: the automatic loop's optimization switched off (no closure, no overrides, no scheduler
+    # steps, nothing clipped: Lightning clips nothing for a module that steps itself)
+    auto = not model.manual_optimization
+    if not auto and optimizers.general_schedulers:
+        message = (
+            "with manual optimization, configure_optimizers must return its schedulers in a form its source shows"
+            " (e.g. `return [opt1, opt2], [sched1, sched2]`)"
+        )
+        problems.append(Problem("model.class_path", message, spec.model.line))
+    last_batch = steps_at_last_batch(optimizers, notes_epoch_end)
+    if not auto:
+        window_end = validation.at_epoch_end
+    elif steps_every_batch(spec, accumulates):
+        window_end = last_batch or validation.at_epoch_end
+    else:
+        window_end = accumulates or last_batch or validation.at_epoch_end
     return Optimization(
         accumulate=accumulate,
         schedule=schedule,
         accumulates=accumulates,
         scheduled=schedule is not None,
-        window_end=accumulates or steps_at_last_batch(optimizers, notes_epoch_end) or validation.at_epoch_end,
+        window_end=window_end,
         clip=t.gradient_clip_val is not None,
         clip_val=t.gradient_clip_val,
         clip_by_value=t.gradient_clip_algorithm == "value",
-        closure=optimizers.lbfgs or step_style is not None,
-        step_override=step_style is not None,
-        step_override_seed=step_style is not None and "optimizer_idx" in step_style,
-        zero_grad_override=zero_grad_style is not None,
-        zero_grad_override_seed=zero_grad_style is not None and "optimizer_idx" in zero_grad_style,
+        closure=auto and (optimizers.lbfgs or step_style is not None),
+        step_override=auto and step_style is not None,
+        step_override_seed=auto and step_style is not None and "optimizer_idx" in step_style,
+        zero_grad_override=auto and zero_grad_style is not None,
+        zero_grad_override_seed=auto and zero_grad_style is not None and "optimizer_idx" in zero_grad_style,
         step_args_batch_idx=takes_two(step_params),
         frequencies=frequencies,
         loops_optimizers=optimizers.several and frequencies is None,
@@ -125,7 +142,7 @@ def resolve_optimization(
         grad_norm_first_only=track is not None and optimizers.several,
         terminate_on_nan=t.terminate_on_nan,
         step_end=model.defines("training_step_end"),
-        outputs_used=outputs_used,
+        outputs_used=auto and outputs_used,
         nested_outputs=nested,
         batch_outputs_for_hook=nested and outputs_used and not only_epoch_end(hooks),
         epoch_outputs=model.defines("training_epoch_end"),
@@ -133,15 +150,18 @@ def resolve_optimization(
         skip_hiddens_key=bool(tbptt),
         total_batch_idx=validation.across_epochs or (frequencies is not None and optimizers.any_schedulers),
         schedulers_follow_active=frequencies is not None and optimizers.any_schedulers,
-        notes_epoch_end=notes_epoch_end,
-        last_batch_block=bool(optimizers.at_epoch_end) or notes_epoch_end,
-        schedulers_after_batch=optimizers.general_schedulers
-        or bool(optimizers.after_step)
-        or bool(optimizers.at_epoch_end)
-        or notes_epoch_end,
-        clip_hook=clip_hook,
+        notes_epoch_end=auto and notes_epoch_end,
+        last_batch_block=auto and (bool(optimizers.at_epoch_end) or notes_epoch_end),
+        schedulers_after_batch=auto
+        and (
+            optimizers.general_schedulers
+            or bool(optimizers.after_step)
+            or bool(optimizers.at_epoch_end)
+            or notes_epoch_end
+        ),
+        clip_hook=auto and clip_hook,
         clip_hook_algorithm=t.gradient_clip_algorithm if t.gradient_clip_val is not None else None,
-        clips_at_step=t.gradient_clip_val is not None or clip_hook,
+        clips_at_step=auto and (t.gradient_clip_val is not None or clip_hook),
         before_step=before_step,
         gates_before_step=before_step and accumulates,
     )

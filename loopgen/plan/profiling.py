@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 
 from loopgen.errors import Problem
 from loopgen.plan.common import flag_problem
-from loopgen.plan.distributed import strategy_args
+from loopgen.plan.distributed import engine_kind
 from loopgen.plan.loggers import Logging
 from loopgen.plan.objects import Callback
 from loopgen.spec.model import ClassRef, Spec
@@ -128,10 +128,8 @@ def resolve_profiling(spec: Spec, logging: Logging, problems: list[Problem], not
     elif t.fast_dev_run and t.logger is not False:
         directory = None
     else:
-        # Lightning's trainer.log_dir: a CSV or TensorBoard logger's log_dir, another logger's save_dir
-        first = logging.loggers[0].kind if logging.loggers else None
-        directory = "root" if first is None else "logger" if first in ("csv", "tensorboard") else "logger_save_dir"
-    ddp = strategy_args(t.strategy)[0] == "ddp" and t.accelerator != "tpu" and kind is not None
+        directory = logging.log_dir
+    ddp = engine_kind(spec) == "ddp" and kind is not None
     strategy_class = "DDPStrategy" if ddp else "SingleDeviceStrategy"
     trace = kind == "pytorch" and args["export_to_chrome"]
     if trace and directory is None:

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from loopgen.errors import LoopgenError, Problem
-from loopgen.plan.bounds import Bounds
 from loopgen.plan.checkpointing import Checkpointing
 from loopgen.plan.common import LOGGER_ATTRIBUTES, METRIC_ATTRIBUTES, TRAINER_ATTRIBUTES, flag_problem
 from loopgen.plan.metrics import Metrics
@@ -43,62 +42,42 @@ class State:
     attach_public: bool  # a plain module reads self.trainer: model.trainer = trainer
     mirror_epoch: bool  # a plain module reads self.current_epoch: the loop keeps model.current_epoch current
     mirror_step: bool
-    # trainer.estimated_stepping_batches is read: the training data is loaded before configure_optimizers (where
-    # Lightning loads it when the estimate is asked for), and the estimate made from it
-    estimates: bool = False
-    estimate_epochs: int = -1  # max(max_epochs, 1); -1: no epoch limit (the estimate is max_steps, or inf)
-    estimate_accumulate: int = 1
-    # trainer.log_dir: "root" (default_root_dir) | "logger" (the first logger's log_dir: CSV, TensorBoard) |
-    # "logger_save_dir" (another first logger's save_dir)
-    log_dir: str = "root"
-    # trainer.lr_scheduler_configs: one per scheduler the script holds by name (see with_scheduler_configs);
+    # trainer.lr_scheduler_configs: one per scheduler the script holds by name (see scheduler_configs);
     # None: the general helper's configs, made at run time
     scheduler_configs: tuple[SchedulerConfig, ...] | None = ()
+
+    @property
+    def estimates(self) -> bool:
+        """trainer.estimated_stepping_batches is read: the training data is loaded before configure_optimizers
+        (where Lightning loads it when the estimate is asked for), and the estimate made from it."""
+        return "estimated_stepping_batches" in self.attributes
 
     def has(self, name: str) -> bool:
         return name in self.attributes
 
 
-def with_estimate(spec: Spec, state: State, bounds: Bounds, optimization: Optimization) -> State:
-    """trainer.estimated_stepping_batches, as Lightning estimates it: ceil(batches / accumulate) * max_epochs,
-    at most max_steps (max_steps, or inf, without an epoch limit)."""
-    if optimization.scheduled:
-        message = refusal(
-            "trainer.estimated_stepping_batches with an accumulation schedule",
-            "Lightning 1.9.5 refuses it too: the number of steps per epoch changes with the schedule",
-            "use a constant accumulate_grad_batches, or count the steps in configure_optimizers yourself",
-        )
-        raise LoopgenError(flag_problem(spec, "accumulate_grad_batches", message))
-    return replace(
-        state,
-        estimates=True,
-        estimate_epochs=max(bounds.max_epochs, 1) if bounds.max_epochs != -1 else -1,
-        estimate_accumulate=optimization.accumulate,
-    )
-
-
-def with_scheduler_configs(
-    spec: Spec, model: ClassFacts, callbacks: tuple[ClassFacts, ...], state: State, optimizers: Optimizers
-) -> State:
+def scheduler_configs(
+    spec: Spec, model: ClassFacts, callbacks: tuple[ClassFacts, ...], optimizers: Optimizers
+) -> tuple[SchedulerConfig, ...] | None | bool:
     """trainer.lr_scheduler_configs: Lightning's LRSchedulerConfig of each scheduler, from what configure_optimizers'
     source (or the spec's lr_scheduler, as LightningCLI returns it) shows; the general helper's at run time.
 
     Refused where the script cannot know a config as Lightning holds it (a trainer passed on without reading
-    the attribute by name just does not get it)."""
+    the attribute by name just does not get it: False)."""
     named = any(facts.trainer_reads is not None and "lr_scheduler_configs" in facts.trainer_reads
                 for facts in (model, *callbacks))  # fmt: skip
     reason = ""
     if optimizers.several:
         reason = "with optimizer_idx (Lightning 1.9.5), whose configs hold opt_idx"
     elif optimizers.general:
-        return replace(state, scheduler_configs=None)
+        return None
     facts = model.optimizers
     named_in_source = facts is None or all(s.name_known for s in facts.schedulers)
     if not reason and spec.optimizer is None and not named_in_source:
         reason = 'configure_optimizers gives a scheduler a "name" its source does not show'
     if reason:
         if not named:
-            return replace(state, attributes=state.attributes - {"lr_scheduler_configs"})
+            return False
         at = {name: where for facts in (model, *callbacks) for name, where in facts.trainer_read_at.items()}
         message = f"reads trainer.lr_scheduler_configs, which the script cannot serve {reason}"
         raise LoopgenError([Problem(at.get("lr_scheduler_configs", ""), message)])
@@ -116,7 +95,7 @@ def with_scheduler_configs(
             plateau = source.cls == "ReduceLROnPlateau"
             outer_monitor = facts.monitor if facts.form == "dict" else None
         configs.append(_lightning_scheduler_config(planned.var, entry, plateau, outer_monitor, manual))
-    return replace(state, scheduler_configs=tuple(configs))
+    return tuple(configs)
 
 
 def _lightning_scheduler_config(
@@ -145,6 +124,8 @@ def resolve_state(
     spec: Spec,
     model: ClassFacts,
     callbacks: tuple[ClassFacts, ...],
+    optimizers: Optimizers,
+    optimization: Optimization,
     metrics: Metrics,
     checkpointing: Checkpointing,
 ) -> State:
@@ -208,6 +189,16 @@ def resolve_state(
         attributes -= METRIC_ATTRIBUTES
     if attributes & counters:  # the loop counts on the trainer: both counters live there
         attributes |= counters
+    if "estimated_stepping_batches" in attributes and optimization.scheduled:
+        message = refusal(
+            "trainer.estimated_stepping_batches with an accumulation schedule",
+            "Lightning 1.9.5 refuses it too: the number of steps per epoch changes with the schedule",
+            "use a constant accumulate_grad_batches, or count the steps in configure_optimizers yourself",
+        )
+        raise LoopgenError(flag_problem(spec, "accumulate_grad_batches", message))
+    configs = scheduler_configs(spec, model, callbacks, optimizers) if "lr_scheduler_configs" in attributes else ()
+    if configs is False:
+        attributes -= {"lr_scheduler_configs"}
     exists = bool(attributes) or bool(callbacks) or bool(checkpointing.checkpoints)  # the user's callbacks get it
     module_reads_trainer = (model.trainer_reads or set()) != set() or model.trainer_reads is None
     plain_counters = set() if model.is_lightning_module else module_counters & counters
@@ -220,4 +211,5 @@ def resolve_state(
         attach_public=not model.is_lightning_module and module_reads_trainer,
         mirror_epoch="current_epoch" in plain_counters,
         mirror_step="global_step" in plain_counters,
+        scheduler_configs=() if configs is False else configs,
     )
