@@ -1,7 +1,7 @@
 """Stage 3: Spec + ClassFacts -> Plan, every decision the script depends on.
 
 The Plan is frozen data made of small per-feature parts (header, build, state, data, bounds, validation,
-precision, optimizers, schedulers, optimization, metrics, hooks, imports). Each part is computed by one
+precision, optimizers, schedulers, optimization, metrics, hooks, ...). Each part is computed by one
 `resolve_*` function below, in the order of `make_plan`; a part may read the parts resolved before it. Those
 functions are the only place where flags interact (Lightning's rules for max_epochs and max_steps, what
 fast_dev_run and overfit_batches do to the limits, native AMP with LBFGS refused, ...): every condition that
@@ -453,52 +453,6 @@ class Hooks:
 
 
 @dataclass(frozen=True)
-class Imports:
-    """The standard-library and torch imports the script needs."""
-
-    argparse: bool
-    copy: bool
-    cprofile: bool
-    csv: bool
-    enum: bool
-    glob: bool
-    json: bool
-    io: bool
-    math: bool
-    pickle: bool  # pickle.UnpicklingError: a checkpoint weights_only loading refuses
-    pstats: bool
-    re: bool
-    signal: bool
-    subprocess: bool
-    shutil: bool
-    time: bool
-    timedelta: bool
-    os: bool
-    random: bool
-    sys: bool
-    warnings: bool
-    sequence: bool
-    contextmanager: bool
-    dataclass: bool
-    field: bool
-    simple_namespace: bool
-    accumulate: bool
-    samplers: bool
-    apex: bool
-    mutable_mapping: bool
-    dataclass_functions: bool  # asdict, is_dataclass
-    tensorboard: bool
-    hparams_summaries: bool  # torch.utils.tensorboard.summary.hparams
-    mlflow: bool
-    mlflow_params: bool
-    wandb: bool
-    tqdm: bool
-    rich: bool
-    torchmetrics: bool = False
-    nullcontext: bool = False  # DDP's all-reduce only on the batch that steps (`with nullcontext() if should_step`)
-
-
-@dataclass(frozen=True)
 class Checkpointing:
     """Checkpoints (Lightning's ModelCheckpoint, EarlyStopping, the file format) and resuming."""
 
@@ -779,6 +733,7 @@ class Helpers:
     """Helper functions more than one feature needs."""
 
     map_tensors: bool
+    numpy: bool  # main() looks numpy up (seeded, its state kept by the sanity check and the checkpoints)
 
 
 @dataclass(frozen=True)
@@ -920,7 +875,6 @@ class Plan:
     progress: Progress
     constants: Constants
     helpers: Helpers
-    imports: Imports
     command_line: CommandLine
     notices: tuple[str, ...] = ()  # decisions the user should hear about
     manual: Manual = Manual(enabled=False)
@@ -1030,31 +984,6 @@ def make_plan(
         header = horovod_header(header, distributed)
     elif distributed.enabled:
         header = distributed_header(header, distributed)
-    imports = resolve_imports(
-        build,
-        state,
-        data_plan,
-        bounds,
-        validation,
-        precision,
-        optimizers,
-        optimization,
-        metrics,
-        checkpointing,
-        logging,
-        summary,
-        profiling,
-        progress,
-    )
-    imports = replace(imports, torchmetrics=metrics.torchmetrics)
-    if distributed.ranks_from == "torchrun":  # the ranks from the environment; sys.exit(2) without them
-        imports = replace(imports, os=True, sys=True, timedelta=imports.timedelta or distributed.timeout is not None)
-    if distributed.horovod and distributed.devices > 1:  # sys.exit(2) when not launched by horovodrun
-        imports = replace(imports, sys=True)
-    if distributed.xla and distributed.broadcasts:  # XLAStrategy.broadcast pickles through a buffer
-        imports = replace(imports, io=True)
-    if distributed.no_sync and not optimization.closure:  # (a closure's batches that do not step call no_sync())
-        imports = replace(imports, nullcontext=True)
     command_line = resolve_command_line(spec, build, bounds, checkpointing)
     return Plan(
         header=header,
@@ -1078,10 +1007,17 @@ def make_plan(
         helpers=Helpers(
             map_tensors=precision.casts
             or optimization.tbptt
-            or (device.moves and not hooks.model_has("transfer_batch_to_device") and not distributed.scatters)
+            or (device.moves and not hooks.model_has("transfer_batch_to_device") and not distributed.scatters),
+            # (where sys is imported: seeding, the sanity check, checkpoints, the bars, the launchers' exits)
+            numpy=build.seeds
+            or validation.sanity
+            or checkpointing.saves
+            or progress.own
+            or progress.kind == "tqdm"
+            or distributed.ranks_from == "torchrun"
+            or (distributed.horovod and distributed.devices > 1),
         ),
         command_line=command_line,
-        imports=imports,
         notices=tuple(notices),
         manual=manual,
         distributed=distributed,
@@ -3209,89 +3145,6 @@ def resolve_command_line(spec: Spec, build: Build, bounds: Bounds, checkpointing
     )
 
 
-def resolve_imports(
-    build: Build,
-    state: State,
-    data: Data,
-    bounds: Bounds,
-    validation: Validation,
-    precision: Precision,
-    optimizers: Optimizers,
-    optimization: Optimization,
-    metrics: Metrics,
-    checkpointing: Checkpointing,
-    logging: Logging,
-    summary: Summary,
-    profiling: Profiling,
-    progress: Progress,
-) -> Imports:
-    saves = checkpointing.saves
-    profiles = profiling.enabled
-    return Imports(
-        math=state.estimates or profiling.kind == "simple",
-        cprofile=profiling.kind == "advanced",
-        io=profiling.kind == "advanced",
-        pickle=checkpointing.resumes,
-        pstats=profiling.kind == "advanced",
-        csv="csv" in logging.kinds,
-        enum=logging.writes_yaml,
-        json=logging.hparams and "wandb" in logging.kinds,
-        os=build.deterministic
-        or state.has("default_root_dir")
-        or state.has("log_dir")
-        or checkpointing.resumes
-        or logging.enabled
-        or profiles
-        or progress.kind == "tqdm",
-        random=build.seeds or validation.sanity or saves,
-        sys=build.seeds or validation.sanity or saves or progress.own or progress.kind == "tqdm",
-        warnings=optimizers.general_schedulers
-        or optimizers.lenient_plateau
-        or bounds.holds_stop
-        or checkpointing.resumes
-        or bool(checkpointing.stopping.get("lenient"))
-        or logging.warns
-        or (logging.lr_monitor is not None and logging.lr_monitor.momentum)
-        or (summary.enabled and summary.unsupported_precision is not None)
-        or profiling.kind == "pytorch"
-        or (progress.version and progress.metrics),
-        argparse=checkpointing.resumes or logging.flattens,
-        copy=checkpointing.saves,
-        glob=checkpointing.searches_versions,
-        re=bool(checkpointing.checkpoints)
-        or checkpointing.resumes
-        or logging.writes_yaml
-        or "mlflow" in logging.kinds
-        or profiling.dump_stats,
-        signal=checkpointing.stops_on_signals,
-        subprocess=checkpointing.requeues,
-        shutil=progress.own,
-        time=checkpointing.time_triggered or "mlflow" in logging.kinds or profiling.kind == "simple" or progress.own,
-        timedelta=checkpointing.time_triggered or progress.kind == "rich",
-        sequence=optimization.tbptt and not optimization.tbptt_split_hook,
-        contextmanager=precision.casts or profiles,
-        dataclass=metrics.collect
-        or bool(checkpointing.checkpoints)
-        or bool(checkpointing.stopping.get("lenient"))
-        or logging.enabled
-        or state.has("lr_scheduler_configs"),
-        field=bool(checkpointing.checkpoints),
-        simple_namespace=state.exists,
-        accumulate=optimization.frequencies is not None,
-        samplers=data.sequential,
-        apex=precision.apex,
-        mutable_mapping=logging.flattens,
-        dataclass_functions=logging.flattens,
-        tensorboard="tensorboard" in logging.kinds,
-        hparams_summaries=logging.hp_metric,
-        mlflow="mlflow" in logging.kinds,
-        mlflow_params="mlflow" in logging.kinds and logging.hparams,
-        wandb="wandb" in logging.kinds,
-        tqdm=progress.kind == "tqdm",
-        rich=progress.kind == "rich",
-    )
-
-
 # ---------------------------------------------------------------------------
 # helpers of the resolve_* functions
 
@@ -3494,9 +3347,6 @@ def _frequencies(
 # ---------------------------------------------------------------------------
 # objects as init args (nested class_path entries)
 
-# Script variables an object argument's variable must not take (it gets a number instead).
-_SCRIPT_NAMES_RE = r"\b[A-Za-z_][A-Za-z0-9_]*\b"
-
 
 def with_objects(
     build: Build,
@@ -3524,7 +3374,6 @@ def with_objects(
     owners = [("model", build.model), ("data", build.data)] + [(cb.var, cb.construct) for cb in build.callbacks]
     if not any(_constructs_in(list(c.args.values())) for _, c in owners if c is not None):
         return build
-    taken = _script_names()
     built_by_owner: dict[str, tuple[Built, ...]] = {}
     replaced: dict[str, Construct] = {}
     for var, construct in owners:
@@ -3539,10 +3388,7 @@ def with_objects(
         for name in order:
             if not _constructs_in(args[name]):
                 continue
-            target = f"{var}_{name}"
-            while target in taken:
-                target += "_"
-            taken.add(target)
+            target = f"{var}_{name}"  # renamed by the renderer if the script binds the name otherwise
             built.append(Built(target, _in_init_order(args[name], objects)))
             args[name] = Name(target)
         if built:
@@ -3584,19 +3430,6 @@ def _in_init_order(value: Any, objects: Mapping[str, ClassFacts | None]) -> Any:
     if isinstance(value, dict):
         return {key: _in_init_order(item, objects) for key, item in value.items()}
     return value
-
-
-def _script_names() -> set[str]:
-    """Every identifier the templates write: names an object argument's variable must not shadow."""
-    import re
-
-    from loopgen.render import template_dir
-
-    return {
-        word
-        for path in sorted(template_dir().glob("*.j2"))
-        for word in re.findall(_SCRIPT_NAMES_RE, path.read_text(encoding="utf-8"))
-    }
 
 
 # ---------------------------------------------------------------------------
