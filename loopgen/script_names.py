@@ -119,7 +119,8 @@ def import_block(text: str) -> str:
     used = free_names(text)
     unknown = sorted(used - IMPORTS.keys())
     if unknown:
-        raise LoopgenError(f"the script reads {', '.join(map(repr, unknown))}, which it neither defines nor imports")
+        names = ", ".join(map(repr, unknown))
+        raise LoopgenError(f"the script reads {names}, which it neither defines nor imports (script_names.IMPORTS)")
     standard = [line for line in (entry.text(used) for entry in STANDARD) if line is not None]
     others = [line for line in (entry.text(used) for entry in OTHERS) if line is not None]
     block = "".join(f"{line}\n" for line in standard) + "\n" + "".join(f"{line}\n" for line in others) + "\n"
