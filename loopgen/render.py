@@ -29,6 +29,8 @@ from loopgen.formatting import DEFAULTS, BlackConfig, format_script
 from loopgen.plan import Plan
 from loopgen.plan.header import SCRIPT_SHA256_PLACEHOLDER
 from loopgen.plan.objects import Construct, Name
+from loopgen.script_names import MARKER as IMPORTS_MARKER
+from loopgen.script_names import import_block, object_names, with_object_names
 
 _PLAIN = (type(None), bool, int, float, str)
 
@@ -217,10 +219,23 @@ def _environment() -> jinja2.Environment:
 
 def render(plan: Plan, black_config: BlackConfig = DEFAULTS) -> str:
     """The script for `plan`, formatted as `black_config` says, and verified."""
-    text = _environment().get_template("train.py.j2").render(plan=plan)
-    text = format_source(_section_spacing(_place_blocks(text)), black_config)
+    text = _render_names(plan)
+    text = format_source(_section_spacing(text), black_config)
     verify(text, plan)
     return stamp(text)
+
+
+def _render_names(plan: Plan) -> str:
+    """The script's text, its import block computed from the names its code uses, and the variables of the objects
+    built as arguments renamed (rendered again) where they would take a name the script binds otherwise."""
+    template = _environment().get_template("train.py.j2")
+    for _ in range(3):
+        text = import_block(_place_blocks(template.render(plan=plan, script_imports=IMPORTS_MARKER)))
+        renamed = object_names(text, plan)
+        if not renamed:
+            return text
+        plan = with_object_names(plan, renamed)
+    raise LoopgenError(f"the variables {', '.join(sorted(renamed))} take names the script binds otherwise")
 
 
 def stamp(text: str) -> str:
@@ -273,7 +288,7 @@ def verify(text: str, plan: Plan) -> None:
     user |= plan.logging.kinds & {"mlflow", "wandb"}  # ... (its loggers; TensorBoard's writer is torch's)
     if plan.progress.kind in ("tqdm", "rich"):
         user.add(plan.progress.kind)  # asked for by the spec (a TQDMProgressBar or RichProgressBar callback)
-    if plan.imports.torchmetrics:
+    if plan.metrics.torchmetrics:
         user.add("torchmetrics")  # the user's module imports it (its Metric objects are logged)
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):

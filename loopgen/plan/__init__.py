@@ -28,7 +28,6 @@ from loopgen.plan.engine import resolve_engine
 from loopgen.plan.epoch import Epoch, resolve_epoch
 from loopgen.plan.header import Header, distributed_header, horovod_header, resolve_header, xla_header
 from loopgen.plan.hooks import Hooks, check_model, resolve_hooks
-from loopgen.plan.imports import Imports, resolve_imports
 from loopgen.plan.loggers import Logging, check_logger_experiments, resolve_logging
 from loopgen.plan.manual import Manual, resolve_manual
 from loopgen.plan.metrics import Metrics, resolve_metrics
@@ -49,6 +48,7 @@ class Helpers:
     """Helper functions more than one feature needs."""
 
     map_tensors: bool
+    numpy: bool  # main() looks numpy up (seeded, its state kept by the sanity check and the checkpoints)
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,6 @@ class Plan:
     constants: Constants
     helpers: Helpers
     epoch: Epoch
-    imports: Imports
     command_line: CommandLine
     manual: Manual
     distributed: Distributed
@@ -142,31 +141,6 @@ def make_plan(
         header = horovod_header(header, distributed)
     elif distributed.enabled:
         header = distributed_header(header, distributed)
-    imports = resolve_imports(
-        build,
-        state,
-        data_plan,
-        bounds,
-        validation,
-        precision,
-        optimizers,
-        optimization,
-        metrics,
-        checkpointing,
-        logging,
-        summary,
-        profiling,
-        progress,
-    )
-    imports = replace(imports, torchmetrics=metrics.torchmetrics)
-    if distributed.ranks_from == "torchrun":  # the ranks from the environment; sys.exit(2) without them
-        imports = replace(imports, os=True, sys=True, timedelta=imports.timedelta or distributed.timeout is not None)
-    if distributed.horovod and distributed.devices > 1:  # sys.exit(2) when not launched by horovodrun
-        imports = replace(imports, sys=True)
-    if distributed.xla and distributed.broadcasts:  # XLAStrategy.broadcast pickles through a buffer
-        imports = replace(imports, io=True)
-    if distributed.no_sync and not optimization.closure:  # (a closure's batches that do not step call no_sync())
-        imports = replace(imports, nullcontext=True)
     command_line = resolve_command_line(spec, build, bounds, checkpointing)
     return Plan(
         header=header,
@@ -190,10 +164,17 @@ def make_plan(
         helpers=Helpers(
             map_tensors=precision.casts
             or optimization.tbptt
-            or (device.moves and not hooks.model_has("transfer_batch_to_device") and not distributed.scatters)
+            or (device.moves and not hooks.model_has("transfer_batch_to_device") and not distributed.scatters),
+            # (where sys is imported: seeding, the sanity check, checkpoints, the bars, the launchers' exits)
+            numpy=build.seeds
+            or validation.sanity
+            or checkpointing.saves
+            or progress.own
+            or progress.kind == "tqdm"
+            or distributed.ranks_from == "torchrun"
+            or (distributed.horovod and distributed.devices > 1),
         ),
         command_line=command_line,
-        imports=imports,
         notices=tuple(notices),
         manual=manual,
         epoch=epoch,

@@ -67,10 +67,6 @@ def resolve_build(spec: Spec, callbacks: tuple[Callback, ...]) -> Build:
     )
 
 
-# Script variables an object argument's variable must not take (it gets a number instead).
-_SCRIPT_NAMES_RE = r"\b[A-Za-z_][A-Za-z0-9_]*\b"
-
-
 def with_objects(
     build: Build,
     spec: Spec,
@@ -97,7 +93,6 @@ def with_objects(
     owners = [("model", build.model), ("data", build.data)] + [(cb.var, cb.construct) for cb in build.callbacks]
     if not any(constructs_in(list(c.args.values())) for _, c in owners if c is not None):
         return build
-    taken = _script_names()
     built_by_owner: dict[str, tuple[Built, ...]] = {}
     replaced: dict[str, Construct] = {}
     for var, construct in owners:
@@ -112,10 +107,7 @@ def with_objects(
         for name in order:
             if not constructs_in(args[name]):
                 continue
-            target = f"{var}_{name}"
-            while target in taken:
-                target += "_"
-            taken.add(target)
+            target = f"{var}_{name}"  # renamed by the renderer if the script binds the name otherwise
             built.append(Built(target, _in_init_order(args[name], objects)))
             args[name] = Name(target)
         if built:
@@ -157,16 +149,3 @@ def _in_init_order(value: Any, objects: Mapping[str, ClassFacts | None]) -> Any:
     if isinstance(value, dict):
         return {key: _in_init_order(item, objects) for key, item in value.items()}
     return value
-
-
-def _script_names() -> set[str]:
-    """Every identifier the templates write: names an object argument's variable must not shadow."""
-    import re
-
-    from loopgen.render import template_dir
-
-    return {
-        word
-        for path in sorted(template_dir().glob("*.j2"))
-        for word in re.findall(_SCRIPT_NAMES_RE, path.read_text(encoding="utf-8"))
-    }
