@@ -8,7 +8,7 @@ Prints, per spec, the median wall time and the median CPU time (user + system: l
 a shared machine) of N runs of each, then where a cold render's import time goes. Like an installed package,
 loopgen and its dependencies run from compiled bytecode (written to a temporary PYTHONPYCACHEPREFIX, even where
 PYTHONDONTWRITEBYTECODE is set), and the templates from their compiled form, which loopgen keeps beside the cache
-whether or not the cache of scripts is on (see loopgen/render.py).
+whether or not the cache of scripts is on (see loopgen/render/script.py).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 pre-commit hook, `loopgen run`) skips reading the sources, Jinja and black.
 
 An entry is found by the spec's bytes, the script name, the module roots, the formatting (black's version and
-the bytes of the pyproject.toml that configures it, see loopgen/formatting.py) and loopgen's own fingerprint
+the bytes of the pyproject.toml that configures it, see loopgen/render/formatting.py) and loopgen's own fingerprint
 (its code and templates); it is used only while every user source file the facts were read from still has
 the content it had. Set LOOPGEN_NO_CACHE=1 to bypass it; LOOPGEN_CACHE_DIR moves it. The cache never makes
 a render fail: an unreadable or unwritable entry is ignored.
@@ -49,8 +49,10 @@ def _templates() -> list[Path]:
 
 def _fingerprint() -> str:
     """loopgen's code and templates: any change to either makes earlier entries unreachable."""
-    files = sorted(PACKAGE.glob("*.py")) + _templates()
-    return _sha(b"".join(f.name.encode() + b"\0" + f.read_bytes() for f in files))
+    # the packages' modules too (plan/, render/, ...), by their path inside loopgen/
+    files = [(f.relative_to(PACKAGE).as_posix(), f) for f in sorted(PACKAGE.rglob("*.py"))]
+    files += [(f.name, f) for f in _templates()]
+    return _sha(b"".join(name.encode() + b"\0" + f.read_bytes() for name, f in files))
 
 
 def templates_sha256() -> str:

@@ -256,7 +256,7 @@ def _launcher(spec_path: Path) -> list[str]:
 def _check(args: argparse.Namespace) -> int:
     import difflib
 
-    from loopgen.header import what_changed
+    from loopgen.render.header import what_changed
 
     expected = _render_text(args.spec, args.script)
     try:

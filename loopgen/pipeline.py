@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from loopgen import cache
 from loopgen.errors import Problem
-from loopgen.formatting import find_config
+from loopgen.render.formatting import find_config
 from loopgen.source.roots import default_roots
 
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ def render_spec_sources(
 
     from loopgen.errors import LoopgenError
     from loopgen.plan import make_plan
-    from loopgen.render import render
+    from loopgen.render.script import render
     from loopgen.spec.load import load_spec
 
     spec = load_spec(spec_path)

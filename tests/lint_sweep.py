@@ -295,7 +295,7 @@ def template_lines(paths: dict[str, Path]) -> dict[str, set[tuple[str, int]]]:
 
     from loopgen.errors import LoopgenError
     from loopgen.pipeline import render_spec
-    from loopgen.render import _environment
+    from loopgen.render.script import _environment
 
     os.environ["LOOPGEN_NO_CACHE"] = "1"
     environment = _environment()

@@ -113,7 +113,7 @@ def test_an_internal_error_is_one_line_unless_debug(monkeypatch, capsys):
 
 
 def test_check_says_what_changed(project):
-    from loopgen.render import stamp
+    from loopgen.render.script import stamp
 
     assert loopgen("render", "spec.yaml", "-o", "train.py", cwd=project).returncode == 0
     script = project / "train.py"

@@ -8,7 +8,7 @@ import black
 import pytest
 
 from loopgen.errors import LoopgenError
-from loopgen.formatting import DEFAULTS, black_mode, find_config
+from loopgen.render.formatting import DEFAULTS, black_mode, find_config
 
 
 def pyproject(directory: Path, text: str) -> Path:

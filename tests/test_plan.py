@@ -68,7 +68,7 @@ def plan_of(tmp_path: Path, configure_optimizers: str = "return torch.optim.SGD(
 
 def header_imports(plan: Plan) -> set[str]:
     """The import statements at the top of the plan's script (the renderer writes those its code uses)."""
-    from loopgen.render import render
+    from loopgen.render.script import render
 
     return {
         ast.unparse(node) for node in ast.parse(render(plan)).body if isinstance(node, (ast.Import, ast.ImportFrom))

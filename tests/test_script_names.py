@@ -1,5 +1,5 @@
 """The renderer's names: the import block from the names the code reads, and the object variables renamed where
-the script binds their name otherwise (loopgen/script_names.py)."""
+the script binds their name otherwise (loopgen/render/names.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import textwrap
 import pytest
 
 from loopgen.errors import LoopgenError
-from loopgen.script_names import MARKER, free_names, import_block
+from loopgen.render.names import MARKER, free_names, import_block
 
 
 def script(body: str) -> str:
@@ -98,7 +98,7 @@ def test_a_renamed_variable_skips_the_names_taken_too() -> None:
     from types import SimpleNamespace
 
     from loopgen.plan.objects import Built
-    from loopgen.script_names import object_names
+    from loopgen.render.names import object_names
 
     objects = {"model": (Built("model_a", None), Built("model_b", None))}
     plan = SimpleNamespace(build=SimpleNamespace(objects=objects))

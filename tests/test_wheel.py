@@ -50,7 +50,7 @@ def test_wheel_installs_and_renders_outside_the_source_tree(tmp_path):
     assert render.returncode == 0, render.stderr
     assert "def main():" in render.stdout
     located = subprocess.run(
-        [str(python), "-c", "import loopgen.render as r; print(r.template_dir())"],
+        [str(python), "-c", "import loopgen.render.script as r; print(r.template_dir())"],
         cwd=project,
         capture_output=True,
         text=True,

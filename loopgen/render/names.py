@@ -26,7 +26,7 @@ from loopgen.plan import Plan
 from loopgen.plan.objects import Built, Construct, Name
 
 # Where the template writes the import block: one line, replaced by the block computed from the body.
-MARKER = "# the imports the script uses (loopgen/script_names.py)"
+MARKER = "# the imports the script uses (loopgen/render/names.py)"
 
 
 @dataclass(frozen=True)

@@ -1,21 +1,19 @@
-"""Stage 4: Plan -> script text. Jinja templates, then black, then a compile check.
+"""Stage 4: Plan -> script text. Jinja templates, then the imports the text uses (names.py), then black, then a
+compile check.
 
-User values reach the code only through the `literal` filter (the repr of plain
-data, checked to read back as the same value) and names only through `ident`.
+User values reach the code only through the `literal` filter (values.py: the repr of plain data, checked to read
+back as the same value) and names only through `ident`.
 
-Templates write every block of code at column 0. There is one way to indent: an
-expression `{{ ... }}` whose value spans several lines (a macro's block of code)
-is indented to the column where the expression stands, so a block is placed by
-calling its macro at the right place inside the enclosing code. An expression
-that renders nothing leaves no line behind.
+Templates write every block of code at column 0. There is one way to indent: an expression `{{ ... }}` whose value
+spans several lines (a macro's block of code) is indented to the column where the expression stands, so a block is
+placed by calling its macro at the right place inside the enclosing code. An expression that renders nothing leaves
+no line behind.
 """
 
 from __future__ import annotations
 
 import ast
 import hashlib
-import keyword
-import math
 import os
 import sys
 from functools import lru_cache
@@ -25,132 +23,21 @@ from typing import Any
 import jinja2
 
 from loopgen.errors import LoopgenError, Problem
-from loopgen.formatting import DEFAULTS, BlackConfig, format_script
 from loopgen.plan import Plan
 from loopgen.plan.header import SCRIPT_SHA256_PLACEHOLDER
-from loopgen.plan.objects import Construct, Name
-from loopgen.script_names import MARKER as IMPORTS_MARKER
-from loopgen.script_names import import_block, object_names, with_object_names
-
-_PLAIN = (type(None), bool, int, float, str)
+from loopgen.render.formatting import DEFAULTS, BlackConfig, format_script
+from loopgen.render.names import MARKER as IMPORTS_MARKER
+from loopgen.render.names import import_block, object_names, with_object_names
+from loopgen.render.values import argument, ident, kwargs, literal
 
 
 def template_dir() -> Path:
     """templates/ ships inside the package in a wheel, and sits beside it in the source tree."""
-    here = Path(__file__).resolve().parent
-    for candidate in (here / "templates", here.parent / "templates"):
+    package = Path(__file__).resolve().parent.parent
+    for candidate in (package / "templates", package.parent / "templates"):
         if (candidate / "train.py.j2").is_file():
             return candidate
     raise LoopgenError("loopgen's templates are missing from the installation")
-
-
-def literal(value: Any) -> str:
-    """The Python source of a plain value (None, bool, int, float, str, and lists/tuples/dicts of them): an
-    expression of literals that evaluates to the value exactly (an infinite or NaN float as `float("inf")`)."""
-    _check_plain(value)
-    text = _source(value)
-    if not _same(_evaluate(text), value):
-        raise LoopgenError(f"value {text} cannot be written into the script exactly")
-    return text
-
-
-_NON_FINITE = {"inf": 'float("inf")', "-inf": 'float("-inf")', "nan": 'float("nan")'}
-
-
-def _source(value: Any) -> str:
-    if isinstance(value, float) and not math.isfinite(value):
-        return _NON_FINITE[repr(value)]
-    if isinstance(value, list):
-        return "[" + ", ".join(_source(item) for item in value) + "]"
-    if isinstance(value, tuple):
-        return "(" + "".join(f"{_source(item)}, " for item in value).rstrip(" ") + ")"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{_source(k)}: {_source(v)}" for k, v in value.items()) + "}"
-    return repr(value)
-
-
-def _evaluate(text: str) -> Any:
-    """The value of a `literal` text: literals only, and float() of the three non-finite spellings."""
-    tree = ast.parse(text, mode="eval")
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and not (
-            isinstance(node.func, ast.Name)
-            and node.func.id == "float"
-            and len(node.args) == 1
-            and not node.keywords
-            and isinstance(node.args[0], ast.Constant)
-            and node.args[0].value in ("inf", "-inf", "nan")
-        ):
-            raise LoopgenError(f"value {text} cannot be written into the script exactly")
-    return eval(compile(tree, "<literal>", "eval"), {"__builtins__": {"float": float}})  # checked above
-
-
-def _same(a: Any, b: Any) -> bool:
-    """Equal, with NaN equal to NaN and types compared (True is not 1, 1.0 is not 1)."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, float):
-        return a == b or (math.isnan(a) and math.isnan(b))
-    if isinstance(a, (list, tuple)):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
-    if isinstance(a, dict):
-        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
-    return a == b
-
-
-def _check_plain(value: Any) -> None:
-    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 13287:
-        raise LoopgenError("an integer of more than 4000 digits cannot be written into the script")
-    if isinstance(value, _PLAIN):
-        return
-    if isinstance(value, (list, tuple)):
-        for item in value:
-            _check_plain(item)
-        return
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if not isinstance(key, (str, int)) or isinstance(key, bool):
-                raise LoopgenError(f"dictionary key {key!r} cannot be written into the script")
-            _check_plain(item)
-        return
-    raise LoopgenError(f"value of type {type(value).__name__} cannot be written into the script")
-
-
-def ident(name: Any) -> str:
-    """A Python identifier, unchanged, or an error."""
-    if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
-        raise LoopgenError(f"{name!r} is not a valid Python name")
-    return name
-
-
-def kwargs(args: dict[str, Any]) -> str:
-    """`name=value, ...` for keyword arguments (values: plain, or objects the script builds, see `argument`)."""
-    return ", ".join(f"{ident(k)}={argument(v)}" for k, v in args.items())
-
-
-def argument(value: Any) -> str:
-    """The Python source of an argument value: a plain value, a script variable (plan.Name), an object to build
-    (plan.Construct: `Class(args)`), or a list / mapping holding those."""
-    if isinstance(value, Name):
-        return ident(value.name)
-    if isinstance(value, Construct):
-        return f"{value.ref}({kwargs(dict(value.args))})"
-    if not _holds_code(value):
-        return literal(value)
-    if isinstance(value, (list, tuple)):
-        items = ", ".join(argument(item) for item in value)
-        return f"[{items}]" if isinstance(value, list) else f"({items}{',' if len(value) == 1 else ''})"
-    return "{" + ", ".join(f"{literal(key)}: {argument(item)}" for key, item in value.items()) + "}"
-
-
-def _holds_code(value: Any) -> bool:
-    if isinstance(value, (Construct, Name)):
-        return True
-    if isinstance(value, (list, tuple)):
-        return any(_holds_code(item) for item in value)
-    if isinstance(value, dict):
-        return any(_holds_code(item) for item in value.values())
-    return False
 
 
 # Around the value of an expression that spans several lines: see `_place_blocks`.
@@ -266,7 +153,7 @@ def _section_spacing(text: str) -> str:
 
 
 def format_source(text: str, black_config: BlackConfig = DEFAULTS) -> str:
-    """Black, configured as the project the script is written into (see loopgen/formatting.py)."""
+    """Black, configured as the project the script is written into (see loopgen/render/formatting.py)."""
     return format_script(text, black_config)
 
 
