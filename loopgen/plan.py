@@ -856,6 +856,11 @@ class Distributed:
         return self.kind is not None
 
     @property
+    def engine(self) -> str:
+        """The template file of the engine's code: templates/engines/<engine>.j2."""
+        return self.kind or "single"
+
+    @property
     def ddp(self) -> bool:
         return self.kind == "ddp"
 
@@ -3594,7 +3599,7 @@ def _script_names() -> set[str]:
 
     return {
         word
-        for path in sorted(template_dir().glob("*.j2"))
+        for path in sorted(template_dir().rglob("*.j2"))
         for word in re.findall(_SCRIPT_NAMES_RE, path.read_text(encoding="utf-8"))
     }
 
