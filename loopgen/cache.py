@@ -42,23 +42,23 @@ def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _templates() -> list[Path]:
+def _templates() -> list[tuple[str, Path]]:
+    """The templates, each with its path inside templates/ (engines/ddp.j2: the folders count)."""
     templates = next((d for d in (PACKAGE / "templates", PACKAGE.parent / "templates") if d.is_dir()), PACKAGE)
-    return sorted(templates.glob("*.j2"))
+    return [(f.relative_to(templates).as_posix(), f) for f in sorted(templates.rglob("*.j2"))]
 
 
 def _fingerprint() -> str:
     """loopgen's code and templates: any change to either makes earlier entries unreachable."""
     # the packages' modules too (plan/, render/, ...), by their path inside loopgen/
-    files = [(f.relative_to(PACKAGE).as_posix(), f) for f in sorted(PACKAGE.rglob("*.py"))]
-    files += [(f.name, f) for f in _templates()]
+    files = [(f.relative_to(PACKAGE).as_posix(), f) for f in sorted(PACKAGE.rglob("*.py"))] + _templates()
     return _sha(b"".join(name.encode() + b"\0" + f.read_bytes() for name, f in files))
 
 
 def templates_sha256() -> str:
     """The templates' names and bytes: a script's header carries it, so `loopgen check` tells a change of the
     templates from a change of the spec or an edit."""
-    return _sha(b"".join(f.name.encode() + b"\0" + f.read_bytes() + b"\0" for f in _templates()))
+    return _sha(b"".join(name.encode() + b"\0" + f.read_bytes() + b"\0" for name, f in _templates()))
 
 
 def entry_path(spec_path: Path, script_name: str, roots: list[Path], formatting: str) -> Path | None:

@@ -63,6 +63,11 @@ class Distributed:
         return self.kind is not None
 
     @property
+    def engine(self) -> str:
+        """The template file of the engine's code: templates/engines/<engine>.j2."""
+        return self.kind or "single"
+
+    @property
     def ddp(self) -> bool:
         return self.kind == "ddp"
 
