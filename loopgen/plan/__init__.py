@@ -13,11 +13,11 @@ and of the user's classes.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from loopgen.errors import LoopgenError, Problem
 from loopgen.plan.bounds import Bounds, resolve_bounds
-from loopgen.plan.build import Build, resolve_build, with_objects
+from loopgen.plan.build import Build, resolve_build
 from loopgen.plan.callbacks import with_lightning_callbacks
 from loopgen.plan.checkpointing import Checkpointing, resolve_checkpointing
 from loopgen.plan.command_line import CommandLine, resolve_command_line
@@ -118,24 +118,18 @@ def make_plan(
         raise LoopgenError(problems)
     hooks = with_lightning_callbacks(spec, hooks, checkpointing, logging, summaries, progress)
     metrics = resolve_metrics(spec, model, user_callbacks, hooks, optimizers, optimization, checkpointing, logging,
-                              progress, problems)  # fmt: skip
+                              progress, distributed, problems)  # fmt: skip
     if problems:
         raise LoopgenError(problems)
-    state = resolve_state(spec, model, user_callbacks, optimizers, optimization, metrics, checkpointing)
+    state = resolve_state(
+        spec, model, user_callbacks, device, optimizers, optimization, metrics, checkpointing, profiling, distributed
+    )
     check_logger_experiments(model, user_callbacks, logging)
     epoch = resolve_epoch(hooks, optimization, checkpointing, state)
-    build = with_objects(resolve_build(spec, hooks.callbacks), spec, model, data, callbacks, objects or {})
-    distributed = replace(
-        distributed,
-        # Lightning 1.9.5's self.log(sync_dist=True) reduces only under torch.distributed: not under Horovod
-        syncs_metrics=distributed.enabled and metrics.collect and not distributed.horovod,
-        local_rank=distributed.enabled and (device.moves or state.has("local_rank") or profiling.ranked),
-        node_rank=distributed.enabled and state.has("node_rank"),
-    )
+    build = resolve_build(spec, hooks.callbacks, model, data, callbacks, objects or {})
     header = resolve_header(spec, optimizers, script_name, device, precision, bounds, optimization, validation)
     if distributed.xla:
         # one device: SingleDeviceXLAStrategy, whose reduce is the value itself
-        distributed = replace(distributed, syncs_metrics=distributed.syncs_metrics and distributed.devices > 1)
         header = xla_header(header, distributed)
     elif distributed.horovod:
         header = horovod_header(header, distributed)

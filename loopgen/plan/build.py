@@ -42,22 +42,43 @@ class Build:
         return self.objects.get(var, ())
 
 
-def resolve_build(spec: Spec, callbacks: tuple[Callback, ...]) -> Build:
-    model = construct_of(spec.model)
-    data = construct_of(spec.data) if spec.data else None
+def resolve_build(
+    spec: Spec,
+    callbacks: tuple[Callback, ...],
+    model: ClassFacts,
+    data: ClassFacts | None,
+    callback_facts: tuple[ClassFacts | None, ...],
+    objects: Mapping[str, ClassFacts | None],
+) -> Build:
+    """The objects the script builds: the model, the data, the callbacks (each with its object arguments taken out,
+    see `take_out_objects`), the classes it imports from the user's code, and the seed."""
+    script_callbacks = tuple(cb for cb in callbacks if cb.kind != "summary")  # the script's function prints one
+    owners = {"model": construct_of(spec.model), "data": construct_of(spec.data) if spec.data else None}
+    owners.update((cb.var, cb.construct) for cb in script_callbacks)
+    built, constructs = take_out_objects(spec, owners, model, data, callback_facts, objects)
+    nested = [c for var in owners for b in built.get(var, ()) for c in constructs_in(b.value)]
     by_module: dict[str, list[str]] = {}
-    for c in (model, data, *(cb.construct for cb in callbacks if cb.kind != "summary")):
+    for c in (*owners.values(), *nested):
         if c is None or c.from_torch or not c.module:  # torch's, or the script's own class
             continue
         if c.cls not in by_module.setdefault(c.module, []):
             by_module[c.module].append(c.cls)
+    if nested:
+        refs = spec.trainer.callbacks
+        user_refs = [r for r, f in zip(refs, callback_facts) if f]
+        nested_refs = [ClassRef(f"{c.module}.{c.cls}") for c in nested if c.module]
+        check_unique_names([spec.model] + ([spec.data] if spec.data else []) + user_refs + nested_refs)
     seed = spec.seed_everything if not isinstance(spec.seed_everything, bool) else None
     t = spec.trainer
     return Build(
-        model=model,
-        data=data,
-        callbacks=tuple(cb for cb in callbacks if cb.kind != "summary"),  # the script's function prints a summary
+        model=constructs["model"],
+        data=constructs["data"],
+        callbacks=tuple(
+            cb if constructs[cb.var] is cb.construct else Callback(**{**vars(cb), "construct": constructs[cb.var]})
+            for cb in script_callbacks
+        ),
         imports=tuple(Import(module, tuple(sorted(names))) for module, names in sorted(by_module.items())),
+        objects=built,
         seed=seed,
         seed_at_run_time=spec.seed_everything is True,
         seeds=seed is not None or spec.seed_everything is True,
@@ -67,16 +88,17 @@ def resolve_build(spec: Spec, callbacks: tuple[Callback, ...]) -> Build:
     )
 
 
-def with_objects(
-    build: Build,
+def take_out_objects(
     spec: Spec,
+    owners: Mapping[str, Construct | None],
     model: ClassFacts,
     data: ClassFacts | None,
     callbacks: tuple[ClassFacts | None, ...],
     objects: Mapping[str, ClassFacts | None],
-) -> Build:
-    """`build` with the object arguments of the model, the data and the user's callbacks taken out into `objects`,
-    built before their owner in LightningCLI's order, and their classes imported.
+) -> tuple[dict[str, tuple[Built, ...]], dict[str, Construct | None]]:
+    """The object arguments of the model, the data and the user's callbacks taken out, each built before its
+    owner in LightningCLI's order: (the objects built before each owner, each owner's construct with those
+    arguments replaced by their variables).
 
     jsonargparse instantiates a class's object arguments before the class, in the order of the parameters of its
     `__init__` (each one's own arguments first, to any depth), and a list's items in order. The script builds each
@@ -90,13 +112,10 @@ def with_objects(
     facts_by_var: dict[str, ClassFacts | None] = {"model": model, "data": data}
     for i, facts in enumerate(callbacks):  # the user's callbacks' variables, as resolve_hooks names them
         facts_by_var[f"callback_{i}" if len(refs) > 1 else "callback"] = facts
-    owners = [("model", build.model), ("data", build.data)] + [(cb.var, cb.construct) for cb in build.callbacks]
-    if not any(constructs_in(list(c.args.values())) for _, c in owners if c is not None):
-        return build
     built_by_owner: dict[str, tuple[Built, ...]] = {}
-    replaced: dict[str, Construct] = {}
-    for var, construct in owners:
-        if construct is None:
+    constructs: dict[str, Construct | None] = dict(owners)
+    for var, construct in owners.items():
+        if construct is None or not constructs_in(list(construct.args.values())):
             continue
         facts = facts_by_var.get(var)
         params = facts.methods.get("__init__", ()) if facts is not None else ()
@@ -110,30 +129,9 @@ def with_objects(
             target = f"{var}_{name}"  # renamed by the renderer if the script binds the name otherwise
             built.append(Built(target, _in_init_order(args[name], objects)))
             args[name] = Name(target)
-        if built:
-            built_by_owner[var] = tuple(built)
-            replaced[var] = replace(construct, args=args)
-    nested = [c for var, _ in owners for b in built_by_owner.get(var, ()) for c in constructs_in(b.value)]
-    by_module = {i.module: list(i.names) for i in build.imports}
-    for c in nested:
-        if c.from_torch or not c.module:
-            continue
-        if c.cls not in by_module.setdefault(c.module, []):
-            by_module[c.module].append(c.cls)
-    nested_refs = [ClassRef(f"{c.module}.{c.cls}") for c in nested if c.module]
-    check_unique_names(
-        [spec.model] + ([spec.data] if spec.data else []) + [r for r, f in zip(refs, callbacks) if f] + nested_refs
-    )
-    return replace(
-        build,
-        model=replaced.get("model", build.model),
-        data=replaced.get("data", build.data),
-        callbacks=tuple(
-            replace(cb, construct=replaced[cb.var]) if cb.var in replaced else cb for cb in build.callbacks
-        ),
-        imports=tuple(Import(module, tuple(sorted(names))) for module, names in sorted(by_module.items())),
-        objects=built_by_owner,
-    )
+        built_by_owner[var] = tuple(built)
+        constructs[var] = Construct(**{**vars(construct), "args": args})
+    return built_by_owner, constructs
 
 
 def _in_init_order(value: Any, objects: Mapping[str, ClassFacts | None]) -> Any:

@@ -37,11 +37,8 @@ class Distributed:
     rank_zero_gates: bool = False  # several processes: rank-0-only actions are gated on `is_global_zero`
     replaces_samplers: bool = False  # Lightning's use_distributed_sampler: train and val samplers shard the data
     no_sync: bool = False  # accumulation: the gradient all-reduce only on the batch that steps
-    syncs_metrics: bool = False  # self.log(..., sync_dist=True) reduces across the processes
     reduces_decisions: bool = False  # EarlyStopping: one process that stops stops all
     reseeds: bool = False  # Lightning seeds again (seed_everything's seed) once the processes are set up
-    local_rank: bool = False  # the script reads the rank on this node (the CUDA device, trainer.local_rank)
-    node_rank: bool = False  # ... the node's rank (trainer.node_rank)
     # rank 0's value on every process: the loggers' versions, the checkpoint files that exist (Lightning's broadcast)
     broadcasts: bool = False
     saves_on_rank_zero: bool = False  # checkpoints: every process decides, rank 0 writes, then all wait (barrier)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from loopgen.errors import Problem
 from loopgen.plan.checkpointing import Checkpointing
 from loopgen.plan.common import METRIC_ATTRIBUTES, reads_trainer
+from loopgen.plan.distributed import Distributed
 from loopgen.plan.hooks import Hooks
 from loopgen.plan.loggers import Logging
 from loopgen.plan.objects import argument_value, constructs_in
@@ -23,6 +24,7 @@ class Metrics:
     """The collector behind self.log, present only when something reads what is logged."""
 
     collect: bool
+    syncs: bool  # self.log(..., sync_dist=True) reduces across the processes
     model_logs: bool  # the model (or a callback through pl_module) calls self.log / self.log_dict
     discards: bool  # ... but nothing reads the values: log is a no-op
     log_dicts: bool  # the seed's {"log": ..., "progress_bar": ...} returns are logged
@@ -50,6 +52,7 @@ def resolve_metrics(
     checkpointing: Checkpointing,
     logging: Logging,
     progress: Progress,
+    distributed: Distributed,
     problems: list[Problem],
 ) -> Metrics:
     """self.log needs a collector only when something reads what is logged (a plateau scheduler, EarlyStopping,
@@ -73,6 +76,12 @@ def resolve_metrics(
     bar_read = any(reads_trainer(facts, "progress_bar_metrics") for facts in (model, *callbacks))
     return Metrics(
         collect=collect,
+        # self.log(sync_dist=True) reduces across the processes: not under Horovod (Lightning 1.9.5's reduces only
+        # under torch.distributed), nor on one XLA device (SingleDeviceXLAStrategy's reduce is the value itself)
+        syncs=distributed.enabled
+        and collect
+        and not distributed.horovod
+        and not (distributed.xla and distributed.devices == 1),
         torchmetrics=torchmetrics,
         progress_bar=progress.metrics or (collect and bar_read),
         model_logs=model_logs,

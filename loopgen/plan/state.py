@@ -9,9 +9,12 @@ from typing import Any
 from loopgen.errors import LoopgenError, Problem
 from loopgen.plan.checkpointing import Checkpointing
 from loopgen.plan.common import LOGGER_ATTRIBUTES, METRIC_ATTRIBUTES, TRAINER_ATTRIBUTES, flag_problem
+from loopgen.plan.distributed import Distributed
 from loopgen.plan.metrics import Metrics
 from loopgen.plan.optimization import Optimization
 from loopgen.plan.optimizers import Optimizers
+from loopgen.plan.precision import Device
+from loopgen.plan.profiling import Profiling
 from loopgen.source.facts import ClassFacts
 from loopgen.spec.kinds import refusal
 from loopgen.spec.model import Spec
@@ -42,6 +45,8 @@ class State:
     attach_public: bool  # a plain module reads self.trainer: model.trainer = trainer
     mirror_epoch: bool  # a plain module reads self.current_epoch: the loop keeps model.current_epoch current
     mirror_step: bool
+    local_rank: bool  # the script holds the rank on this node (the CUDA device, trainer.local_rank, the profiler)
+    node_rank: bool  # ... and the node's rank (trainer.node_rank)
     # trainer.lr_scheduler_configs: one per scheduler the script holds by name (see scheduler_configs);
     # None: the general helper's configs, made at run time
     scheduler_configs: tuple[SchedulerConfig, ...] | None = ()
@@ -124,10 +129,13 @@ def resolve_state(
     spec: Spec,
     model: ClassFacts,
     callbacks: tuple[ClassFacts, ...],
+    device: Device,
     optimizers: Optimizers,
     optimization: Optimization,
     metrics: Metrics,
     checkpointing: Checkpointing,
+    profiling: Profiling,
+    distributed: Distributed,
 ) -> State:
     """The `trainer` object: the attributes the model and the callbacks read, each one true."""
     reads: set[str] = set()
@@ -212,4 +220,6 @@ def resolve_state(
         mirror_epoch="current_epoch" in plain_counters,
         mirror_step="global_step" in plain_counters,
         scheduler_configs=() if configs is False else configs,
+        local_rank=distributed.enabled and (device.moves or "local_rank" in attributes or profiling.ranked),
+        node_rank=distributed.enabled and "node_rank" in attributes,
     )
