@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from loopgen.errors import LoopgenError, Problem
 from loopgen.plan.bounds import Bounds, resolve_bounds
 from loopgen.plan.build import Build, resolve_build
-from loopgen.plan.callbacks import with_lightning_callbacks
+from loopgen.plan.callbacks import resolve_hooks
 from loopgen.plan.checkpointing import Checkpointing, resolve_checkpointing
 from loopgen.plan.command_line import CommandLine, resolve_command_line
 from loopgen.plan.constants import Constants, resolve_constants
@@ -27,7 +27,7 @@ from loopgen.plan.distributed import Distributed
 from loopgen.plan.engine import resolve_engine
 from loopgen.plan.epoch import Epoch, resolve_epoch
 from loopgen.plan.header import Header, distributed_header, horovod_header, resolve_header, xla_header
-from loopgen.plan.hooks import Hooks, check_model, resolve_hooks
+from loopgen.plan.hooks import Hooks, check_model, resolve_user_code
 from loopgen.plan.loggers import Logging, check_logger_experiments, resolve_logging
 from loopgen.plan.manual import Manual, resolve_manual
 from loopgen.plan.metrics import Metrics, resolve_metrics
@@ -96,27 +96,27 @@ def make_plan(
     notices: list[str] = []
     check_model(spec, model, problems)
     user_callbacks = tuple(facts for facts in callbacks if facts is not None)
-    hooks = resolve_hooks(spec, model, data, callbacks)
+    user = resolve_user_code(spec, model, data, callbacks)
     device = resolve_device(spec)
     precision = resolve_precision(spec, model, device, problems, notices)
     optimizers = resolve_optimizers(spec, model, precision, problems)
     data_plan = resolve_data(spec, model, data, problems)
     bounds = resolve_bounds(spec, model, user_callbacks, data_plan)
-    validation = resolve_validation(spec, model, hooks, data_plan, bounds, problems)
-    optimization = resolve_optimization(spec, model, hooks, optimizers, bounds, validation, problems)
+    validation = resolve_validation(spec, model, user, data_plan, bounds, problems)
+    optimization = resolve_optimization(spec, model, user, optimizers, bounds, validation, problems)
     logging = resolve_logging(
         spec, model, data, user_callbacks, validation, optimizers, optimization, problems, notices
     )
-    checkpointing = resolve_checkpointing(spec, model, data, hooks, validation, optimization, bounds, logging, problems)
-    summary, summaries = resolve_summary(spec, model, hooks, device, precision)
+    checkpointing = resolve_checkpointing(spec, model, data, user, validation, optimization, bounds, logging, problems)
+    summary, summaries = resolve_summary(spec, model, user, device, precision)
     profiling = resolve_profiling(spec, logging, problems, notices)
     progress = resolve_progress(spec, model, user_callbacks, bounds, validation, logging, problems, notices)
     distributed = resolve_engine(spec, model, script_name, precision, optimizers, optimization, data_plan,
                                  checkpointing, logging, profiling, progress, problems)  # fmt: skip
-    manual = resolve_manual(spec, model, hooks, distributed, problems)
+    manual = resolve_manual(spec, model, user, distributed, problems)
     if problems:
         raise LoopgenError(problems)
-    hooks = with_lightning_callbacks(spec, hooks, checkpointing, logging, summaries, progress)
+    hooks = resolve_hooks(spec, user, checkpointing, logging, summaries, progress)
     metrics = resolve_metrics(spec, model, user_callbacks, hooks, optimizers, optimization, checkpointing, logging,
                               progress, distributed, problems)  # fmt: skip
     if problems:

@@ -110,7 +110,7 @@ def take_out_objects(
     """
     refs = spec.trainer.callbacks
     facts_by_var: dict[str, ClassFacts | None] = {"model": model, "data": data}
-    for i, facts in enumerate(callbacks):  # the user's callbacks' variables, as resolve_hooks names them
+    for i, facts in enumerate(callbacks):  # the user's callbacks' variables, as resolve_user_code names them
         facts_by_var[f"callback_{i}" if len(refs) > 1 else "callback"] = facts
     built_by_owner: dict[str, tuple[Built, ...]] = {}
     constructs: dict[str, Construct | None] = dict(owners)

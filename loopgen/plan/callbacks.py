@@ -1,20 +1,19 @@
-"""Lightning's own callbacks (ModelCheckpoint, EarlyStopping, LearningRateMonitor, the bar, the summary) among the
-hooks.
-"""
+"""The hooks the script calls: the user's code's, and Lightning's own callbacks (ModelCheckpoint, EarlyStopping,
+LearningRateMonitor, the bar, the summary) in the order Lightning calls them."""
 
 from __future__ import annotations
 
 from loopgen.plan.checkpointing import Checkpointing
-from loopgen.plan.hooks import VALIDATION_CALLBACK_HOOKS, Hooks
+from loopgen.plan.hooks import VALIDATION_CALLBACK_HOOKS, Hooks, UserCode
 from loopgen.plan.loggers import Logging
 from loopgen.plan.objects import Callback, is_lightning, numbered_name
 from loopgen.plan.progress import Progress, is_progress_bar, progress_callback
 from loopgen.spec.model import Spec
 
 
-def with_lightning_callbacks(
+def resolve_hooks(
     spec: Spec,
-    hooks: Hooks,
+    user: UserCode,
     checkpointing: Checkpointing,
     logging: Logging,
     summaries: tuple[Callback, ...],
@@ -23,7 +22,7 @@ def with_lightning_callbacks(
     """All the callbacks in the order Lightning calls them: the spec's order, then the default progress bar (a
     TQDMProgressBar or RichProgressBar the spec names stays where it is) and the default ModelSummary, with every
     ModelCheckpoint (the default one included) moved to the end."""
-    user = iter(hooks.callbacks)
+    users = iter(user.callbacks)
     stoppers = {cb.var: cb for cb in checkpointing.early_stopping}  # by name: one that does nothing is left out
     count = sum(is_lightning(ref, "EarlyStopping") for ref in spec.trainer.callbacks)
     stopper_names = iter([numbered_name("early_stopping", i, count) for i in range(count)])
@@ -42,13 +41,13 @@ def with_lightning_callbacks(
             ordered.append(bar)
             bar = None
         elif not is_lightning(ref, "ModelCheckpoint"):
-            ordered.append(next(user))
+            ordered.append(next(users))
     ordered += [bar, *summary, *checkpointing.checkpoints]
     callbacks = tuple(cb for cb in ordered if cb is not None)
     return Hooks(
-        model=hooks.model,
-        data=hooks.data,
+        model=user.model,
+        data=user.data,
         callbacks=callbacks,
+        step_hook_index=user.step_hook_index,
         validation_callbacks=tuple(c for c in callbacks if c.hooks & set(VALIDATION_CALLBACK_HOOKS)),
-        step_hook_index=hooks.step_hook_index,
     )

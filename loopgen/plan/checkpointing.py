@@ -10,7 +10,7 @@ from loopgen.errors import Problem
 from loopgen.plan.bounds import Bounds
 from loopgen.plan.common import NUMBERED_LOGGERS, early_stopping_on_epoch_end, flag_problem
 from loopgen.plan.distributed import engine_kind
-from loopgen.plan.hooks import Hooks
+from loopgen.plan.hooks import UserCode
 from loopgen.plan.loggers import Logging
 from loopgen.plan.objects import Callback, Construct, callback_defaults, is_lightning, numbered_name
 from loopgen.plan.optimization import Optimization
@@ -85,7 +85,7 @@ def resolve_checkpointing(
     spec: Spec,
     model: ClassFacts,
     data: ClassFacts | None,
-    hooks: Hooks,
+    user: UserCode,
     validation: Validation,
     optimization: Optimization,
     bounds: Bounds,
@@ -147,7 +147,7 @@ def resolve_checkpointing(
         )
         if used
     ]
-    user = [cb for cb in hooks.callbacks if cb.kind == "user"]
+    user = [cb for cb in user.callbacks if cb.kind == "user"]
     # with a logger, the default directory is the first logger's: save_dir/name/version/checkpoints, where the
     # version is version_N (CSV, TensorBoard) or the id of the run (MLflow, W&B)
     versioned = t.logger is not False and not t.fast_dev_run

@@ -49,18 +49,15 @@ VALIDATION_CALLBACK_HOOKS = (
 
 
 @dataclass(frozen=True)
-class Hooks:
+class UserCode:
+    """The hooks the user's code defines: the model's, the data class's and the user's callbacks'. Resolved first,
+    as the features read it; the script's `Hooks` (callbacks.py) add Lightning's callbacks once they are planned."""
+
     model: frozenset[str]
     data: frozenset[str]
     callbacks: tuple[Callback, ...]
-    validation_callbacks: tuple[Callback, ...]  # callbacks validate() must be given
     # on_before_optimizer_step also gets the optimizer's index (Lightning 1.9.5's signature, for callbacks and model)
-    step_hook_index: bool = False
-
-    @property
-    def validation_trainer(self) -> bool:
-        """validate() passes `trainer` to a callback (the progress bar takes none)."""
-        return any(c.kind != "progress" for c in self.validation_callbacks)
+    step_hook_index: bool
 
     def model_has(self, name: str) -> bool:
         return name in self.model
@@ -70,6 +67,19 @@ class Hooks:
 
     def callbacks_with(self, name: str) -> tuple[Callback, ...]:
         return tuple(c for c in self.callbacks if name in c.hooks)
+
+
+@dataclass(frozen=True)
+class Hooks(UserCode):
+    """Every hook the script calls: the user's code's, and Lightning's callbacks' (ModelCheckpoint, EarlyStopping,
+    LearningRateMonitor, the bar, the summary) in the order Lightning calls them."""
+
+    validation_callbacks: tuple[Callback, ...]  # callbacks validate() must be given
+
+    @property
+    def validation_trainer(self) -> bool:
+        """validate() passes `trainer` to a callback (the progress bar takes none)."""
+        return any(c.kind != "progress" for c in self.validation_callbacks)
 
     def user_code(self, name: str) -> bool:
         """The user's code runs at hook `name` (and may log there)."""
@@ -101,11 +111,11 @@ def check_model(spec: Spec, model: ClassFacts, problems: list[Problem]) -> None:
             problems.append(Problem(model.defined_at.get(hook, where), message))
 
 
-def resolve_hooks(
+def resolve_user_code(
     spec: Spec, model: ClassFacts, data: ClassFacts | None, callbacks: tuple[ClassFacts | None, ...]
-) -> Hooks:
-    """The hooks of the model, the data class and the user's callbacks (Lightning's are added by
-    `with_lightning_callbacks`, once their plan is known)."""
+) -> UserCode:
+    """The hooks of the model, the data class and the user's callbacks (the script's `Hooks` add Lightning's,
+    callbacks.py, once their plan is known)."""
     refs = spec.trainer.callbacks
     plans = tuple(
         Callback(
@@ -118,14 +128,13 @@ def resolve_hooks(
         if facts is not None
     )
     check_unique_names([spec.model] + ([spec.data] if spec.data else []) + [r for r, f in zip(refs, callbacks) if f])
-    return Hooks(
+    return UserCode(
         model=frozenset(h for h in MODEL_HOOKS if model.defines(h)),
         data=frozenset(h for h in ("prepare_data", "setup", "teardown") if data is not None and data.defines(h)),
         callbacks=plans,
-        validation_callbacks=tuple(c for c in plans if c.hooks & set(VALIDATION_CALLBACK_HOOKS)),
         step_hook_index=follows_1_9_5(spec, model),
     )
 
 
-def only_epoch_end(hooks: Hooks) -> bool:
-    return not hooks.callbacks_with("on_train_batch_end") and not hooks.model_has("on_train_batch_end")
+def only_epoch_end(user: UserCode) -> bool:
+    return not user.callbacks_with("on_train_batch_end") and not user.model_has("on_train_batch_end")

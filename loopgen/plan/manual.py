@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from loopgen.errors import Problem
 from loopgen.plan.common import flag_problem, follows_1_9_5
 from loopgen.plan.distributed import Distributed
-from loopgen.plan.hooks import Hooks
+from loopgen.plan.hooks import UserCode
 from loopgen.source.facts import ClassFacts
 from loopgen.spec.kinds import refusal
 from loopgen.spec.model import Spec
@@ -36,7 +36,7 @@ MANUAL_METHODS = ("optimizers", "lr_schedulers", "manual_backward", "clip_gradie
 
 
 def resolve_manual(
-    spec: Spec, model: ClassFacts, hooks: Hooks, distributed: Distributed, problems: list[Problem]
+    spec: Spec, model: ClassFacts, user: UserCode, distributed: Distributed, problems: list[Problem]
 ) -> Manual:
     """Manual optimization: what the module calls, and the flags Lightning refuses with it (its reasons)."""
     where, line = "model.class_path", spec.model.line
@@ -97,7 +97,7 @@ def resolve_manual(
         problems.append(Problem(where, message, line))
     if spec.loop.optimizer_frequencies is not None:
         problems.append(Problem("loop.optimizer_frequencies", "is not used with manual optimization: remove it"))
-    outputs_used = bool(hooks.callbacks_with("on_train_batch_end")) or hooks.model_has("on_train_batch_end")
+    outputs_used = bool(user.callbacks_with("on_train_batch_end")) or user.model_has("on_train_batch_end")
     if distributed.enabled:
         check_strategy(spec, distributed, problems)
     return Manual(

@@ -9,7 +9,7 @@ from loopgen.errors import Problem
 from loopgen.plan.bounds import Bounds
 from loopgen.plan.common import follows_1_9_5, takes_two
 from loopgen.plan.distributed import steps_every_batch
-from loopgen.plan.hooks import Hooks, only_epoch_end
+from loopgen.plan.hooks import UserCode, only_epoch_end
 from loopgen.plan.optimizers import Optimizers, frequencies_of
 from loopgen.plan.validation import Validation
 from loopgen.source.facts import ClassFacts
@@ -71,7 +71,7 @@ def steps_at_last_batch(optimizers: Optimizers, notes_epoch_end: bool) -> bool:
 def resolve_optimization(
     spec: Spec,
     model: ClassFacts,
-    hooks: Hooks,
+    user: UserCode,
     optimizers: Optimizers,
     bounds: Bounds,
     validation: Validation,
@@ -89,17 +89,17 @@ def resolve_optimization(
     accumulates = schedule is not None or accumulate > 1
     step_style = model.methods.get("optimizer_step")
     zero_grad_style = model.methods.get("optimizer_zero_grad")
-    outputs_used = bool(hooks.callbacks_with("on_train_batch_end")) or hooks.model_has("on_train_batch_end")
-    outputs_used = outputs_used or hooks.model_has("training_epoch_end")
+    outputs_used = bool(user.callbacks_with("on_train_batch_end")) or user.model_has("on_train_batch_end")
+    outputs_used = outputs_used or user.model_has("training_epoch_end")
     nested = (optimizers.several or bool(tbptt)) and outputs_used
-    ends_early = bounds.stop_requests or bounds.step_limit or hooks.model_has("on_train_batch_start")
+    ends_early = bounds.stop_requests or bounds.step_limit or user.model_has("on_train_batch_start")
     notes_epoch_end = optimizers.completes_epoch and ends_early
     track = t.track_grad_norm if t.track_grad_norm != -1 else None
     clip_hook = model.defines("configure_gradient_clipping")
     if clip_hook and follows_1_9_5(spec, model):
         message = "configure_gradient_clipping is supported with Lightning 2.x's loop only (no optimizer_idx)"
         problems.append(Problem("model.class_path", message, spec.model.line))
-    before_hook = bool(hooks.callbacks_with("on_before_optimizer_step")) or hooks.model_has("on_before_optimizer_step")
+    before_hook = bool(user.callbacks_with("on_before_optimizer_step")) or user.model_has("on_before_optimizer_step")
     before_step = before_hook or track is not None or t.gradient_clip_val is not None or clip_hook
     # manual optimization: the automatic loop's optimization switched off (no closure, no overrides, no scheduler
     # steps, nothing clipped: Lightning clips nothing for a module that steps itself)
@@ -144,7 +144,7 @@ def resolve_optimization(
         step_end=model.defines("training_step_end"),
         outputs_used=auto and outputs_used,
         nested_outputs=nested,
-        batch_outputs_for_hook=nested and outputs_used and not only_epoch_end(hooks),
+        batch_outputs_for_hook=nested and outputs_used and not only_epoch_end(user),
         epoch_outputs=model.defines("training_epoch_end"),
         nested_epoch_outputs=nested and model.defines("training_epoch_end"),
         skip_hiddens_key=bool(tbptt),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from loopgen.plan.distributed import engine_kind
-from loopgen.plan.hooks import Hooks
+from loopgen.plan.hooks import UserCode
 from loopgen.plan.objects import Callback, Construct, is_lightning, numbered_name
 from loopgen.plan.precision import Device, Precision
 from loopgen.source.facts import ClassFacts
@@ -32,7 +32,7 @@ SUMMARY_PRECISION_BITS = {"32": 32, "64": 64, "bf16-true": 16, "16-true": 16}
 
 
 def resolve_summary(
-    spec: Spec, model: ClassFacts, hooks: Hooks, device: Device, precision: Precision
+    spec: Spec, model: ClassFacts, user: UserCode, device: Device, precision: Precision
 ) -> tuple[Summary, tuple[Callback, ...]]:
     """The ModelSummary callbacks: the spec's entries, else the default one when enable_model_summary is true
     (Lightning's callback connector; Lightning picks RichModelSummary when rich is installed, the script the
@@ -58,7 +58,7 @@ def resolve_summary(
     # transfer_batch_to_device, else to the device unless DataParallel scatters it), and autocasts to the type of
     # the device chosen when the script starts
     scatters = engine_kind(spec) == "dp"
-    moves_batch = hooks.model_has("transfer_batch_to_device") or (device.moves and not scatters)
+    moves_batch = user.model_has("transfer_batch_to_device") or (device.moves and not scatters)
     summary = Summary(
         enabled=bool(printing),
         children=1 in printing,

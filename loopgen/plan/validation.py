@@ -8,7 +8,7 @@ from loopgen.errors import Problem
 from loopgen.plan.bounds import Bounds
 from loopgen.plan.common import flag_problem, follows_1_9_5, takes_two
 from loopgen.plan.data import Data
-from loopgen.plan.hooks import Hooks
+from loopgen.plan.hooks import UserCode
 from loopgen.source.facts import ClassFacts
 from loopgen.spec.model import Spec
 
@@ -43,7 +43,7 @@ class Validation:
 
 
 def resolve_validation(
-    spec: Spec, model: ClassFacts, hooks: Hooks, data: Data, bounds: Bounds, problems: list[Problem]
+    spec: Spec, model: ClassFacts, user: UserCode, data: Data, bounds: Bounds, problems: list[Problem]
 ) -> Validation:
     t = spec.trainer
     given_fraction = "val_check_interval" in spec.trainer_given and isinstance(t.val_check_interval, float)
@@ -60,9 +60,9 @@ def resolve_validation(
     fraction = float(interval) if batches is None else None
     validates_epoch_0 = every in (None, 1)
     output_used = (
-        bool(hooks.callbacks_with("on_validation_batch_end"))
-        or hooks.model_has("on_validation_batch_end")
-        or hooks.model_has("validation_epoch_end")
+        bool(user.callbacks_with("on_validation_batch_end"))
+        or user.model_has("on_validation_batch_end")
+        or user.model_has("validation_epoch_end")
         or model.returns_log_dicts
     )
     load_at_first_use = enabled and not sanity and not validates_epoch_0
@@ -90,7 +90,7 @@ def resolve_validation(
         on_stop_request=enabled and bounds.stop_requests,
         step_takes_batch_idx=takes_two(model.methods.get("validation_step", ())),
         output_used=enabled and output_used,
-        collects_outputs=enabled and hooks.model_has("validation_epoch_end"),
+        collects_outputs=enabled and user.model_has("validation_epoch_end"),
         # as measured against 1.9.5 by the fuzzer: with accumulation, one optimizer's gradients survived a
         # validation (tests/fuzz/finds/seed_accumulation_keeps_gradients_at_validation) while several optimizers'
         # did not; why is not settled
