@@ -136,6 +136,8 @@ def make_plan(
     elif distributed.enabled:
         header = distributed_header(header, distributed)
     command_line = resolve_command_line(spec, build, bounds, checkpointing)
+    helpers = resolve_helpers(build, device, precision, optimization, validation, checkpointing, progress, hooks,
+                              distributed)  # fmt: skip
     return Plan(
         header=header,
         build=build,
@@ -155,22 +157,37 @@ def make_plan(
         profiling=profiling,
         progress=progress,
         constants=resolve_constants(build, state, bounds, validation, checkpointing, logging, profiling),
-        helpers=Helpers(
-            map_tensors=precision.casts
-            or optimization.tbptt
-            or (device.moves and not hooks.model_has("transfer_batch_to_device") and not distributed.scatters),
-            # (where sys is imported: seeding, the sanity check, checkpoints, the bars, the launchers' exits)
-            numpy=build.seeds
-            or validation.sanity
-            or checkpointing.saves
-            or progress.own
-            or progress.kind == "tqdm"
-            or distributed.ranks_from == "torchrun"
-            or (distributed.horovod and distributed.devices > 1),
-        ),
+        helpers=helpers,
         command_line=command_line,
         notices=tuple(notices),
         manual=manual,
         epoch=epoch,
         distributed=distributed,
+    )
+
+
+def resolve_helpers(
+    build: Build,
+    device: Device,
+    precision: Precision,
+    optimization: Optimization,
+    validation: Validation,
+    checkpointing: Checkpointing,
+    progress: Progress,
+    hooks: Hooks,
+    distributed: Distributed,
+) -> Helpers:
+    """The script's helper functions that more than one feature calls."""
+    return Helpers(
+        map_tensors=precision.casts
+        or optimization.tbptt
+        or (device.moves and not hooks.model_has("transfer_batch_to_device") and not distributed.scatters),
+        # (where sys is imported: seeding, the sanity check, checkpoints, the bars, the launchers' exits)
+        numpy=build.seeds
+        or validation.sanity
+        or checkpointing.saves
+        or progress.own
+        or progress.kind == "tqdm"
+        or distributed.ranks_from == "torchrun"
+        or (distributed.horovod and distributed.devices > 1),
     )
