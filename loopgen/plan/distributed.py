@@ -39,6 +39,10 @@ class Distributed:
     no_sync: bool = False  # accumulation: the gradient all-reduce only on the batch that steps
     syncs_metrics: bool = False  # self.log(..., sync_dist=True) reduces across the processes
     reduces_decisions: bool = False  # EarlyStopping: one process that stops stops all
+    # xla: the script reduces a decision over the processes as "any" (EarlyStopping's stop, whether the first
+    # process's checkpoint file exists) ...
+    reduces_any: bool = False
+    reduces_all: bool = False  # ... and as "all" (ModelCheckpoint's top-k decision, by a monitored metric)
     reseeds: bool = False  # Lightning seeds again (seed_everything's seed) once the processes are set up
     local_rank: bool = False  # the script reads the rank on this node (the CUDA device, trainer.local_rank)
     node_rank: bool = False  # ... the node's rank (trainer.node_rank)
