@@ -156,9 +156,7 @@ def test_no_condition_combines_plan_fields() -> None:
             continue
         for line, read in combined(path.read_text(encoding="utf-8")):
             problems.append(f"templates/{name}:{line}: {' + '.join(read)}")
-    assert not problems, "conditions that combine plan fields (make each one named plan field):\n" + "\n".join(
-        problems
-    )
+    assert not problems, "conditions that combine plan fields (make each one named plan field):\n" + "\n".join(problems)
 
 
 def test_allowed_templates_exist() -> None:
