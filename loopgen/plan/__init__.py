@@ -181,7 +181,7 @@ def resolve_helpers(
     return Helpers(
         map_tensors=precision.casts
         or optimization.tbptt
-        or (device.moves and not hooks.model_has("transfer_batch_to_device") and not distributed.scatters),
+        or (device.moves_batches and not hooks.model_has("transfer_batch_to_device")),
         # (where sys is imported: seeding, the sanity check, checkpoints, the bars, the launchers' exits)
         numpy=build.seeds
         or validation.sanity

@@ -30,10 +30,20 @@ class CommandLine:
     seed_at_run_time: bool  # ... the seed chosen at run time unless --seed: no SEED constant
 
     @property
+    def seed_constant(self) -> bool:
+        """--seed replaces the SEED constant (a seed chosen at run time has none: --seed replaces the choice)."""
+        return self.seed and not self.seed_at_run_time
+
+    @property
+    def limits(self) -> bool:
+        """--max-epochs or --max-steps is offered: the script checks a limit's value (its `limit` type)."""
+        return self.max_epochs or self.max_steps
+
+    @property
     def overrides(self) -> tuple[str, ...]:
         """The module constants main() replaces with the parsed values."""
         offered = {"WEIGHTS_ONLY": self.weights_only, "MAX_EPOCHS": self.max_epochs, "MAX_STEPS": self.max_steps}
-        offered["SEED"] = self.seed and not self.seed_at_run_time
+        offered["SEED"] = self.seed_constant
         return tuple(name for name, on in offered.items() if on)
 
 

@@ -38,6 +38,10 @@ class Distributed:
     replaces_samplers: bool = False  # Lightning's use_distributed_sampler: train and val samplers shard the data
     no_sync: bool = False  # accumulation: the gradient all-reduce only on the batch that steps
     reduces_decisions: bool = False  # EarlyStopping: one process that stops stops all
+    # xla: the script reduces a decision over the processes as "any" (EarlyStopping's stop, whether the first
+    # process's checkpoint file exists) ...
+    reduces_any: bool = False
+    reduces_all: bool = False  # ... and as "all" (ModelCheckpoint's top-k decision, by a monitored metric)
     reseeds: bool = False  # Lightning seeds again (seed_everything's seed) once the processes are set up
     # rank 0's value on every process: the loggers' versions, the checkpoint files that exist (Lightning's broadcast)
     broadcasts: bool = False

@@ -80,6 +80,17 @@ class Logging:
         return self.hparams_model or self.hparams_data
 
     @property
+    def merges_hparams(self) -> bool:
+        """The model's and the datamodule's hyperparameters both go to the loggers: merged, and a key they give
+        different values refused, as Lightning merges them."""
+        return self.hparams_model and self.hparams_data
+
+    @property
+    def hparams_to_wandb(self) -> bool:
+        """The hyperparameters go to a W&B logger: its config, converted as Lightning converts them."""
+        return self.hparams and "wandb" in self.kinds
+
+    @property
     def starts(self) -> bool:
         """The loggers get the hyperparameters, or the model's graph, when the run starts."""
         return self.hparams or self.graphs

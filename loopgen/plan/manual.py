@@ -30,6 +30,12 @@ class Manual:
     ddp: bool = False
     ddp_finds_unused: bool = False  # ... and finds the parameters the loss does not depend on (find_unused_parameters)
 
+    @property
+    def prepares_all_reduce(self) -> bool:
+        """Under DDP, the module's self.manual_backward prepares the all-reduce of the gradients it computes
+        (the script's prepare_all_reduce, Lightning's prepare_for_backward)."""
+        return self.ddp and self.backward
+
 
 # the LightningModule methods a manually optimizing module calls that the script binds to the model
 MANUAL_METHODS = ("optimizers", "lr_schedulers", "manual_backward", "clip_gradients")

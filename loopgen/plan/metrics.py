@@ -40,6 +40,10 @@ class Metrics:
     # the batch's values are published before the on_train_batch_end hooks run: Lightning's callback_metrics are
     # computed when read, so those hooks (a step-triggered ModelCheckpoint, a user's callback) see this batch's
     publishes_before_batch_end: bool = False
+    # the user's on_train_epoch_end / on_validation_epoch_end hooks may log: the epoch's values are published again
+    # after them (as well as before, for the hooks to read)
+    publishes_after_train_epoch_end: bool = False
+    publishes_after_val_epoch_end: bool = False
 
 
 def resolve_metrics(
@@ -94,6 +98,8 @@ def resolve_metrics(
         and optimization.grad_norm_first_only,
         publishes_before_batch_end=collect
         and (bool(hooks.callbacks_with("on_train_batch_end")) or hooks.model_has("on_train_batch_end")),
+        publishes_after_train_epoch_end=collect and hooks.user_code("on_train_epoch_end"),
+        publishes_after_val_epoch_end=collect and hooks.user_code("on_validation_epoch_end"),
     )
 
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from loopgen.errors import Problem
 from loopgen.plan.common import flag_problem, follows_1_9_5, only_1_9_5
+from loopgen.plan.distributed import engine_kind
 from loopgen.source.facts import ClassFacts
 from loopgen.spec.kinds import refusal
 from loopgen.spec.model import Spec
@@ -16,6 +17,8 @@ class Device:
     name: str  # cpu | cuda | auto
     moves: bool  # batches and the model go to a device that is not the CPU
     auto: bool  # chosen when the script starts
+    # ... and the loop moves each batch there itself (under dp, DataParallel scatters it over the GPUs)
+    moves_batches: bool = False
 
 
 @dataclass(frozen=True)
@@ -39,7 +42,8 @@ class Precision:
 
 def resolve_device(spec: Spec) -> Device:
     name = spec.trainer.accelerator
-    return Device(name=name, moves=name != "cpu", auto=name == "auto")
+    moves = name != "cpu"
+    return Device(name=name, moves=moves, auto=name == "auto", moves_batches=moves and engine_kind(spec) != "dp")
 
 
 # bf16-true and 16-true are Lightning 2.x's HalfPrecision: the strategies and loops only 1.9.5 has cannot take them

@@ -78,6 +78,18 @@ class Profiling:
         """Something goes into the directory (the report, the trace, the raw stats)."""
         return self.report_file is not None or self.trace or self.dump_stats
 
+    @property
+    def takes_directory(self) -> bool:
+        """The profiler is given the directory, for files of its own (the advanced profiler's .prof stats, the
+        PyTorch profiler's trace); the report's file is given as a path."""
+        return self.dump_stats or self.trace
+
+    @property
+    def prints_on_local_zero(self) -> bool:
+        """The report is printed (no file), by each node's first process (Lightning's _rank_zero_info) where
+        several processes profile."""
+        return self.report_file is None and self.ranked
+
     def model_action(self, hook: str) -> str:
         """Lightning's name of a LightningModule hook's action."""
         return f"[LightningModule]{self.model_class}.{hook}"

@@ -47,6 +47,12 @@ class Progress:
         """Something is shown after the timings (Lightning's get_metrics)."""
         return self.version or self.metrics
 
+    @property
+    def acts_at_epoch_end(self) -> bool:
+        """tqdm's bar does something when a training epoch ends: it shows the postfix, or closes the epoch's bar
+        (leave), as Lightning's on_train_epoch_end does."""
+        return self.postfix or self.leave
+
 
 PLAIN_LINE_EVERY = 50  # the script's own bar, when the output is not a terminal: a line every n batches
 

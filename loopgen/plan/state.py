@@ -48,7 +48,7 @@ class State:
     local_rank: bool  # the script holds the rank on this node (the CUDA device, trainer.local_rank, the profiler)
     node_rank: bool  # ... and the node's rank (trainer.node_rank)
     # trainer.lr_scheduler_configs: one per scheduler the script holds by name (see scheduler_configs);
-    # None: the general helper's configs, made at run time
+    # None: the general helper's schedulers, their configs made at run time
     scheduler_configs: tuple[SchedulerConfig, ...] | None = ()
 
     @property
@@ -56,6 +56,12 @@ class State:
         """trainer.estimated_stepping_batches is read: the training data is loaded before configure_optimizers
         (where Lightning loads it when the estimate is asked for), and the estimate made from it."""
         return "estimated_stepping_batches" in self.attributes
+
+    @property
+    def serves_loggers(self) -> bool:
+        """trainer.logger or trainer.loggers is read: the script's loggers are handed to the user's code, with
+        Lightning's `experiment` (the writer or client underneath)."""
+        return self.has("logger") or self.has("loggers")
 
     def has(self, name: str) -> bool:
         return name in self.attributes
@@ -74,8 +80,8 @@ def scheduler_configs(
     reason = ""
     if optimizers.several:
         reason = "with optimizer_idx (Lightning 1.9.5), whose configs hold opt_idx"
-    elif optimizers.general:
-        return None
+    elif optimizers.general:  # configs made at run time, where the helper returns schedulers
+        return None if optimizers.general_schedulers else ()
     facts = model.optimizers
     named_in_source = facts is None or all(s.name_known for s in facts.schedulers)
     if not reason and spec.optimizer is None and not named_in_source:

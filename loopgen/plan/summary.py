@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from loopgen.plan.distributed import engine_kind
 from loopgen.plan.hooks import UserCode
 from loopgen.plan.objects import Callback, Construct, is_lightning, numbered_name
 from loopgen.plan.precision import Device, Precision
@@ -57,8 +56,7 @@ def resolve_summary(
     # the example's forward pass moves the batch as a training batch moves (data.j2's transfer: the model's
     # transfer_batch_to_device, else to the device unless DataParallel scatters it), and autocasts to the type of
     # the device chosen when the script starts
-    scatters = engine_kind(spec) == "dp"
-    moves_batch = user.model_has("transfer_batch_to_device") or (device.moves and not scatters)
+    moves_batch = user.model_has("transfer_batch_to_device") or device.moves_batches
     summary = Summary(
         enabled=bool(printing),
         children=1 in printing,

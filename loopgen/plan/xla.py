@@ -154,6 +154,8 @@ def resolve_xla(
         reduces_decisions=several and bool(checkpointing.early_stopping),
         broadcasts=several and (checkpointing.saves or logging.versions),
         saves_on_rank_zero=several and checkpointing.saves,
+        reduces_any=several and (bool(checkpointing.early_stopping) or checkpointing.saves),
+        reduces_all=several and checkpointing.saves and checkpointing.monitors,
         logs_on_rank_zero=several and logging.enabled,
         silent_bar=several and progress.enabled,
         launch=launch,
