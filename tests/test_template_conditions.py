@@ -203,3 +203,17 @@ def test_aliases_are_scoped() -> None:
         "{% for on in plan.a.z %}{% if on and plan.a.w %}x{% endif %}{% endfor %}"
     )
     assert combined(source) == [(1, ["plan.a.x", "plan.a.y"])]
+
+
+def test_one_statement_syntax_and_one_indentation_mechanism() -> None:
+    """Statements are `{% %}` only (no line statements), and blocks are indented by where their expression
+    stands (render/script.py `_place_blocks`), never by Jinja's `indent` filter."""
+    env = _environment()
+    assert env.line_statement_prefix is None
+    root = template_dir()
+    for path in sorted(root.rglob("*.j2")):
+        text = path.read_text(encoding="utf-8")
+        name = path.relative_to(root).as_posix()
+        assert not any(line.lstrip().startswith("#%") for line in text.splitlines()), name
+        filters = {node.name for node in env.parse(text).find_all(nodes.Filter)}
+        assert "indent" not in filters, f"{name} uses | indent"
