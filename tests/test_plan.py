@@ -214,7 +214,7 @@ def test_configure_optimizers_shape(tmp_path: Path, body: str, form: str, schedu
     plan = plan_of(tmp_path, configure_optimizers=body)
     assert not plan.optimizers.general and plan.optimizers.form == form
     assert [(s.var, s.interval, s.frequency, s.plateau, s.monitor) for s in plan.optimizers.schedulers] == schedulers
-    assert not plan.header.notes
+    assert plan.header.notes == () and plan.header.general_reason is None
 
 
 @pytest.mark.parametrize(
@@ -242,8 +242,8 @@ def test_configure_optimizers_shape(tmp_path: Path, body: str, form: str, schedu
 def test_source_that_does_not_show_the_shape_gets_the_general_helper(tmp_path: Path, body: str, reason: str) -> None:
     plan = plan_of(tmp_path, configure_optimizers=body)
     assert plan.optimizers.general
-    (note,) = plan.header.notes
-    assert reason in note and "unpacks any of the forms Lightning accepts" in note
+    assert plan.header.notes == ("general",)
+    assert reason in plan.header.general_reason
 
 
 @pytest.mark.parametrize(
