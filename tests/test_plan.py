@@ -214,7 +214,7 @@ def test_configure_optimizers_shape(tmp_path: Path, body: str, form: str, schedu
     plan = plan_of(tmp_path, configure_optimizers=body)
     assert not plan.optimizers.general and plan.optimizers.form == form
     assert [(s.var, s.interval, s.frequency, s.plateau, s.monitor) for s in plan.optimizers.schedulers] == schedulers
-    assert not plan.header.notes
+    assert plan.header.notes == () and plan.header.general_reason is None
 
 
 @pytest.mark.parametrize(
@@ -242,8 +242,8 @@ def test_configure_optimizers_shape(tmp_path: Path, body: str, form: str, schedu
 def test_source_that_does_not_show_the_shape_gets_the_general_helper(tmp_path: Path, body: str, reason: str) -> None:
     plan = plan_of(tmp_path, configure_optimizers=body)
     assert plan.optimizers.general
-    (note,) = plan.header.notes
-    assert reason in note and "unpacks any of the forms Lightning accepts" in note
+    assert plan.header.notes == ("general",)
+    assert reason in plan.header.general_reason
 
 
 @pytest.mark.parametrize(
@@ -648,30 +648,31 @@ def test_model_summary_size_follows_lightnings_precision_table(tmp_path: Path, t
 
 
 @pytest.mark.parametrize(
-    "trainer, directory, report_file",
+    "trainer, directory, report_filename",
     [
         ("profiler: simple", "logger", None),  # printed
-        ("profiler: {class_path: SimpleProfiler, init_args: {filename: 'a/b:c'}}", "logger", "fit-a_b_c.txt"),
-        ("profiler: {class_path: SimpleProfiler, init_args: {filename: p}}\n  logger: false", "root", "fit-p.txt"),
-        ("profiler: {class_path: SimpleProfiler, init_args: {filename: p, dirpath: out}}", "spec", "fit-p.txt"),
+        ("profiler: {class_path: SimpleProfiler, init_args: {filename: 'a/b:c'}}", "logger", "a_b_c"),
+        ("profiler: {class_path: SimpleProfiler, init_args: {filename: p}}\n  logger: false", "root", "p"),
+        ("profiler: {class_path: SimpleProfiler, init_args: {filename: p, dirpath: out}}", "spec", "p"),
         # fast_dev_run: Lightning's dummy logger has no directory, so the report is printed
         ("profiler: {class_path: SimpleProfiler, init_args: {filename: p}}\n  fast_dev_run: true", None, None),
         (
             "profiler: {class_path: SimpleProfiler, init_args: {filename: p}}\n  fast_dev_run: true\n  logger: false",
             "root",
-            "fit-p.txt",
+            "p",
         ),
     ],
 )
-def test_profiler_reports_where_lightning_writes_them(tmp_path: Path, trainer: str, directory, report_file) -> None:
+def test_profiler_reports_where_lightning_writes_them(tmp_path: Path, trainer: str, directory, report_filename) -> None:
     profiling = plan_of(tmp_path, spec=f"trainer:\n  {trainer}\n").profiling
-    assert (profiling.directory, profiling.report_file) == (directory, report_file)
+    assert (profiling.directory, profiling.report_filename) == (directory, report_filename)
 
 
 def test_pytorch_profiler_trace_name_and_arguments(tmp_path: Path) -> None:
     spec = "trainer:\n  profiler: {class_path: PyTorchProfiler, init_args: {filename: p, profile_memory: true}}\n"
     profiling = plan_of(tmp_path, spec=spec).profiling
-    assert profiling.trace and profiling.trace_name == "fit-p-[Strategy]SingleDeviceStrategy.training_step"
+    assert profiling.trace and profiling.training_step == "[Strategy]SingleDeviceStrategy.training_step"
+    assert (profiling.filename, profiling.safe_filename, profiling.ranked) == ("p", "p", False)
     assert profiling.profile_args == {"profile_memory": True}
     assert not plan_of(tmp_path, spec="trainer:\n  logger: false\n").profiling.enabled
 

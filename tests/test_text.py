@@ -1101,3 +1101,16 @@ def test_no_comment_trails_a_wrapped_condition(rendered):
     found = {name: WRAPPED_COMMENT.findall(path.read_text()) for name, path in rendered.items()}
     assert not {name: lines for name, lines in found.items() if lines}
     assert WRAPPED_COMMENT.search("if (\n    x\n):  # why\n")
+
+
+def test_fstring_writes_plain_texts_around_names():
+    from loopgen.errors import LoopgenError
+    from loopgen.render.values import fstring
+
+    # a profiler's file name: the user's braces are text, the rank is the value
+    assert fstring(["fit-run{1}x-", ".txt"], "local_rank") == "f'fit-run{{1}}x-{local_rank}.txt'"
+    assert fstring(["fit-", "-"], "self.rank") == "f'fit-{self.rank}-'"
+    with pytest.raises(LoopgenError):
+        fstring(["fit-", ".txt"], "rank()")
+    with pytest.raises(LoopgenError):
+        fstring(["fit-"], "local_rank")

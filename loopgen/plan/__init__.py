@@ -26,7 +26,7 @@ from loopgen.plan.data import Data, resolve_data
 from loopgen.plan.distributed import Distributed
 from loopgen.plan.engine import resolve_engine
 from loopgen.plan.epoch import Epoch, resolve_epoch
-from loopgen.plan.header import Header, distributed_header, horovod_header, resolve_header, xla_header
+from loopgen.plan.header import Header, resolve_header
 from loopgen.plan.hooks import Hooks, check_model, resolve_user_code
 from loopgen.plan.loggers import Logging, check_logger_experiments, resolve_logging
 from loopgen.plan.manual import Manual, resolve_manual
@@ -127,14 +127,9 @@ def make_plan(
     check_logger_experiments(model, user_callbacks, logging)
     epoch = resolve_epoch(hooks, optimization, checkpointing, state)
     build = resolve_build(spec, hooks.callbacks, model, data, callbacks, objects or {})
-    header = resolve_header(spec, optimizers, script_name, device, precision, bounds, optimization, validation)
-    if distributed.xla:
-        # one device: SingleDeviceXLAStrategy, whose reduce is the value itself
-        header = xla_header(header, distributed)
-    elif distributed.horovod:
-        header = horovod_header(header, distributed)
-    elif distributed.enabled:
-        header = distributed_header(header, distributed)
+    header = resolve_header(
+        spec, optimizers, script_name, device, precision, bounds, optimization, validation, distributed
+    )
     command_line = resolve_command_line(spec, build, bounds, checkpointing)
     helpers = resolve_helpers(build, device, precision, optimization, validation, checkpointing, progress, hooks,
                               distributed)  # fmt: skip

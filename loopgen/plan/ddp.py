@@ -88,12 +88,6 @@ def resolve_ddp(
     if backend == "nccl" and spec.trainer.accelerator == "cpu":
         problems.append(flag_problem(spec, "strategy", "process_group_backend: nccl needs CUDA (accelerator: cpu)"))
     world_size = devices * num_nodes
-    nodes, per_node = (num_nodes, devices) if num_nodes > 1 else (world_size, 1)
-    launch = f"torchrun --nproc_per_node={devices} {script_name}"
-    launch_nodes = (
-        f"torchrun --nnodes={nodes} --nproc_per_node={per_node} --node_rank=NODE_RANK"
-        f" --master_addr=NODE0_ADDRESS --master_port=29500 {script_name}"
-    )
     return Distributed(
         kind="ddp",
         devices=devices,
@@ -114,6 +108,4 @@ def resolve_ddp(
         logs_on_rank_zero=logging.enabled,
         silent_bar=progress.enabled,
         reseeds=isinstance(spec.seed_everything, int) and not isinstance(spec.seed_everything, bool),
-        launch=launch if num_nodes == 1 else launch_nodes,
-        launch_nodes=launch_nodes,
     )

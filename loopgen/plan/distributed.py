@@ -48,8 +48,6 @@ class Distributed:
     saves_on_rank_zero: bool = False  # checkpoints: every process decides, rank 0 writes, then all wait (barrier)
     logs_on_rank_zero: bool = False  # the loggers write on rank 0 only (Lightning's rank_zero_only)
     silent_bar: bool = False  # the progress bar draws on rank 0 only (Lightning disables it elsewhere)
-    launch: str = ""  # the single-node command
-    launch_nodes: str = ""  # the multi-node command (one per node)
     # Lightning 1.9.5's sampler replacement: every sampler (RandomSampler too) sharded over its own order
     wraps_samplers: bool = False
     # dp: batches go to the GPUs through DataParallel's scatter, not to the device first
@@ -67,6 +65,26 @@ class Distributed:
     def engine(self) -> str:
         """The template file of the engine's code: templates/engines/<engine>.j2."""
         return self.kind or "single"
+
+    @property
+    def several_nodes(self) -> bool:
+        """The processes run on several nodes (the launcher is started on each)."""
+        return self.num_nodes > 1
+
+    @property
+    def several_processes(self) -> bool:
+        return self.world_size > 1
+
+    @property
+    def nnodes(self) -> int:
+        """torchrun's --nnodes in the command for several nodes: the spec's num_nodes, else one node per process
+        (any --nnodes x --nproc_per_node that makes the world size will do)."""
+        return self.num_nodes if self.several_nodes else self.world_size
+
+    @property
+    def nproc_per_node(self) -> int:
+        """... and its --nproc_per_node."""
+        return self.devices if self.several_nodes else 1
 
     @property
     def ddp(self) -> bool:

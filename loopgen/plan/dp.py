@@ -117,5 +117,4 @@ def resolve_dp(
         devices=t.devices,
         scatters=True,
         reduces_step_output=not optimization.step_end,
-        launch="",
     )

@@ -152,6 +152,4 @@ def resolve_horovod(
         silent_bar=progress.enabled,
         # EarlyStopping: one process that stops stops all (1.9.5's reduce_boolean_decision, an hvd.allreduce)
         reduces_decisions=bool(checkpointing.early_stopping),
-        launch=f"horovodrun -np {devices} -H localhost:{devices} python {script_name}",
-        launch_nodes=f"horovodrun -np N -H HOST1:SLOTS1,HOST2:SLOTS2 python {script_name}",
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -25,15 +26,18 @@ class Profiling:
     # save_dir: MLflow, W&B) | "root"
     directory: str | None
     dirpath: str | None  # the spec's dirpath
-    report_file: str | None  # the report's file name there (fit-FILENAME.txt); None: printed
+    # the file names, Lightning's: fit-FILENAME[-RANK][-ACTION]; the templates write them
+    filename: str | None  # the spec's filename, as given (AdvancedProfiler's .prof files: the script cleans them)
+    # ... with the characters a path cannot hold replaced by "_" (runs of "_" as one), as in the report's and the
+    # trace's file names; None: no filename
+    safe_filename: str | None
+    # the filename in the report's file name (fit-FILENAME.txt, fit-FILENAME-RANK.txt): safe, and without trailing
+    # whitespace when nothing follows it; None: the report is printed
+    report_filename: str | None
     extended: bool  # simple: the calls and share columns
     line_count_restriction: int | float  # advanced: the functions listed per action
     dump_stats: bool  # advanced: each action's stats in a .prof file
-    trace: bool  # pytorch: a trace for Chrome's trace viewer / TensorBoard
-    # ... its worker name (Lightning's file name for the training step's trace); with `ranked`, this and the
-    # other file names are f-strings' texts (braces doubled), a NUL where the process's local rank goes
-    trace_name: str
-    stats_prefix: str  # advanced, dump_stats: what each action's .prof file name starts with
+    trace: bool  # pytorch: a trace for Chrome's trace viewer / TensorBoard, named after the training step
     row_limit: int
     sort_by_key: str | None  # None: cuda_time_total when CUDA is available, else cpu_time_total
     group_by_input_shapes: bool
@@ -76,7 +80,7 @@ class Profiling:
     @property
     def writes_files(self) -> bool:
         """Something goes into the directory (the report, the trace, the raw stats)."""
-        return self.report_file is not None or self.trace or self.dump_stats
+        return self.report_filename is not None or self.trace or self.dump_stats
 
     @property
     def takes_directory(self) -> bool:
@@ -88,7 +92,7 @@ class Profiling:
     def prints_on_local_zero(self) -> bool:
         """The report is printed (no file), by each node's first process (Lightning's _rank_zero_info) where
         several processes profile."""
-        return self.report_file is None and self.ranked
+        return self.report_filename is None and self.ranked
 
     def model_action(self, hook: str) -> str:
         """Lightning's name of a LightningModule hook's action."""
@@ -104,24 +108,9 @@ class Profiling:
         return self.data_action(hook) if owner == "data" else self.model_action(hook)
 
 
-def _profiler_file_name(
-    filename: str | None, action: str | None = None, extension: str = ".txt", ranked: bool = False
-) -> str:
-    """Lightning's Profiler._prepare_filename for the fit stage on one device; `ranked` (several processes): with
-    the local rank after the filename: the text of an f-string, its braces doubled, NUL where the rank goes."""
-    import re
-
-    base = "-".join(part for part in ("fit", filename, "\0" if ranked else None, action) if part)
-    base = re.sub(r"_+", "_", re.sub(r"[\\/:*?\"<>|\n\r\t]", "_", base)).strip()
-    if ranked:
-        return base.replace("{", "{{").replace("}", "}}") + extension
-    return (base or "profile") + extension
-
-
-def _ranked_prefix(filename: str | None) -> str:
-    """The start of an AdvancedProfiler's .prof file names with several processes, as an f-string's text."""
-    escaped = (filename or "").replace("{", "{{").replace("}", "}}")
-    return f"fit-{escaped}-\0-" if filename else "fit-\0-"
+def _safe(filename: str) -> str:
+    """A filename as Lightning's profilers write it into a file name: path-unsafe characters replaced."""
+    return re.sub(r"_+", "_", re.sub(r"[\\/:*?\"<>|\n\r\t]", "_", filename))
 
 
 def resolve_profiling(spec: Spec, logging: Logging, problems: list[Problem], notices: list[str]) -> Profiling:
@@ -152,6 +141,11 @@ def resolve_profiling(spec: Spec, logging: Logging, problems: list[Problem], not
         )
     if kind == "advanced" and args["dump_stats"] and directory is None:
         problems.append(flag_problem(spec, "profiler", "dump_stats needs a dirpath under fast_dev_run with a logger"))
+    safe = _safe(filename) if filename else None
+    report_filename = None
+    if safe is not None and directory is not None:
+        # one process: the name ends with the filename, and its trailing whitespace goes (fit-FILENAME.txt)
+        report_filename = safe if ddp else safe.rstrip()
     defaults = {"record_shapes": False, "profile_memory": False, "with_stack": False, "with_flops": False,
                 "with_modules": False}  # fmt: skip
     return Profiling(
@@ -160,13 +154,13 @@ def resolve_profiling(spec: Spec, logging: Logging, problems: list[Problem], not
         data_class=spec.data.name if spec.data else None,
         directory=directory if kind is not None else None,
         dirpath=dirpath,
-        report_file=_profiler_file_name(filename, ranked=ddp) if filename and directory is not None else None,
+        filename=filename,
+        safe_filename=safe,
+        report_filename=report_filename,
         extended=args.get("extended", True),
         line_count_restriction=args.get("line_count_restriction", 1.0),
         dump_stats=args.get("dump_stats", False),
         trace=trace,
-        trace_name=_profiler_file_name(filename, f"[Strategy]{strategy_class}.training_step", "", ddp),
-        stats_prefix=(f"fit-{filename}-" if filename else "fit-") if not ddp else _ranked_prefix(filename),
         row_limit=args.get("row_limit", 20),
         sort_by_key=args.get("sort_by_key"),
         group_by_input_shapes=args.get("group_by_input_shapes", False) and args.get("record_shapes", False),

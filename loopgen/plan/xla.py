@@ -141,7 +141,6 @@ def resolve_xla(
                 "each process's clock would decide on its own, where Lightning broadcasts process 0's decision",
                 TIMED_CHECKPOINT_INSTEAD,
             )
-    launch = f"PJRT_DEVICE=TPU python {script_name}"
     return Distributed(
         kind="xla",
         devices=devices,
@@ -158,6 +157,4 @@ def resolve_xla(
         reduces_all=several and checkpointing.saves and checkpointing.monitors,
         logs_on_rank_zero=several and logging.enabled,
         silent_bar=several and progress.enabled,
-        launch=launch,
-        launch_nodes=launch,
     )

@@ -2,7 +2,7 @@
 compile check.
 
 User values reach the code only through the `literal` filter (values.py: the repr of plain data, checked to read
-back as the same value) and names only through `ident`.
+back as the same value; `fstring` writes plain texts around names the same way) and names only through `ident`.
 
 Templates write every block of code at column 0. There is one way to indent: an expression `{{ ... }}` whose value
 spans several lines (a macro's block of code) is indented to the column where the expression stands, so a block is
@@ -28,7 +28,7 @@ from loopgen.plan.header import SCRIPT_SHA256_PLACEHOLDER
 from loopgen.render.formatting import DEFAULTS, BlackConfig, format_script
 from loopgen.render.names import MARKER as IMPORTS_MARKER
 from loopgen.render.names import import_block, object_names, with_object_names
-from loopgen.render.values import argument, ident, kwargs, literal
+from loopgen.render.values import argument, fstring, ident, kwargs, literal
 
 
 def template_dir() -> Path:
@@ -100,7 +100,7 @@ def _environment() -> jinja2.Environment:
         finalize=_mark_blocks,
         bytecode_cache=_bytecode_cache(),
     )
-    env.filters.update(literal=literal, ident=ident, kwargs=kwargs, argument=argument)
+    env.filters.update(literal=literal, fstring=fstring, ident=ident, kwargs=kwargs, argument=argument)
     return env
 
 

@@ -85,6 +85,33 @@ def _check_plain(value: Any) -> None:
     raise LoopgenError(f"value of type {type(value).__name__} cannot be written into the script")
 
 
+def fstring(texts: list[str], *names: str) -> str:
+    """An f-string: the plain texts (their braces escaped) with the value of each name (a variable or an
+    attribute, `self.rank`) between them, as `texts[0]{names[0]}texts[1]...`; checked to read back so."""
+    if len(texts) != len(names) + 1:
+        raise LoopgenError(f"an f-string of {len(texts)} texts needs {len(texts) - 1} names, not {len(names)}")
+    for name in names:
+        for part in name.split("."):
+            ident(part)
+    escaped = [text.replace("{", "{{").replace("}", "}}") for text in texts]
+    source = "f" + literal("".join(text + "{" + name + "}" for text, name in zip(escaped, names)) + escaped[-1])
+    expected: list[Any] = []
+    for i, text in enumerate(texts):
+        if text:
+            expected.append(text)
+        if i < len(names):
+            expected.append(names[i])
+    tree = ast.parse(source, mode="eval").body
+    found = [
+        value.value if isinstance(value, ast.Constant) else ast.unparse(value.value)
+        for value in (tree.values if isinstance(tree, ast.JoinedStr) else [])
+        if isinstance(value, ast.Constant) or (isinstance(value, ast.FormattedValue) and value.format_spec is None)
+    ]
+    if found != expected or not isinstance(tree, ast.JoinedStr) or len(tree.values) != len(expected):
+        raise LoopgenError(f"{source} cannot be written into the script as an f-string of {texts} and {names}")
+    return source
+
+
 def ident(name: Any) -> str:
     """A Python identifier, unchanged, or an error."""
     if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
