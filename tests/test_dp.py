@@ -127,3 +127,13 @@ def test_self_log_is_refused_under_dp(tmp_path, monkeypatch):
     spec = {**BASE, "model": "examples.lightning_models.LitClassifier", "trainer": {**BASE["trainer"], **DP}}
     with pytest.raises(LoopgenError, match=r"self.log in the module with strategy dp"):
         render(spec, tmp_path)
+
+
+def test_the_header_says_how_a_dp_script_runs(tmp_path, monkeypatch):
+    """One process run with python (no torchrun): the header names DataParallel, not DDP's launcher."""
+    monkeypatch.chdir(ROOT)
+    spec = {**BASE, "model": "tests.standins.models.Probe", "trainer": {**BASE["trainer"], **DP}}
+    header = render(spec, tmp_path).split('"""')[1]
+    assert "strategy=dp over 2 GPUs" in header and "torch.nn.DataParallel" in header
+    assert "Run: `python train.py`" in header
+    assert "torchrun" not in header and "strategy=ddp" not in header

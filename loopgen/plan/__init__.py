@@ -111,7 +111,7 @@ def make_plan(
     summary, summaries = resolve_summary(spec, model, user, device, precision)
     profiling = resolve_profiling(spec, logging, problems, notices)
     progress = resolve_progress(spec, model, user_callbacks, bounds, validation, logging, problems, notices)
-    distributed = resolve_engine(spec, model, script_name, precision, optimizers, optimization, data_plan,
+    distributed = resolve_engine(spec, model, precision, optimizers, optimization, data_plan,
                                  checkpointing, logging, profiling, progress, problems)  # fmt: skip
     manual = resolve_manual(spec, model, user, distributed, problems)
     if problems:

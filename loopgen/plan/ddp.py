@@ -28,7 +28,6 @@ from loopgen.spec.model import Spec
 
 def resolve_ddp(
     spec: Spec,
-    script_name: str,
     precision: Precision,
     optimizers: Optimizers,
     optimization: Optimization,

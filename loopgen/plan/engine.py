@@ -24,7 +24,6 @@ from loopgen.spec.model import Spec
 def resolve_engine(
     spec: Spec,
     model: ClassFacts,
-    script_name: str,
     precision: Precision,
     optimizers: Optimizers,
     optimization: Optimization,
@@ -43,10 +42,10 @@ def resolve_engine(
         return resolve_dp(spec, model, precision, optimizers, optimization, checkpointing, logging, profiling,
                           progress, problems)  # fmt: skip
     if kind == "xla":
-        return resolve_xla(spec, script_name, precision, optimizers, optimization, data, checkpointing, logging,
+        return resolve_xla(spec, precision, optimizers, optimization, data, checkpointing, logging,
                            profiling, progress, problems)  # fmt: skip
     if kind == "horovod":
-        return resolve_horovod(spec, script_name, precision, optimizers, optimization, data, checkpointing, logging,
+        return resolve_horovod(spec, precision, optimizers, optimization, data, checkpointing, logging,
                                profiling, progress, problems)  # fmt: skip
     if kind is None:
         for flag, value in (("devices", t.devices), ("num_nodes", t.num_nodes)):
@@ -54,5 +53,5 @@ def resolve_engine(
                 message = f"{flag}: {value} needs `strategy: ddp` (one process per device, launched with torchrun)"
                 problems.append(flag_problem(spec, flag, message))
         return Distributed()
-    return resolve_ddp(spec, script_name, precision, optimizers, optimization, data, checkpointing, logging,
+    return resolve_ddp(spec, precision, optimizers, optimization, data, checkpointing, logging,
                        profiling, progress, problems)  # fmt: skip

@@ -29,7 +29,6 @@ from loopgen.spec.model import Spec
 
 def resolve_horovod(
     spec: Spec,
-    script_name: str,
     precision: Precision,
     optimizers: Optimizers,
     optimization: Optimization,
