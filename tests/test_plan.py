@@ -214,7 +214,7 @@ def test_configure_optimizers_shape(tmp_path: Path, body: str, form: str, schedu
     plan = plan_of(tmp_path, configure_optimizers=body)
     assert not plan.optimizers.general and plan.optimizers.form == form
     assert [(s.var, s.interval, s.frequency, s.plateau, s.monitor) for s in plan.optimizers.schedulers] == schedulers
-    assert plan.header.notes == () and plan.header.general_reason is None
+    assert not plan.optimizers.general_reason
 
 
 @pytest.mark.parametrize(
@@ -242,8 +242,11 @@ def test_configure_optimizers_shape(tmp_path: Path, body: str, form: str, schedu
 def test_source_that_does_not_show_the_shape_gets_the_general_helper(tmp_path: Path, body: str, reason: str) -> None:
     plan = plan_of(tmp_path, configure_optimizers=body)
     assert plan.optimizers.general
-    assert plan.header.notes == ("general",)
-    assert reason in plan.header.general_reason
+    assert reason in plan.optimizers.general_reason
+    from loopgen.render.script import render
+
+    header = " ".join(render(plan).split('"""')[1].split())  # the header says where the script is general, and why
+    assert f"General where the source does not say: {' '.join(plan.optimizers.general_reason.split())}" in header
 
 
 @pytest.mark.parametrize(

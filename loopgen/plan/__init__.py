@@ -127,9 +127,7 @@ def make_plan(
     check_logger_experiments(model, user_callbacks, logging)
     epoch = resolve_epoch(hooks, optimization, checkpointing, state)
     build = resolve_build(spec, hooks.callbacks, model, data, callbacks, objects or {})
-    header = resolve_header(
-        spec, optimizers, script_name, device, precision, bounds, optimization, validation, distributed
-    )
+    header = resolve_header(spec, script_name)
     command_line = resolve_command_line(spec, build, bounds, checkpointing)
     helpers = resolve_helpers(build, device, precision, optimization, validation, checkpointing, progress, hooks,
                               distributed)  # fmt: skip
