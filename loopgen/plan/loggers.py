@@ -86,9 +86,10 @@ class Logging:
         return self.hparams_model and self.hparams_data
 
     @property
-    def hparams_to_wandb(self) -> bool:
-        """The hyperparameters go to a W&B logger: its config, converted as Lightning converts them."""
-        return self.hparams and "wandb" in self.kinds
+    def kinds_in_order(self) -> tuple[str, ...]:
+        """The kinds, each once, in the order the script defines their classes (LOGGER_KINDS'): each has its
+        template file, templates/loggers/<kind>.j2."""
+        return tuple(kind for kind in LOGGER_KINDS.values() if kind in self.kinds)
 
     @property
     def starts(self) -> bool:

@@ -39,6 +39,11 @@ class Progress:
         return self.kind is not None
 
     @property
+    def bar(self) -> str:
+        """The template file of the bar's code: templates/progress/<bar>.j2 (none.j2: no bar)."""
+        return self.kind or "none"
+
+    @property
     def own(self) -> bool:
         return self.kind == "own"
 
