@@ -1,5 +1,5 @@
-"""The progress bars (templates/progress/<bar>.j2) and the loggers (templates/loggers/<kind>.j2) are variants by
-file, as the engines are (tests/test_engines.py): each file of a folder defines the same macros with the same
+"""The progress bars (templates/progress/<bar>.j2), the loggers (templates/loggers/<kind>.j2) and the profilers
+(templates/profilers/<kind>.j2) are variants by file, as the engines are (tests/test_engines.py): each file of a folder defines the same macros with the same
 parameters, and the other templates call them instead of testing which bar or which logger the plan names."""
 
 from __future__ import annotations
@@ -12,11 +12,15 @@ import pytest
 from jinja2 import nodes
 
 from loopgen.plan.loggers import LOGGER_KINDS, Logging
+from loopgen.plan.profiling import Profiling
 from loopgen.plan.progress import Progress
 from loopgen.render.script import template_dir
 
 BARS = ("none", "own", "tqdm", "rich")
 LOGGERS = ("csv", "tensorboard", "mlflow", "wandb")
+PROFILERS = ("none", "simple", "advanced", "pytorch")
+# a test of the profiler's kind; plan.profiling's other fields (enabled, ranked, directory, ...) are fine anywhere
+PROFILER_TEST = re.compile(r"plan\.profiling\.(kind|variant)\b")
 # a test of the bar's kind; plan.progress's feature flags (metrics, validation, leave, ...) are fine anywhere
 BAR_TEST = re.compile(r"plan\.progress\.(kind|own|enabled|bar)\b")
 # a test of a logger's kind: a kind's name, or membership in plan.logging.kinds (iterating kinds_in_order is fine)
@@ -43,8 +47,25 @@ def test_every_logger_defines_the_macros_of_csv(kind):
     assert macros("loggers", kind) == macros("loggers", "csv")
 
 
+@pytest.mark.parametrize("kind", PROFILERS[1:])
+def test_every_profiler_defines_the_macros_of_none(kind):
+    assert macros("profilers", kind) == macros("profilers", "none")
+
+
+@pytest.mark.parametrize("kind", [None, "simple", "advanced", "pytorch"])
+def test_every_kind_of_profiler_names_a_file(kind):
+    fields = {field.name: None for field in dataclasses.fields(Profiling)}
+    assert Profiling(**{**fields, "kind": kind}).variant in PROFILERS
+
+
+def test_no_template_outside_the_profilers_tests_which_profiler_it_is():
+    imports = '{% import "profilers/" ~ plan.profiling.variant ~ ".j2" as profiler with context %}'
+    assert [line for line in _lines(PROFILER_TEST, "profilers") if not line.endswith(imports)] == []
+
+
 def test_the_folders_hold_the_variants_and_their_shared_code_only():
     assert {p.stem for p in (template_dir() / "progress").glob("*.j2")} == {*BARS, "shared"}
+    assert {p.stem for p in (template_dir() / "profilers").glob("*.j2")} == {*PROFILERS, "shared"}
     assert {p.stem for p in (template_dir() / "loggers").glob("*.j2")} == {*LOGGERS, "shared"}
 
 

@@ -78,6 +78,11 @@ class Profiling:
         return self.kind is not None
 
     @property
+    def variant(self) -> str:
+        """The template file of the profiler's code: templates/profilers/<variant>.j2."""
+        return self.kind or "none"
+
+    @property
     def writes_files(self) -> bool:
         """Something goes into the directory (the report, the trace, the raw stats)."""
         return self.report_filename is not None or self.trace or self.dump_stats
