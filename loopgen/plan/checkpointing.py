@@ -149,7 +149,7 @@ def resolve_checkpointing(
     acts_after_validation = validation.enabled and (monitors or not all(every("save_on_train_epoch_end")))
     hooks_of_checkpoints = {"setup", "on_train_epoch_end"}
     for hook, used in (
-        ("on_validation_end", acts_after_validation),
+        ("on_validation_end", validation.enabled),
         ("on_train_end", saves_last),
         ("on_train_start", time_triggered),
         ("on_train_batch_end", step_triggered or time_triggered),
