@@ -74,6 +74,11 @@ class Checkpointing:
     stopping_min_delta: float | None  # the shared min_delta, signed for the comparison as Lightning signs it
 
     @property
+    def epoch_saves_top_k_only(self) -> bool:
+        """At an epoch's end they save the top k checkpoints, every epoch, and no last one."""
+        return self.shared.get("every_n_epochs") == 1 and not self.saves_last
+
+    @property
     def stopping_signs(self) -> bool:
         """The EarlyStopping instances sign their own min_delta or make their own state key (__post_init__)."""
         return self.stopping_min_delta is None or self.stopping_state_key is None
