@@ -62,7 +62,6 @@ class Checkpointing:
     # are the class's (its code specialised to them), the others are fields each instance passes
     shared: Mapping[str, Any]
     varying: tuple[str, ...]
-    state_key: str | None  # Lightning's key of the one ModelCheckpoint's state (None: each instance makes its own)
     acts_after_validation: bool  # some ModelCheckpoint acts at on_validation_end
     keeps_all: bool  # some ModelCheckpoint has save_top_k=-1
     keeps_none: bool  # some ModelCheckpoint has save_top_k=0
@@ -70,13 +69,28 @@ class Checkpointing:
     # ... and its EarlyStopping class, the same way
     stopping_shared: Mapping[str, Any]
     stopping_varying: tuple[str, ...]
-    stopping_state_key: str | None
+    stopping_state_key: str | None  # Lightning's key of the one EarlyStopping's state (None: each makes its own)
     stopping_min_delta: float | None  # the shared min_delta, signed for the comparison as Lightning signs it
 
     @property
     def epoch_saves_top_k_only(self) -> bool:
         """At an epoch's end they save the top k checkpoints, every epoch, and no last one."""
         return self.shared.get("every_n_epochs") == 1 and not self.saves_last
+
+    @property
+    def never_versions(self) -> bool:
+        """No ModelCheckpoint adds -v1, -v2, ... to a name that is taken (enable_version_counter=False)."""
+        return self.shared.get("enable_version_counter") is False
+
+    @property
+    def stopping_checks_at_epoch_end_only(self) -> bool:
+        """Every EarlyStopping checks at the training epoch's end: its check is that hook."""
+        return bool(self.early_stopping) and all(cb.hooks == {"on_train_epoch_end"} for cb in self.early_stopping)
+
+    @property
+    def stopping_ignores_missing(self) -> bool:
+        """Every EarlyStopping has strict=False and verbose=False: a missing metric goes unreported."""
+        return self.stopping_shared.get("strict") is False and self.stopping_shared.get("verbose") is False
 
     @property
     def stopping_signs(self) -> bool:
@@ -250,14 +264,13 @@ def resolve_checkpointing(
         requeues=saves and engine_kind(spec) is None,
         shared=shared,
         varying=varying,
-        state_key=_state_key("ModelCheckpoint", shared) if len(checkpoints) == 1 else None,
         acts_after_validation=acts_after_validation,
         keeps_all=-1 in every("save_top_k"),
         keeps_none=0 in every("save_top_k"),
         top_k_attribute="save_top_k" in shared and bool({-1, 0} & set(every("save_top_k"))),
         stopping_shared=stopping_shared,
         stopping_varying=stopping_varying,
-        stopping_state_key=_state_key("EarlyStopping", stopping_shared) if len(early_stopping) == 1 else None,
+        stopping_state_key=_stopping_state_key(stopping_shared) if len(early_stopping) == 1 else None,
         stopping_min_delta=_signed_min_delta(stopping_shared),
     )
 
@@ -347,14 +360,10 @@ def _passing(args: dict[str, Any], varying: tuple[str, ...]) -> dict[str, Any]:
     return {key: args[key] for key in varying}
 
 
-def _state_key(name: str, args: Mapping[str, Any]) -> str:
-    """Lightning's Callback._generate_state_key: the class's name and the arguments that tell instances apart."""
-    from datetime import timedelta
-
-    values = {key: args[key] for key in STATE_KEY_ARGS[name]}
-    if values.get("train_time_interval") is not None:
-        values["train_time_interval"] = timedelta(seconds=values["train_time_interval"])
-    return f"{name}{values!r}"
+def _stopping_state_key(args: Mapping[str, Any]) -> str:
+    """Lightning's Callback._generate_state_key of an EarlyStopping: its class's name and the arguments that tell
+    instances apart."""
+    return f"EarlyStopping{ {key: args[key] for key in STATE_KEY_ARGS['EarlyStopping']}!r}"
 
 
 def _signed_min_delta(shared: Mapping[str, Any]) -> float | None:
