@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from loopgen.errors import Problem
@@ -58,6 +58,44 @@ class Checkpointing:
     searches_versions: bool  # `--ckpt-path last` looks into every version_N/checkpoints of the first logger
     stops_on_signals: bool  # SIGTERM / SIGINT write a resumable checkpoint before the script exits
     requeues: bool  # under SLURM, SIGUSR1 saves an hpc checkpoint and requeues the job
+    # the script's ModelCheckpoint class, made for these instances: the arguments they all give the same value
+    # are the class's (its code specialised to them), the others are fields each instance passes
+    shared: Mapping[str, Any]
+    varying: tuple[str, ...]
+    acts_after_validation: bool  # some ModelCheckpoint acts at on_validation_end
+    keeps_all: bool  # some ModelCheckpoint has save_top_k=-1
+    keeps_none: bool  # some ModelCheckpoint has save_top_k=0
+    top_k_attribute: bool  # ... and they share save_top_k: the class's code tests it
+    # ... and its EarlyStopping class, the same way
+    stopping_shared: Mapping[str, Any]
+    stopping_varying: tuple[str, ...]
+    stopping_state_key: str | None  # Lightning's key of the one EarlyStopping's state (None: each makes its own)
+    stopping_min_delta: float | None  # the shared min_delta, signed for the comparison as Lightning signs it
+
+    @property
+    def epoch_saves_top_k_only(self) -> bool:
+        """At an epoch's end they save the top k checkpoints, every epoch, and no last one."""
+        return self.shared.get("every_n_epochs") == 1 and not self.saves_last
+
+    @property
+    def never_versions(self) -> bool:
+        """No ModelCheckpoint adds -v1, -v2, ... to a name that is taken (enable_version_counter=False)."""
+        return self.shared.get("enable_version_counter") is False
+
+    @property
+    def stopping_checks_at_epoch_end_only(self) -> bool:
+        """Every EarlyStopping checks at the training epoch's end: its check is that hook."""
+        return bool(self.early_stopping) and all(cb.hooks == {"on_train_epoch_end"} for cb in self.early_stopping)
+
+    @property
+    def stopping_ignores_missing(self) -> bool:
+        """Every EarlyStopping has strict=False and verbose=False: a missing metric goes unreported."""
+        return self.stopping_shared.get("strict") is False and self.stopping_shared.get("verbose") is False
+
+    @property
+    def stopping_signs(self) -> bool:
+        """The EarlyStopping instances sign their own min_delta or make their own state key (__post_init__)."""
+        return self.stopping_min_delta is None or self.stopping_state_key is None
 
     def early_stopping_checks_at(self, hook: str) -> bool:
         """Some EarlyStopping checks its metric at `hook` (on_train_epoch_end or on_validation_end)."""
@@ -67,18 +105,17 @@ class Checkpointing:
 LIGHTNING_VERSION = "2.6.6"  # the Lightning 2.x release the scripts' behaviour and checkpoint format follow
 
 
-CHECKPOINT_DEFAULTS = {  # the arguments of the script's ModelCheckpoint, and their defaults
-    "filename": None, "monitor": None, "mode": "min", "save_top_k": 1, "save_last": None,
-    "save_weights_only": False, "every_n_epochs": 1, "every_n_train_steps": 0, "train_time_interval": None,
-    "save_on_train_epoch_end": True, "auto_insert_metric_name": True, "enable_version_counter": True,
-    "verbose": False,
-}  # fmt: skip
+CHECKPOINT_ARGS = (  # the arguments of the script's ModelCheckpoint
+    "filename", "monitor", "mode", "save_top_k", "save_last", "save_weights_only", "every_n_epochs",
+    "every_n_train_steps", "train_time_interval", "save_on_train_epoch_end", "auto_insert_metric_name",
+    "enable_version_counter", "verbose",
+)  # fmt: skip
 
 
-EARLY_STOPPING_DEFAULTS = {
-    "min_delta": 0.0, "patience": 3, "verbose": False, "mode": "min", "strict": True, "check_finite": True,
-    "stopping_threshold": None, "divergence_threshold": None,
-}  # fmt: skip
+STOPPING_ARGS = (  # the arguments of the script's EarlyStopping
+    "monitor", "min_delta", "patience", "verbose", "mode", "strict", "check_finite", "stopping_threshold",
+    "divergence_threshold",
+)  # fmt: skip
 
 
 def resolve_checkpointing(
@@ -102,27 +139,33 @@ def resolve_checkpointing(
     saves = bool(t.enable_checkpointing) and not t.fast_dev_run  # fast_dev_run saves nothing (Lightning)
     if saves and not given:
         given = [ClassRef("pytorch_lightning.callbacks.ModelCheckpoint", callback_defaults("ModelCheckpoint"))]
-    checkpoints = tuple(
-        _model_checkpoint(ref, numbered_name("model_checkpoint", i, len(given)), spec, validation, problems)
-        for i, ref in enumerate(given if saves else [])
-    )
+    given = given if saves else []
+    # each instance's arguments (all of them, defaults included), then the class made for them, then the instances
+    checkpoint_args = [_checkpoint_args(ref, spec, validation, problems) for ref in given]
     stoppers = [ref for ref in t.callbacks if is_lightning(ref, "EarlyStopping")]
-    early_stopping = tuple(
-        _early_stopping(ref, numbered_name("early_stopping", i, len(stoppers)), spec, validation, problems)
-        for i, ref in enumerate(stoppers)
-        if not t.fast_dev_run  # fast_dev_run never stops early (Lightning)
-    )
-    _check_unique_state_keys("ModelCheckpoint", given if saves else [], checkpoints, CHECKPOINT_DEFAULTS, problems)
-    _check_unique_state_keys("EarlyStopping", stoppers, early_stopping, EARLY_STOPPING_DEFAULTS, problems)
-    if not saves:  # one that never checks (no validation to follow) and is in no checkpoint does nothing at all
-        early_stopping = tuple(cb for cb in early_stopping if cb.hooks)
+    stoppers = stoppers if not t.fast_dev_run else []  # fast_dev_run never stops early (Lightning)
+    stopping_args = [_stopping_args(ref, problems) for ref in stoppers]
+    _check_unique_state_keys("ModelCheckpoint", given, checkpoint_args, problems)
+    _check_unique_state_keys("EarlyStopping", stoppers, stopping_args, problems)
+    stopping_hooks = [_stopping_hooks(ref, spec, validation) for ref in stoppers]
+    # without checkpoints, one that never checks (no validation to follow) does nothing at all
+    kept = [i for i, hooks_of in enumerate(stopping_hooks) if saves or hooks_of]
 
     def every(key: str) -> list[Any]:
-        return [cb.construct.args.get(key, CHECKPOINT_DEFAULTS[key]) for cb in checkpoints]
+        return [args[key] for args in checkpoint_args]
 
+    shared = _shared_args(checkpoint_args)
+    varying = tuple(key for key in CHECKPOINT_ARGS if key not in shared)
+    stopping_shared = _shared_args([stopping_args[i] for i in kept])
+    if "mode" not in stopping_shared or "min_delta" not in stopping_shared:  # each signs its own min_delta
+        stopping_shared = {k: v for k, v in stopping_shared.items() if k not in ("mode", "min_delta")}
+    stopping_varying = tuple(key for key in STOPPING_ARGS if key not in stopping_shared)
     step_triggered = any(n > 0 for n in every("every_n_train_steps"))
     time_triggered = any(interval is not None for interval in every("train_time_interval"))
     saves_last = any(every("save_last"))
+    monitors = any(m is not None for m in every("monitor"))
+    # after a validation it notes that one ran (which a missing metric's error needs), or saves there
+    acts_after_validation = validation.enabled and (monitors or not all(every("save_on_train_epoch_end")))
     hooks_of_checkpoints = {"setup", "on_train_epoch_end"}
     for hook, used in (
         ("on_validation_end", validation.enabled),
@@ -132,7 +175,28 @@ def resolve_checkpointing(
     ):
         if used:
             hooks_of_checkpoints.add(hook)
-    checkpoints = tuple(replace(cb, hooks=frozenset(hooks_of_checkpoints)) for cb in checkpoints)
+    # each instance passes the arguments in which the instances differ (the class holds the others)
+    checkpoints = tuple(
+        Callback(
+            construct=Construct("", "ModelCheckpoint", _passing(args, varying)),
+            var=numbered_name("model_checkpoint", i, len(given)),
+            hooks=frozenset(hooks_of_checkpoints),
+            kind="checkpoint",
+            monitoring=True,
+            dirpath=ref.init_args["dirpath"],
+        )
+        for i, (ref, args) in enumerate(zip(given, checkpoint_args))
+    )
+    early_stopping = tuple(
+        Callback(
+            construct=Construct("", "EarlyStopping", _passing(stopping_args[i], stopping_varying)),
+            var=numbered_name("early_stopping", i, len(stoppers)),
+            hooks=stopping_hooks[i],
+            kind="early_stopping",
+            monitoring=True,
+        )
+        for i in kept
+    )
     resumes = saves or spec.ckpt_path is not None
     resume_variables = [
         name
@@ -154,7 +218,6 @@ def resolve_checkpointing(
     first = None if t.logger is True or not versioned else t.logger[0]
     numbered = versioned and (first is None or (first.name in NUMBERED_LOGGERS and first.init_args["version"] is None))
     in_run = first is not None and first.name not in NUMBERED_LOGGERS
-    monitors = any(m is not None for m in every("monitor"))
     placeholders = any(_placeholders(f) - {"epoch", "step"} for f in every("filename"))
     return Checkpointing(
         saves=saves,
@@ -180,13 +243,13 @@ def resolve_checkpointing(
         unmonitored=any(m is None for m in every("monitor")),
         verbose=any(every("verbose")),
         stopping={
-            feature: any(predicate(cb.construct.args) for cb in early_stopping)
+            feature: any(predicate(stopping_args[i]) for i in kept)
             for feature, predicate in (
-                ("thresholds", lambda a: a.get("stopping_threshold") is not None),
-                ("divergence", lambda a: a.get("divergence_threshold") is not None),
-                ("check_finite", lambda a: a.get("check_finite", True)),
-                ("lenient", lambda a: not a.get("strict", True)),
-                ("verbose", lambda a: a.get("verbose", False)),
+                ("thresholds", lambda a: a["stopping_threshold"] is not None),
+                ("divergence", lambda a: a["divergence_threshold"] is not None),
+                ("check_finite", lambda a: a["check_finite"]),
+                ("lenient", lambda a: not a["strict"]),
+                ("verbose", lambda a: a["verbose"]),
             )
         },
         step_triggered=step_triggered or time_triggered,
@@ -199,12 +262,22 @@ def resolve_checkpointing(
         # torchrun signals every process when one fails: no checkpoint is written on a signal under an engine
         stops_on_signals=saves and engine_kind(spec) is None,
         requeues=saves and engine_kind(spec) is None,
+        shared=shared,
+        varying=varying,
+        acts_after_validation=acts_after_validation,
+        keeps_all=-1 in every("save_top_k"),
+        keeps_none=0 in every("save_top_k"),
+        top_k_attribute="save_top_k" in shared and bool({-1, 0} & set(every("save_top_k"))),
+        stopping_shared=stopping_shared,
+        stopping_varying=stopping_varying,
+        stopping_state_key=_stopping_state_key(stopping_shared) if len(early_stopping) == 1 else None,
+        stopping_min_delta=_signed_min_delta(stopping_shared),
     )
 
 
-def _model_checkpoint(ref: ClassRef, var: str, spec: Spec, validation: Validation, problems: list[Problem]) -> Callback:
-    """Lightning's ModelCheckpoint.__init__ rules, its triggers resolved, and where it saves (_should_save_on_
-    train_epoch_end, decided here from the flags)."""
+def _checkpoint_args(ref: ClassRef, spec: Spec, validation: Validation, problems: list[Problem]) -> dict[str, Any]:
+    """A ModelCheckpoint's arguments, by Lightning's ModelCheckpoint.__init__ rules: its triggers resolved, and
+    where it saves (_should_save_on_train_epoch_end, decided here from the flags)."""
     args = dict(ref.init_args)
     where, line = "trainer.callbacks (ModelCheckpoint)", ref.line
     steps, epochs, interval = args["every_n_train_steps"], args["every_n_epochs"], args["train_time_interval"]
@@ -230,15 +303,7 @@ def _model_checkpoint(ref: ClassRef, var: str, spec: Spec, validation: Validatio
         else:
             on_epoch_end = t.val_check_interval == 1.0
     resolved = {**args, "every_n_train_steps": steps, "every_n_epochs": epochs, "save_on_train_epoch_end": on_epoch_end}
-    kwargs = {k: v for k, v in resolved.items() if k in CHECKPOINT_DEFAULTS and v != CHECKPOINT_DEFAULTS[k]}
-    return Callback(
-        construct=Construct("", "ModelCheckpoint", kwargs),
-        var=var,
-        hooks=frozenset(),  # set once every ModelCheckpoint is known: they share one class
-        kind="checkpoint",
-        monitoring=True,
-        dirpath=args["dirpath"],
-    )
+    return {key: resolved[key] for key in CHECKPOINT_ARGS}
 
 
 # what Lightning's state_key of each stateful callback is made of (Callback._generate_state_key)
@@ -249,13 +314,13 @@ STATE_KEY_ARGS = {
 
 
 def _check_unique_state_keys(
-    name: str, refs: list[ClassRef], built: tuple[Callback, ...], defaults: dict[str, Any], problems: list[Problem]
+    name: str, refs: list[ClassRef], args: list[dict[str, Any]], problems: list[Problem]
 ) -> None:
     """Two callbacks of one kind with the same state key: Lightning's Trainer refuses them before it trains
     (`_validate_callbacks_list`), with this message."""
     seen: set[tuple[str, ...]] = set()
-    for ref, callback in zip(refs, built):
-        key = tuple(repr(callback.construct.args.get(arg, defaults.get(arg))) for arg in STATE_KEY_ARGS[name])
+    for ref, arguments in zip(refs, args):
+        key = tuple(repr(arguments[arg]) for arg in STATE_KEY_ARGS[name])
         if key in seen:
             message = (
                 f"Found more than one stateful callback of type `{name}`. In the current configuration, this callback"
@@ -268,23 +333,44 @@ def _check_unique_state_keys(
         seen.add(key)
 
 
-def _early_stopping(ref: ClassRef, var: str, spec: Spec, validation: Validation, problems: list[Problem]) -> Callback:
-    args = dict(ref.init_args)
-    if args["monitor"] is None:
+def _stopping_args(ref: ClassRef, problems: list[Problem]) -> dict[str, Any]:
+    """An EarlyStopping's arguments."""
+    if ref.init_args["monitor"] is None:
         problems.append(Problem("trainer.callbacks (EarlyStopping)", "EarlyStopping needs `monitor`", ref.line))
-    args.pop("check_on_train_epoch_end")
-    on_epoch_end = early_stopping_on_epoch_end(ref, spec)
-    # the one hook where it checks: without validation and not at the epoch's end, Lightning's never checks
-    hooks = {"on_train_epoch_end"} if on_epoch_end else {"on_validation_end"} if validation.enabled else set()
-    monitor = args.pop("monitor")
-    kwargs = {k: v for k, v in args.items() if k in EARLY_STOPPING_DEFAULTS and v != EARLY_STOPPING_DEFAULTS[k]}
-    return Callback(
-        construct=Construct("", "EarlyStopping", {"monitor": monitor, **kwargs}),
-        var=var,
-        hooks=frozenset(hooks),
-        kind="early_stopping",
-        monitoring=True,
-    )
+    return {key: ref.init_args[key] for key in STOPPING_ARGS}
+
+
+def _stopping_hooks(ref: ClassRef, spec: Spec, validation: Validation) -> frozenset[str]:
+    """The one hook where an EarlyStopping checks: without validation and not at the epoch's end, Lightning's
+    never checks."""
+    if early_stopping_on_epoch_end(ref, spec):
+        return frozenset({"on_train_epoch_end"})
+    return frozenset({"on_validation_end"} if validation.enabled else ())
+
+
+def _shared_args(args: list[dict[str, Any]]) -> dict[str, Any]:
+    """The arguments every one of these callbacks gives the same value (none when there is no callback)."""
+    if not args:
+        return {}
+    return {key: value for key, value in args[0].items() if all(repr(a[key]) == repr(value) for a in args)}
+
+
+def _passing(args: dict[str, Any], varying: tuple[str, ...]) -> dict[str, Any]:
+    """What an instance passes to the script's class: the arguments in which the instances differ."""
+    return {key: args[key] for key in varying}
+
+
+def _stopping_state_key(args: Mapping[str, Any]) -> str:
+    """Lightning's Callback._generate_state_key of an EarlyStopping: its class's name and the arguments that tell
+    instances apart."""
+    return f"EarlyStopping{ {key: args[key] for key in STATE_KEY_ARGS['EarlyStopping']}!r}"
+
+
+def _signed_min_delta(shared: Mapping[str, Any]) -> float | None:
+    """EarlyStopping's min_delta as Lightning's comparison uses it: negated in mode "min"."""
+    if "min_delta" not in shared or "mode" not in shared:
+        return None
+    return shared["min_delta"] if shared["mode"] == "max" else -shared["min_delta"]
 
 
 def _placeholders(filename: str | None) -> set[str]:
