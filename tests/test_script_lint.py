@@ -31,3 +31,20 @@ def test_every_rendered_script_is_lint_clean(tmp_path, monkeypatch):
     assert len(named) > len(paths) // 2, f"too few specs render; refused: {refused}"
     found = lint_sweep.findings(tmp_path / "scripts", named)
     assert not found, f"{len(found)} findings in {len(named)} scripts:\n" + "\n".join(found)
+
+
+def test_no_unused_numpy_without_a_seed_or_a_sanity_check(tmp_path, monkeypatch):
+    """main() looks numpy up only to seed it and to keep its state across the sanity check: a run with neither
+    (but with the checkpoints, logger and bar that import sys) has no unused `numpy` variable."""
+    monkeypatch.chdir(ROOT)
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        "seed_everything: false\n"
+        "model:\n  class_path: examples.lightning_models.LitClassifier\n"
+        "trainer:\n  accelerator: cpu\n  max_epochs: 1\n  num_sanity_val_steps: 0\n",
+        encoding="utf-8",
+    )
+    named, refused = lint_sweep.render_all({"no_seed_no_sanity": spec}, tmp_path / "scripts")
+    assert not refused
+    assert not lint_sweep.findings(tmp_path / "scripts", named)
+    assert "# numpy is seeded" not in (tmp_path / "scripts" / "script_0.py").read_text(encoding="utf-8")

@@ -129,8 +129,7 @@ def make_plan(
     build = resolve_build(spec, hooks.callbacks, model, data, callbacks, objects or {})
     header = resolve_header(spec, script_name)
     command_line = resolve_command_line(spec, build, bounds, checkpointing)
-    helpers = resolve_helpers(build, device, precision, optimization, validation, checkpointing, progress, hooks,
-                              distributed)  # fmt: skip
+    helpers = resolve_helpers(build, device, precision, optimization, validation, hooks)
     return Plan(
         header=header,
         build=build,
@@ -165,22 +164,13 @@ def resolve_helpers(
     precision: Precision,
     optimization: Optimization,
     validation: Validation,
-    checkpointing: Checkpointing,
-    progress: Progress,
     hooks: Hooks,
-    distributed: Distributed,
 ) -> Helpers:
     """The script's helper functions that more than one feature calls."""
     return Helpers(
         map_tensors=precision.casts
         or optimization.tbptt
         or (device.moves_batches and not hooks.model_has("transfer_batch_to_device")),
-        # (where sys is imported: seeding, the sanity check, checkpoints, the bars, the launchers' exits)
-        numpy=build.seeds
-        or validation.sanity
-        or checkpointing.saves
-        or progress.own
-        or progress.kind == "tqdm"
-        or distributed.ranks_from == "torchrun"
-        or (distributed.horovod and distributed.devices > 1),
+        # main() seeds numpy (and reseeds it under DDP) and keeps its state across the sanity check
+        numpy=build.seeds or validation.sanity,
     )
