@@ -33,7 +33,9 @@ from typing import Any
 
 from tests.harness import checkpoint_facts, cli_configure_optimizers, import_object, instantiate, log_facts
 from tests.logger_files import run_ids, with_ids_replaced
-from tests.parity.runner import _wait  # the parity runner's: the exit statuses of forked jobs, with a deadline
+
+# the parity runner's: a forked job's child, and the exit statuses of forked jobs with a deadline
+from tests.parity.runner import _wait, run_forked
 
 JOB_TIMEOUT = 180  # seconds
 LOGGER_ENVIRONMENT = {"WANDB_MODE": "offline", "WANDB_SILENT": "true", "MLFLOW_ALLOW_FILE_STORE": "true"}
@@ -140,19 +142,7 @@ def run_job(side: str, spec_path: str, script: str, out: str) -> int:
 
 def _child(side: str, spec: str, script: str, out: str, log: str) -> None:
     """In a forked child: one job, stdin from /dev/null, stdout and stderr to `log`; never returns."""
-    status = 1
-    try:
-        fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
-        os.dup2(fd, 1)
-        os.dup2(fd, 2)
-        status = run_job(side, spec, script, out)
-    except BaseException:  # noqa: BLE001 - report anything, then exit with a status
-        traceback.print_exc()
-    finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(status)
+    run_forked(lambda: run_job(side, spec, script, out), log)
 
 
 def serve() -> int:

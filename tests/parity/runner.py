@@ -32,6 +32,7 @@ import signal
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -173,13 +174,19 @@ def run_job(side: str, spec_path: str, out: str) -> int:
 
 def _child(side: str, spec_path: str, out: str, log: str) -> None:
     """In a forked child: run one job with stdin from /dev/null and stdout/stderr to `log`; never return."""
+    run_forked(lambda: run_job(side, spec_path, out), log)
+
+
+def run_forked(job: Callable[[], int], log: str) -> None:
+    """In a forked child: `job()` with stdin from /dev/null and stdout/stderr to `log`, then exit with its status
+    (a SystemExit's code, 1 for anything else it raised, its traceback in `log`); never return."""
     status = 1
     try:
         fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
         os.dup2(fd, 1)
         os.dup2(fd, 2)
-        status = run_job(side, spec_path, out)
+        status = job()
     except SystemExit as exit:
         status = exit.code if isinstance(exit.code, int) else 1
     except BaseException:  # noqa: BLE001 - report anything, then exit with a status
