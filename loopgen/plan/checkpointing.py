@@ -219,6 +219,8 @@ def resolve_checkpointing(
     numbered = versioned and (first is None or (first.name in NUMBERED_LOGGERS and first.init_args["version"] is None))
     in_run = first is not None and first.name not in NUMBERED_LOGGERS
     placeholders = any(_placeholders(f) - {"epoch", "step"} for f in every("filename"))
+    # torchrun signals every process when one fails: no checkpoint is written on a signal under an engine
+    on_signals = saves and engine_kind(spec) is None
     return Checkpointing(
         saves=saves,
         resumes=resumes,
@@ -259,9 +261,8 @@ def resolve_checkpointing(
         links="link" in every("save_last"),
         reads_metrics=monitors or placeholders or bool(early_stopping),
         searches_versions=saves and numbered and any(cb.dirpath is None for cb in checkpoints),
-        # torchrun signals every process when one fails: no checkpoint is written on a signal under an engine
-        stops_on_signals=saves and engine_kind(spec) is None,
-        requeues=saves and engine_kind(spec) is None,
+        stops_on_signals=on_signals,
+        requeues=on_signals,
         shared=shared,
         varying=varying,
         acts_after_validation=acts_after_validation,
