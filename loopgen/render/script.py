@@ -1,5 +1,5 @@
-"""Stage 4: Plan -> script text. Jinja templates, then the imports the text uses (names.py), then black, then a
-compile check.
+"""Stage 4: Plan -> script text. Jinja templates, then the blocks main() hands to helpers (extract.py), then the
+imports the text uses (names.py), then black, then a compile check.
 
 User values reach the code only through the `literal` filter (values.py: the repr of plain data, checked to read
 back as the same value; `fstring` writes plain texts around names the same way) and names only through `ident`.
@@ -25,6 +25,7 @@ import jinja2
 from loopgen.errors import LoopgenError, Problem
 from loopgen.plan import Plan
 from loopgen.plan.header import SCRIPT_SHA256_PLACEHOLDER
+from loopgen.render.extract import extract_helpers
 from loopgen.render.formatting import DEFAULTS, BlackConfig, format_script
 from loopgen.render.names import MARKER as IMPORTS_MARKER
 from loopgen.render.names import import_block, object_names, with_object_names
@@ -117,7 +118,8 @@ def _render_names(plan: Plan) -> str:
     built as arguments renamed (rendered again) where they would take a name the script binds otherwise."""
     template = _environment().get_template("train.py.j2")
     for _ in range(3):
-        text = import_block(_place_blocks(template.render(plan=plan, script_imports=IMPORTS_MARKER)))
+        text = _place_blocks(template.render(plan=plan, script_imports=IMPORTS_MARKER))
+        text = import_block(extract_helpers(text))
         renamed = object_names(text, plan)
         if not renamed:
             return text
