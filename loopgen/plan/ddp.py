@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 from loopgen.errors import Problem
-from loopgen.plan.checkpointing import Checkpointing
 from loopgen.plan.common import flag_problem
-from loopgen.plan.data import Data
 from loopgen.plan.distributed import (
     DDP_PRECISIONS_NOT_WRITTEN,
     ONE_DEVICE_GRAD_NORM,
@@ -16,45 +14,29 @@ from loopgen.plan.distributed import (
     refuser,
     strategy_args,
 )
-from loopgen.plan.loggers import Logging
-from loopgen.plan.optimization import Optimization
-from loopgen.plan.optimizers import Optimizers
-from loopgen.plan.precision import Precision
-from loopgen.plan.profiling import Profiling
-from loopgen.plan.progress import Progress
+from loopgen.plan.engine_parts import EngineParts
 from loopgen.spec.kinds import refusal
-from loopgen.spec.model import Spec
 
 
-def resolve_ddp(
-    spec: Spec,
-    precision: Precision,
-    optimizers: Optimizers,
-    optimization: Optimization,
-    data: Data,
-    checkpointing: Checkpointing,
-    logging: Logging,
-    profiling: Profiling,
-    progress: Progress,
-    problems: list[Problem],
-) -> Distributed:
+def resolve_ddp(parts: EngineParts) -> Distributed:
     """strategy: ddp, devices, num_nodes: DDP under torchrun (Lightning's DDPStrategy).
 
     What DDP cannot serve yet is refused here, each with its reason."""
+    spec, problems = parts.spec, parts.problems
     t = spec.trainer
     _, args = strategy_args(t.strategy)
     devices, num_nodes = t.devices, t.num_nodes
 
     refuse = refuser(spec, problems, "with strategy ddp")
-    if precision.name not in ("32", "bf16-mixed", "bf16-true", "16-true"):
+    if parts.precision.name not in ("32", "bf16-mixed", "bf16-true", "16-true"):
         why = DDP_PRECISIONS_NOT_WRITTEN.get(
-            precision.name, "the DDP script is written for 32, bf16-mixed, bf16-true and 16-true only"
+            parts.precision.name, "the DDP script is written for 32, bf16-mixed, bf16-true and 16-true only"
         )
         refuse(
             "precision",
-            f"precision {precision.name}",
+            f"precision {parts.precision.name}",
             why,
-            f"use bf16-mixed, bf16-true or 32 with ddp, or {precision.name} on one device (strategy auto)",
+            f"use bf16-mixed, bf16-true or 32 with ddp, or {parts.precision.name} on one device (strategy auto)",
         )
     if spec.seed_everything is True:
         message = "seed_everything: true with strategy ddp: each process would choose its own seed; give a number"
@@ -67,7 +49,7 @@ def resolve_ddp(
             "give a number",
         )
         problems.append(Problem("seed_everything", message, spec.line("seed_everything")))
-    if optimizers.several:
+    if parts.optimizers.several:
         refuse(
             "strategy",
             "several optimizers (training_step with optimizer_idx, Lightning 1.9)",
@@ -75,11 +57,11 @@ def resolve_ddp(
             " gradient reduction does not expect; the script writes that loop for one CPU or GPU only",
             SEVERAL_OPTIMIZERS_INSTEAD,
         )
-    if optimization.tbptt:
+    if parts.optimization.tbptt:
         refuse(*ONE_DEVICE_TBPTT)
-    if data.sequential:
+    if parts.data.sequential:
         refuse(*ONE_DEVICE_OVERFIT)
-    if optimization.track_grad_norm is not None:
+    if parts.optimization.track_grad_norm is not None:
         refuse(*ONE_DEVICE_GRAD_NORM)
     backend = args.get("process_group_backend")
     if backend is None and spec.trainer.accelerator != "auto":
@@ -100,11 +82,11 @@ def resolve_ddp(
         gradient_as_bucket_view=bool(args.get("gradient_as_bucket_view", False)),
         rank_zero_gates=True,
         replaces_samplers=True,
-        no_sync=optimization.accumulates,
-        reduces_decisions=bool(checkpointing.early_stopping),
-        broadcasts=checkpointing.saves or logging.versions,
-        saves_on_rank_zero=checkpointing.saves,
-        logs_on_rank_zero=logging.enabled,
-        silent_bar=progress.enabled,
+        no_sync=parts.optimization.accumulates,
+        reduces_decisions=bool(parts.checkpointing.early_stopping),
+        broadcasts=parts.checkpointing.saves or parts.logging.versions,
+        saves_on_rank_zero=parts.checkpointing.saves,
+        logs_on_rank_zero=parts.logging.enabled,
+        silent_bar=parts.progress.enabled,
         reseeds=isinstance(spec.seed_everything, int) and not isinstance(spec.seed_everything, bool),
     )

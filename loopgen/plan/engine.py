@@ -9,6 +9,7 @@ from loopgen.plan.data import Data
 from loopgen.plan.ddp import resolve_ddp
 from loopgen.plan.distributed import Distributed, engine_kind
 from loopgen.plan.dp import resolve_dp
+from loopgen.plan.engine_parts import EngineParts
 from loopgen.plan.horovod import resolve_horovod
 from loopgen.plan.loggers import Logging
 from loopgen.plan.optimization import Optimization
@@ -38,20 +39,18 @@ def resolve_engine(
     DataParallel, Horovod or XLA), each resolved in its own module with what it refuses."""
     t = spec.trainer
     kind = engine_kind(spec)
+    parts = EngineParts(spec, model, precision, optimizers, optimization, data, checkpointing, logging, profiling,
+                        progress, problems)  # fmt: skip
     if kind == "dp":
-        return resolve_dp(spec, model, precision, optimizers, optimization, checkpointing, logging, profiling,
-                          progress, problems)  # fmt: skip
+        return resolve_dp(parts)
     if kind == "xla":
-        return resolve_xla(spec, precision, optimizers, optimization, data, checkpointing, logging,
-                           profiling, progress, problems)  # fmt: skip
+        return resolve_xla(parts)
     if kind == "horovod":
-        return resolve_horovod(spec, precision, optimizers, optimization, data, checkpointing, logging,
-                               profiling, progress, problems)  # fmt: skip
+        return resolve_horovod(parts)
     if kind is None:
         for flag, value in (("devices", t.devices), ("num_nodes", t.num_nodes)):
             if value != 1:
                 message = f"{flag}: {value} needs `strategy: ddp` (one process per device, launched with torchrun)"
                 problems.append(flag_problem(spec, flag, message))
         return Distributed()
-    return resolve_ddp(spec, precision, optimizers, optimization, data, checkpointing, logging,
-                       profiling, progress, problems)  # fmt: skip
+    return resolve_ddp(parts)

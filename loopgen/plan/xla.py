@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 from loopgen.errors import Problem
-from loopgen.plan.checkpointing import Checkpointing
-from loopgen.plan.data import Data
 from loopgen.plan.distributed import (
     CLOSURE_INSTEAD,
     CLOSURE_STEP,
@@ -17,27 +15,10 @@ from loopgen.plan.distributed import (
     refuser,
     strategy_args,
 )
-from loopgen.plan.loggers import Logging
-from loopgen.plan.optimization import Optimization
-from loopgen.plan.optimizers import Optimizers
-from loopgen.plan.precision import Precision
-from loopgen.plan.profiling import Profiling
-from loopgen.plan.progress import Progress
-from loopgen.spec.model import Spec
+from loopgen.plan.engine_parts import EngineParts
 
 
-def resolve_xla(
-    spec: Spec,
-    precision: Precision,
-    optimizers: Optimizers,
-    optimization: Optimization,
-    data: Data,
-    checkpointing: Checkpointing,
-    logging: Logging,
-    profiling: Profiling,
-    progress: Progress,
-    problems: list[Problem],
-) -> Distributed:
+def resolve_xla(parts: EngineParts) -> Distributed:
     """accelerator: tpu, as Lightning 2.6.6 with torch_xla: one device is SingleDeviceXLAStrategy (the model and
     the batches on xm.xla_device(), no processes), several are XLAStrategy (xmp.spawn starts one process per
     device, the loaders become MpDeviceLoaders over DistributedSamplers on XLA's ordinal and world size,
@@ -45,6 +26,7 @@ def resolve_xla(
     all-reduced (xm.reduce_gradients) after the backward, the step, then xm.mark_step().
 
     What it cannot serve is refused here, each with its reason."""
+    spec, problems = parts.spec, parts.problems
     t = spec.trainer
     strategy, _ = strategy_args(t.strategy)
 
@@ -63,40 +45,40 @@ def resolve_xla(
             "one TPU VM host: xmp.spawn starts the processes of this host",
             "keep num_nodes: 1",
         )
-    if precision.apex:
+    if parts.precision.apex:
         refuse(
             "amp_backend", "apex", "apex is CUDA's, and Lightning's XLAPrecision has no apex path", "use precision 32"
         )
-    elif precision.name == "16-mixed":
+    elif parts.precision.name == "16-mixed":
         refuse(
             "precision",
             "precision 16-mixed",
             "the float16 GradScaler is CUDA's; XLAPrecision takes 32-true, 16-true and bf16-true",
             "use precision 32",
         )
-    elif precision.half:
-        switch = "XLA_USE_BF16" if precision.name == "bf16-true" else "XLA_USE_F16"
+    elif parts.precision.half:
+        switch = "XLA_USE_BF16" if parts.precision.name == "bf16-true" else "XLA_USE_F16"
         refuse(
             "precision",
-            f"precision {precision.name}",
+            f"precision {parts.precision.name}",
             f"XLAPrecision sets torch_xla's {switch}, which neither the torch_xla stand-in nor a TPU here can check",
             "use precision 32 on TPU (loopgen implements XLAPrecision's 32-true)",
         )
-    elif precision.name != "32":
+    elif parts.precision.name != "32":
         refuse(
             "precision",
-            f"precision {precision.name}",
+            f"precision {parts.precision.name}",
             "loopgen implements XLAPrecision's 32-true only",
             "use precision 32",
         )
     if spec.seed_everything is True:
         message = "seed_everything: true with accelerator tpu: each process would choose its own seed; give a number"
         problems.append(Problem("seed_everything", message, spec.line("seed_everything")))
-    if optimization.tbptt:
+    if parts.optimization.tbptt:
         refuse(*ONE_DEVICE_TBPTT)
-    if data.sequential:
+    if parts.data.sequential:
         refuse(*ONE_DEVICE_OVERFIT)
-    if optimization.closure:
+    if parts.optimization.closure:
         refuse(
             "strategy",
             CLOSURE_STEP,
@@ -104,7 +86,7 @@ def resolve_xla(
             " closure would need the reduction inside it, as XLAPrecision wraps it",
             CLOSURE_INSTEAD,
         )
-    if optimizers.several:
+    if parts.optimizers.several:
         refuse(
             "strategy",
             "several optimizers",
@@ -112,20 +94,20 @@ def resolve_xla(
             " Lightning 2.6.6's XLA strategies",
             "train them on one CPU or GPU",
         )
-    if profiling.enabled:
+    if parts.profiling.enabled:
         refuse(
             "profiler",
             "a profiler",
             "the TPU script has no profiler code",
             "set `profiler: null`, and profile the same module on a CPU or GPU",
         )
-    if optimization.track_grad_norm is not None:
+    if parts.optimization.track_grad_norm is not None:
         refuse(*ONE_DEVICE_GRAD_NORM)
     # checkpoints, the CSV and TensorBoard loggers and the bar: rank 0's on several devices
     devices = t.devices
     several = devices > 1
     if several:
-        for kind in sorted(logging.kinds - {"csv", "tensorboard"}):
+        for kind in sorted(parts.logging.kinds - {"csv", "tensorboard"}):
             refuse(
                 "logger",
                 f"a {kind} logger on several devices",
@@ -133,7 +115,7 @@ def resolve_xla(
                 " the other loggers' handling is not written",
                 "use CSVLogger or TensorBoardLogger, or one  device",
             )
-        if checkpointing.time_triggered:
+        if parts.checkpointing.time_triggered:
             refuse(
                 "callbacks",
                 f"{TIMED_CHECKPOINT} on several devices",
@@ -149,11 +131,11 @@ def resolve_xla(
         replaces_samplers=several,
         # several devices: XLAStrategy's rank-0 files (XLACheckpointIO), broadcasts (xm.collective_broadcast),
         # barriers (xm.rendezvous) and decisions (xm.mesh_reduce); one device needs none of them
-        reduces_decisions=several and bool(checkpointing.early_stopping),
-        broadcasts=several and (checkpointing.saves or logging.versions),
-        saves_on_rank_zero=several and checkpointing.saves,
-        reduces_any=several and (bool(checkpointing.early_stopping) or checkpointing.saves),
-        reduces_all=several and checkpointing.saves and checkpointing.monitors,
-        logs_on_rank_zero=several and logging.enabled,
-        silent_bar=several and progress.enabled,
+        reduces_decisions=several and bool(parts.checkpointing.early_stopping),
+        broadcasts=several and (parts.checkpointing.saves or parts.logging.versions),
+        saves_on_rank_zero=several and parts.checkpointing.saves,
+        reduces_any=several and (bool(parts.checkpointing.early_stopping) or parts.checkpointing.saves),
+        reduces_all=several and parts.checkpointing.saves and parts.checkpointing.monitors,
+        logs_on_rank_zero=several and parts.logging.enabled,
+        silent_bar=several and parts.progress.enabled,
     )

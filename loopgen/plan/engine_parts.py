@@ -1,0 +1,35 @@
+"""What an engine's resolver reads: the spec and the parts of the plan resolved before the engine."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from loopgen.errors import Problem
+from loopgen.plan.checkpointing import Checkpointing
+from loopgen.plan.data import Data
+from loopgen.plan.loggers import Logging
+from loopgen.plan.optimization import Optimization
+from loopgen.plan.optimizers import Optimizers
+from loopgen.plan.precision import Precision
+from loopgen.plan.profiling import Profiling
+from loopgen.plan.progress import Progress
+from loopgen.source.facts import ClassFacts
+from loopgen.spec.model import Spec
+
+
+@dataclass(frozen=True)
+class EngineParts:
+    """One argument for the four engine resolvers (ddp, dp, horovod, xla), which each read most of these;
+    `problems` collects what they refuse."""
+
+    spec: Spec
+    model: ClassFacts
+    precision: Precision
+    optimizers: Optimizers
+    optimization: Optimization
+    data: Data
+    checkpointing: Checkpointing
+    logging: Logging
+    profiling: Profiling
+    progress: Progress
+    problems: list[Problem]
