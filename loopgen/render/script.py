@@ -137,8 +137,9 @@ def stamp(text: str) -> str:
 
 def _section_spacing(text: str) -> str:
     """Blank lines inside functions come from one rule, not from the templates' branches:
-    one before each full-line comment (a section header) that follows code. Module-level
-    spacing is left to black. A line of spaces only (an expression that rendered nothing) goes."""
+    one before each full-line comment (a section header) that follows code (not a block's
+    opening line or a docstring). Module-level spacing is left to black. A line of spaces
+    only (an expression that rendered nothing) goes."""
     kept: list[str] = []
     for line in text.split("\n"):
         stripped = line.strip()
@@ -148,7 +149,8 @@ def _section_spacing(text: str) -> str:
             continue
         if line.startswith(" ") and stripped.startswith("#") and kept:
             previous = kept[-1].strip()
-            if previous and not previous.startswith("#") and not previous.endswith(":"):
+            opening = previous.endswith((":", '"""'))  # a block's opening line, a docstring's end
+            if previous and not previous.startswith("#") and not opening:
                 kept.append("")
         kept.append(line)
     return "\n".join(kept)
