@@ -57,7 +57,6 @@ class UserCode:
     data: frozenset[str]
     callbacks: tuple[Callback, ...]
     # on_before_optimizer_step also gets the optimizer's index (Lightning 1.9.5's signature, for callbacks and model)
-    # where the loop steps the optimizer
     step_hook_index: bool
 
     def model_has(self, name: str) -> bool:
@@ -133,8 +132,7 @@ def resolve_user_code(
         model=frozenset(h for h in MODEL_HOOKS if model.defines(h)),
         data=frozenset(h for h in ("prepare_data", "setup", "teardown") if data is not None and data.defines(h)),
         callbacks=plans,
-        # the automatic loop's call; a module's own optimizer.step() (manual optimization) passes the optimizer only
-        step_hook_index=follows_1_9_5(spec, model) and model.manual_optimization is False,
+        step_hook_index=follows_1_9_5(spec, model),  # manual optimization under 1.9.5 is refused
     )
 
 
