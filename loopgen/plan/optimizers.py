@@ -114,7 +114,9 @@ def resolve_optimizers(spec: Spec, model: ClassFacts, precision: Precision, prob
         problems.append(Problem(where, message, line))
     frequencies = spec.loop.optimizer_frequencies
     if manual:  # Lightning steps no scheduler and calls no lr_scheduler_step: training_step does it all
-        schedulers = [replace(s, interval="manual", plateau=False, strict=False) for s in schedulers]
+        # (each keeps its interval, "epoch" unless its dict says otherwise: LearningRateMonitor logs by it)
+        schedulers = [replace(s, plateau=False, strict=False) for s in schedulers]
+    stepped = () if manual else schedulers
     return Optimizers(
         from_spec=construct_of(spec.optimizer) if spec.optimizer else None,
         form=form,
@@ -126,10 +128,10 @@ def resolve_optimizers(spec: Spec, model: ClassFacts, precision: Precision, prob
         schedulers=tuple(schedulers),
         general_schedulers=general_schedulers,
         any_schedulers=general_schedulers or bool(schedulers),
-        after_step=tuple(s for s in schedulers if s.interval == "step" and not s.plateau),
-        at_epoch_end=tuple(s for s in schedulers if s.interval == "epoch" and not s.plateau),
-        plateau_after_validation=tuple(s for s in schedulers if s.interval == "step" and s.plateau),
-        plateau_at_epoch_end=tuple(s for s in schedulers if s.interval == "epoch" and s.plateau),
+        after_step=tuple(s for s in stepped if s.interval == "step" and not s.plateau),
+        at_epoch_end=tuple(s for s in stepped if s.interval == "epoch" and not s.plateau),
+        plateau_after_validation=tuple(s for s in stepped if s.interval == "step" and s.plateau),
+        plateau_at_epoch_end=tuple(s for s in stepped if s.interval == "epoch" and s.plateau),
         plateau=not manual and (general_schedulers or any(s.plateau for s in schedulers)),
         strict_plateau=any(s.plateau and s.strict for s in schedulers),
         lenient_plateau=any(s.plateau and not s.strict for s in schedulers),
