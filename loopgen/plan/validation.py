@@ -91,10 +91,7 @@ def resolve_validation(
         step_takes_batch_idx=takes_two(model.methods.get("validation_step", ())),
         output_used=enabled and output_used,
         collects_outputs=enabled and user.model_has("validation_epoch_end"),
-        # as measured against 1.9.5 by the fuzzer: with accumulation, one optimizer's gradients survived a
-        # validation (tests/fuzz/finds/seed_accumulation_keeps_gradients_at_validation) while several optimizers'
-        # did not; why is not settled
-        clears_grads=enabled
-        and follows_1_9_5(spec, model)
-        and (t.accumulate_grad_batches == 1 or "optimizer_idx" in model.methods.get("training_step", ())),
+        # every validation, with or without accumulation: a validation in the middle of an accumulation window
+        # drops the window's gradients so far (EvaluationLoop.on_run_start calls lightning_module.zero_grad())
+        clears_grads=enabled and follows_1_9_5(spec, model),
     )

@@ -93,8 +93,9 @@ def trainer_kwargs(flags: Mapping[str, Any], model: Any) -> dict[str, Any]:
             if value != TWO_X_ONLY_DEFAULTS[key]:
                 raise SpecError(f"trainer.{key}: {value!r} has no pytorch-lightning 1.9.5 equivalent")
             continue
-        if value is None:
+        if value is None and key != "check_val_every_n_epoch":
             continue  # null = Lightning's default, which 1.9.5 spells as its own default
+        # (check_val_every_n_epoch: null is no default: validation counts batches across epochs, in 1.9.5 too)
         if key == "precision":
             if value not in PRECISION_195:
                 raise SpecError(f"trainer.precision: {value!r} has no pytorch-lightning 1.9.5 equivalent")
