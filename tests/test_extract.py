@@ -3,12 +3,18 @@ back, and the blocks it refuses. Each case runs the code before and after, and c
 
 from __future__ import annotations
 
+import ast
 import textwrap
+from pathlib import Path
 
 import pytest
+import yaml
 
 from loopgen.errors import LoopgenError
 from loopgen.render.extract import extract_helpers
+from tests.helpers import render
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def lifted(source: str) -> str:
@@ -248,3 +254,17 @@ def test_a_short_block_stays_in_place_without_its_markers() -> None:
         """)
     assert "def build" not in text and "loopgen:" not in text
     assert "    model = [1, 2]\n    print(model)\n" in text
+
+
+def test_main_of_a_spec_with_lightnings_defaults_reads_as_the_loop(tmp_path: Path) -> None:
+    """examples/lit_classifier.yaml with the bar, the CSV logger, the default checkpoint and the summary on: main()
+    is at most 150 lines, what it does once is in helpers named for it, and the loop stays in main()."""
+    spec = yaml.safe_load((ROOT / "examples" / "lit_classifier.yaml").read_text(encoding="utf-8"))
+    for flag in ("logger", "enable_checkpointing", "enable_progress_bar"):
+        spec["trainer"].pop(flag, None)
+    text = render(spec, tmp_path)
+    functions = {node.name: node for node in ast.parse(text).body if isinstance(node, ast.FunctionDef)}
+    main = functions["main"]
+    assert main.end_lineno - main.lineno + 1 <= 150
+    assert {"set_up", "build", "resume", "sanity_check", "resume_loop", "report"} <= functions.keys()
+    assert any(isinstance(node, ast.While) for node in ast.walk(main))  # the epoch loop
