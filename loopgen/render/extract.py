@@ -84,7 +84,7 @@ def _extract(text: str, region: _Region) -> str:
     lines = text.split("\n")
     tree = ast.parse(text)
     function = _enclosing(tree, region)
-    body = [line for line in lines[region.start : region.end - 1]]
+    body = lines[region.start : region.end - 1]
     if not any(line.strip() and not line.strip().startswith("#") for line in body):
         # the block rendered no code for this spec: nothing to lift
         return "\n".join(lines[: region.start - 1] + lines[region.end :])
