@@ -198,26 +198,25 @@ def _scope(text: str, function: ast.FunctionDef) -> symtable.SymbolTable:
 
 
 def _names_in_order(statements: list[ast.stmt]) -> tuple[list[str], list[str]]:
-    """The names the block reads and binds (at any depth), each once, in the order they appear."""
-    loads: dict[str, None] = {}
-    stores: dict[str, None] = {}
-    for statement in statements:
-        for node in ast.walk(statement):
-            if isinstance(node, ast.Name):
-                (loads if isinstance(node.ctx, ast.Load) else stores).setdefault(node.id, None)
-            elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
-                stores.setdefault(node.name, None)
-            elif isinstance(node, (ast.Import, ast.ImportFrom)):
-                for alias in node.names:
-                    stores.setdefault((alias.asname or alias.name).split(".")[0], None)
-    order = sorted(
+    """The names the block reads (in the order they appear) and binds (in the order ast.walk meets them), each
+    once, at any depth."""
+    loads = sorted(
         (node.lineno, node.col_offset, node.id)
         for statement in statements
         for node in ast.walk(statement)
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)
     )
-    ordered_loads = list(dict.fromkeys(name for _, _, name in order))
-    return [n for n in ordered_loads if n in loads], list(stores)
+    stores: dict[str, None] = {}
+    for statement in statements:
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+                stores.setdefault(node.id, None)
+            elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                stores.setdefault(node.name, None)
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                for alias in node.names:
+                    stores.setdefault((alias.asname or alias.name).split(".")[0], None)
+    return list(dict.fromkeys(name for _, _, name in loads)), list(stores)
 
 
 def _reads(scope: symtable.SymbolTable) -> set[str]:
@@ -229,12 +228,26 @@ def _reads(scope: symtable.SymbolTable) -> set[str]:
     return reads
 
 
+def _names(node: ast.AST) -> set[str]:
+    """Every name under `node`, read or bound."""
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def _loads(node: ast.AST) -> set[str]:
+    """Every name `node` reads, in nested functions too (a superset is enough where this is used)."""
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def _stores(function: ast.FunctionDef) -> list[tuple[str, int]]:
+    """The names the function binds by assignment, each with its line."""
+    return [(n.id, n.lineno) for n in ast.walk(function) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]
+
+
 def _bound_before(function: ast.FunctionDef, region: _Region) -> set[str]:
     bound = {arg.arg for arg in function.args.args}
+    bound |= {name for name, line in _stores(function) if line < region.start}
     for node in ast.walk(function):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.lineno < region.start:
-            bound.add(node.id)
-        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node is not function and node.lineno < region.start:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node is not function and node.lineno < region.start:
             bound.add(node.name)
     return bound
 
@@ -255,12 +268,11 @@ def _used_outside(function: ast.FunctionDef, scope: symtable.SymbolTable, region
             continue
         if isinstance(statement, ast.For):
             # the loop's own variable, read in its body, is the loop's (it may run no time: not rebound after)
-            target = {n.id for n in ast.walk(statement.target) if isinstance(n, ast.Name)}
-            used |= {name for name, _ in _own_loads(statement)} - killed - target
+            used |= {name for name, _ in _own_loads(statement)} - killed - _names(statement.target)
             continue
         used |= {name for name, _ in _own_loads(statement)} - killed
         if isinstance(statement, ast.Assign):
-            killed |= {n.id for target in statement.targets for n in ast.walk(target) if isinstance(n, ast.Name)}
+            killed |= set().union(*map(_names, statement.targets))
     return used
 
 
@@ -282,13 +294,7 @@ def _nested(scope: symtable.SymbolTable) -> list[symtable.SymbolTable]:
 
 
 def _stored_outside(function: ast.FunctionDef, region: _Region) -> set[str]:
-    return {
-        node.id
-        for node in ast.walk(function)
-        if isinstance(node, ast.Name)
-        and isinstance(node.ctx, ast.Store)
-        and not region.start < node.lineno < region.end
-    }
+    return {name for name, line in _stores(function) if not region.start < line < region.end}
 
 
 def _check_closures(
@@ -300,11 +306,7 @@ def _check_closures(
 ) -> None:
     """A function the block defines must not read a variable the enclosing function rebinds after the block: once
     lifted, it would keep the value of the call."""
-    later = {
-        node.id
-        for node in ast.walk(function)
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.lineno > region.end
-    }
+    later = {name for name, line in _stores(function) if line > region.end}
     for child in block_scope.get_children():
         free = {s.get_name() for s in child.get_symbols() if s.is_free() or s.is_global()}
         stale = sorted((free & outer_locals & later) - set(binds))
@@ -319,20 +321,12 @@ def _read_before_bound(statements: list[ast.stmt]) -> set[str]:
     bound: set[str] = set()
     read: set[str] = set()
     for statement in statements:
-        loads = {n.id for n in ast.walk(statement) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            loads = _free_of(statement)
-        elif isinstance(statement, ast.For):  # its variable, read in its body, is its own
-            loads -= {n.id for n in ast.walk(statement.target) if isinstance(n, ast.Name)}
-            loads |= {n.id for n in ast.walk(statement.iter) if isinstance(n, ast.Name)}
+        loads = _loads(statement)
+        if isinstance(statement, ast.For):  # its variable, read in its body, is its own
+            loads = (loads - _names(statement.target)) | _loads(statement.iter)
         read |= loads - bound
         bound |= _definitely_bound([statement])
     return read
-
-
-def _free_of(node: ast.AST) -> set[str]:
-    """Every name a definition reads (its own locals too: a superset is enough here)."""
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
 
 def _definitely_bound(statements: list[ast.stmt]) -> set[str]:
@@ -341,8 +335,7 @@ def _definitely_bound(statements: list[ast.stmt]) -> set[str]:
     for statement in statements:
         if isinstance(statement, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
-            for target in targets:
-                bound |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+            bound |= set().union(*map(_names, targets))
         elif isinstance(statement, (ast.With, ast.AsyncWith)):
             bound |= _definitely_bound(statement.body)
         elif isinstance(statement, ast.If) and statement.orelse:
