@@ -46,6 +46,7 @@ def resolve_validation(
     spec: Spec, model: ClassFacts, user: UserCode, data: Data, bounds: Bounds, problems: list[Problem]
 ) -> Validation:
     t = spec.trainer
+    seed_loop = follows_1_9_5(spec, model)
     given_fraction = "val_check_interval" in spec.trainer_given and isinstance(t.val_check_interval, float)
     if t.check_val_every_n_epoch is None and given_fraction:  # Lightning's _DataConnector
         message = "must be an integer (a number of batches) when check_val_every_n_epoch is null"
@@ -78,7 +79,7 @@ def resolve_validation(
         computes_check_batch=enabled and fraction is not None and fraction != 1.0,
         across_epochs=enabled and every is None,
         checks_interval=enabled and batches is not None and every is not None,
-        checks_interval_seed=follows_1_9_5(spec, model),
+        checks_interval_seed=seed_loop,
         every_n_epochs=every if enabled else None,
         skips_epochs=enabled and every not in (None, 1),
         load_at_start=enabled and not sanity and validates_epoch_0,
@@ -93,5 +94,5 @@ def resolve_validation(
         collects_outputs=enabled and user.model_has("validation_epoch_end"),
         # every validation, with or without accumulation: a validation in the middle of an accumulation window
         # drops the window's gradients so far (EvaluationLoop.on_run_start calls lightning_module.zero_grad())
-        clears_grads=enabled and follows_1_9_5(spec, model),
+        clears_grads=enabled and seed_loop,
     )
