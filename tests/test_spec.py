@@ -601,11 +601,8 @@ def test_lightning_values_outside_the_contract_are_refused(tmp_path: Path, flags
         ("sync_batchnorm: true", "true", "leave it false"),
         ("detect_anomaly: true", "true", "call torch.autograd.set_detect_anomaly(True)"),
         ("barebones: true", "true", "turn the parts off one by one"),
-        ("inference_mode: false", "false", "remove it"),
         ("use_distributed_sampler: false", "false", "leave it true"),
         ("enable_autolog_hparams: false", "false", "leave it true"),
-        ("limit_test_batches: 0.5", "0.5", "remove it: fit does not read it"),
-        ("limit_predict_batches: 1", "1", "remove it: fit does not read it"),  # 1 batch, not 100%
         ("max_time: '00:01:00:00'", "00:01:00:00", "bound the run with max_epochs or max_steps"),
         ("plugins: [my.Plugin]", '["my.Plugin"]', "set the precision with `precision:`"),
         ("model_registry: hub", "hub", "leave it null"),

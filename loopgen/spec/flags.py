@@ -145,13 +145,10 @@ FLAGS: tuple[Flag, ...] = (
          support=implemented),
     Flag("limit_val_batches", batch_limit(), 1.0, "fraction (float) or number (int) of validation batches",
          support=implemented),
-    _lightning_only("limit_test_batches", batch_limit(), 1.0, "fraction or number of test batches",
-                    why="it limits Lightning's test run; the script only trains, with no test loop to limit",
-                    instead="remove it: fit does not read it"),
-    _lightning_only("limit_predict_batches", batch_limit(), 1.0, "fraction or number of predict batches",
-                    why="it limits Lightning's predict run; the script only trains, with no predict loop to"
-                        " limit",
-                    instead="remove it: fit does not read it"),
+    Flag("limit_test_batches", batch_limit(), 1.0, "fraction (float) or number (int) of test batches (the test"
+         " subcommand)", support=implemented),
+    Flag("limit_predict_batches", batch_limit(), 1.0, "fraction (float) or number (int) of predict batches (the"
+         " predict subcommand)", support=implemented),
     Flag("overfit_batches", batch_limit(), 0.0, "overfit on this fraction (float) or number (int) of batches",
          support=implemented),
     Flag("val_check_interval", val_check_interval_kind(), 1.0,
@@ -183,10 +180,8 @@ FLAGS: tuple[Flag, ...] = (
                       instead="use true (an error where an operation is not deterministic) or false")),
     Flag("benchmark", boolean(), None, "torch.backends.cudnn.benchmark (null: leave it as it is)",
          support=implemented),
-    _lightning_only("inference_mode", boolean(), True, "evaluate under torch.inference_mode",
-                    why="it applies to Lightning's validate, test and predict runs, which the script does not have;"
-                        " fit validates under torch.no_grad either way",
-                    instead="remove it"),
+    Flag("inference_mode", boolean(), True, "validate, test and predict under torch.inference_mode (false:"
+         " torch.no_grad; fit validates under torch.no_grad either way)", support=implemented),
     _lightning_only("use_distributed_sampler", boolean(), True, "wrap samplers in a DistributedSampler",
                     why="with ddp the script shards every loader with a DistributedSampler, as Lightning's default"
                         " does; keeping each loader's own sampler is not written",

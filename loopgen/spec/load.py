@@ -33,6 +33,7 @@ from loopgen.spec.model import (
     CLASS_REF_KEYS,
     LOOP_KEYS,
     MAX_SEED,
+    SUBCOMMANDS,
     TOP_LEVEL_KEYS,
     ClassRef,
     LoopFlags,
@@ -601,14 +602,31 @@ class _Reader:
         if schedulers is not None and not isinstance(schedulers, bool):
             self.problem((*path, "lr_schedulers"), f"expected true or false, {got(schedulers)}")
             schedulers = None
+        subcommands = self.subcommands((*path, "subcommands"), raw.get("subcommands"))
         frequencies = raw.get("optimizer_frequencies")
         if frequencies is None:
-            return LoopFlags(lr_schedulers=schedulers)
+            return LoopFlags(lr_schedulers=schedulers, subcommands=subcommands)
         key = (*path, "optimizer_frequencies")
         if not isinstance(frequencies, list) or not frequencies:
             self.problem(key, f"expected a non-empty list of positive integers (one per optimizer), {got(frequencies)}")
-            return LoopFlags(lr_schedulers=schedulers)
+            return LoopFlags(lr_schedulers=schedulers, subcommands=subcommands)
         for index, frequency in enumerate(frequencies):
             if isinstance(frequency, bool) or not isinstance(frequency, int) or frequency < 1:
                 self.problem((*key, index), f"expected a positive integer, {got(frequency)}")
-        return LoopFlags(tuple(frequencies), schedulers)
+        return LoopFlags(tuple(frequencies), schedulers, subcommands)
+
+    def subcommands(self, key: KeyPath, value: Any) -> tuple[str, ...] | None:
+        """loop.subcommands: a list of LightningCLI's subcommands with fit in it, each once."""
+        if value is None:
+            return None
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            self.problem(key, f"expected a list of subcommands (fit, validate, test, predict), {got(value)}")
+            return None
+        for index, name in enumerate(value):
+            if name not in SUBCOMMANDS:
+                self.problem((*key, index), f"unknown subcommand {name!r}{did_you_mean(name, SUBCOMMANDS)}")
+            elif name in value[:index]:
+                self.problem((*key, index), f"{name} is listed twice")
+        if "fit" not in value:
+            self.problem(key, "the script always has fit: list it (e.g. [fit, test])")
+        return tuple(name for name in SUBCOMMANDS if name in value)

@@ -94,6 +94,9 @@ class LoopFlags:
 
     optimizer_frequencies: tuple[int, ...] | None = None
     lr_schedulers: bool | None = None  # configure_optimizers returns LR schedulers (None: read its source)
+    # the script's subcommands (LightningCLI's); None: fit, and validate, test and predict when the module has a
+    # test_step or a predict_step (each that it provides)
+    subcommands: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -132,6 +135,7 @@ CLASS_REF_KEYS = ("class_path", "init_args", "dict_kwargs")  # jsonargparse's
 
 
 LOOP_KEYS = tuple(f.name for f in fields(LoopFlags))
+SUBCOMMANDS = ("fit", "validate", "test", "predict")  # LightningCLI's, in its order
 
 
 MAX_SEED = 2**32 - 1  # Lightning's seed_everything bounds (numpy's)

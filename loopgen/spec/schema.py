@@ -88,6 +88,13 @@ def spec_schema() -> dict[str, Any]:
                         "description": "configure_optimizers returns LR schedulers (null: read from its source)",
                         "type": ["boolean", "null"],
                     },
+                    "subcommands": {
+                        "description": "the script's subcommands (null: fit, with validate, test and predict when the"
+                        " module has a test_step or a predict_step)",
+                        "type": ["array", "null"],
+                        "items": {"enum": ["fit", "validate", "test", "predict"]},
+                        "uniqueItems": True,
+                    },
                 },
             },
             "ckpt_path": {"description": "the checkpoint to resume from by default", "type": ["string", "null"]},
