@@ -99,3 +99,72 @@ class LitGAN(pl.LightningModule):
     def train_dataloader(self) -> DataLoader:
         data = make_classification(512, self.hparams.features, 4, seed=0)
         return DataLoader(data, batch_size=self.hparams.batch_size, shuffle=True)
+
+
+class LitEvaluated(pl.LightningModule):
+    """A classifier with every step LightningCLI's subcommands run: fit (training_step, validation_step),
+    test (test_step) and predict (predict_step: class probabilities). Its data comes from `ClassificationDataModule`."""
+
+    def __init__(self, features: int = 16, hidden: int = 32, classes: int = 4, lr: float = 0.05):
+        super().__init__()
+        self.save_hyperparameters()
+        self.net = nn.Sequential(nn.Linear(features, hidden), nn.ReLU(), nn.Dropout(0.1), nn.Linear(hidden, classes))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(x)
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        loss = F.cross_entropy(self(x), y)
+        self.log("train_loss", loss)
+        return loss
+
+    def validation_step(self, batch, batch_idx):
+        self._evaluate(batch, "val")
+
+    def test_step(self, batch, batch_idx):
+        self._evaluate(batch, "test")
+
+    def _evaluate(self, batch, stage: str) -> None:
+        x, y = batch
+        logits = self(x)
+        self.log(f"{stage}_loss", F.cross_entropy(logits, y))
+        self.log(f"{stage}_acc", (logits.argmax(dim=1) == y).float().mean())
+
+    def predict_step(self, batch, batch_idx):
+        x, _ = batch
+        return self(x).softmax(dim=1)
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=self.hparams.lr, momentum=0.9)
+
+
+class ClassificationDataModule(pl.LightningDataModule):
+    """Train, validation, test and predict splits of the synthetic classification data (the predict split is the
+    test split's inputs)."""
+
+    def __init__(self, batch_size: int = 32, features: int = 16, classes: int = 4):
+        super().__init__()
+        self.batch_size = batch_size
+        self.features = features
+        self.classes = classes
+
+    def setup(self, stage: str) -> None:
+        if stage == "fit":
+            self.train_set = make_classification(512, self.features, self.classes, seed=0)
+        if stage in ("fit", "validate"):
+            self.val_set = make_classification(128, self.features, self.classes, seed=1)
+        if stage in ("test", "predict"):
+            self.test_set = make_classification(96, self.features, self.classes, seed=2)
+
+    def train_dataloader(self) -> DataLoader:
+        return DataLoader(self.train_set, batch_size=self.batch_size, shuffle=True)
+
+    def val_dataloader(self) -> DataLoader:
+        return DataLoader(self.val_set, batch_size=self.batch_size)
+
+    def test_dataloader(self) -> DataLoader:
+        return DataLoader(self.test_set, batch_size=self.batch_size)
+
+    def predict_dataloader(self) -> DataLoader:
+        return DataLoader(self.test_set, batch_size=self.batch_size)

@@ -6,7 +6,8 @@ torch and coverage are imported once, not once a script.
 Each script runs as `coverage run --parallel-mode SCRIPT` would run it (as __main__, its directory first on
 sys.path, sys.argv = [SCRIPT]), from WORK/<script's stem>, measured with `include=[SCRIPT]` into
 WORK/<stem>/<stem>.coverage.*. A script that checkpoints (it defines stop_on_signals) is stopped by SIGTERM as soon
-as it handles the signal, then run again with `--ckpt-path last`: both runs count. The lines of both are combined,
+as it handles the signal, then run again with `--ckpt-path last`: both runs count. A script with evaluation
+subcommands then runs each (`evaluation_runs`), and their lines count too. The lines of both are combined,
 and WORK/<stem>/<stem>.json gets coverage's JSON report. The last line on stdout is JSON: {stem: percent covered, or why it could not be measured}.
 """
 
@@ -98,6 +99,10 @@ def measure(script: Path, directory: Path) -> float:
     status = wait(start(script, directory, args))
     if status != 0:
         raise RuntimeError(f"{script.name}: exit status {status}: {output(directory)}")
+    for args in evaluation_runs(script.read_text(encoding="utf-8")):
+        status = wait(start(script, directory, args))
+        if status != 0:
+            raise RuntimeError(f"{script.name} {' '.join(args)}: exit status {status}: {output(directory)}")
     data = directory / f"{script.stem}.coverage"
     combined = coverage.Coverage(data_file=str(data), include=[str(script)], config_file=False)
     combined.combine([str(directory)])
@@ -105,6 +110,20 @@ def measure(script: Path, directory: Path) -> float:
     report = directory / f"{script.stem}.json"
     combined.json_report(outfile=str(report))
     return json.loads(report.read_text())["totals"]["percent_covered"]
+
+
+def evaluation_runs(text: str) -> list[list[str]]:
+    """The script's evaluation subcommands, run after fit: validate from the last checkpoint, test from the best
+    one (resolved in this fresh process from the checkpoint files), predict from the model as built, then fit
+    again and test its best checkpoint (`fit --test best`); without checkpoints, each from the model as built."""
+    found = re.search(r'"command",.*?choices=\(([^)]*)\)', text, re.DOTALL)
+    if found is None:
+        return []
+    commands = re.findall(r'"(\w+)"', found[1])[1:]
+    checkpoints = "def evaluation_checkpoint(command, ckpt_path, callback, directories)" in text
+    options = {"validate": ["--ckpt-path", "last"], "test": ["--ckpt-path", "best"]} if checkpoints else {}
+    runs = [[command, *options.get(command, [])] for command in commands]
+    return runs + ([["fit", "--test", "best"]] if checkpoints and "test" in commands else [])
 
 
 def output(directory: Path) -> str:

@@ -13,7 +13,7 @@ and of the user's classes.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from loopgen.errors import LoopgenError, Problem
 from loopgen.plan.bounds import Bounds, resolve_bounds
@@ -26,6 +26,7 @@ from loopgen.plan.data import Data, resolve_data
 from loopgen.plan.distributed import Distributed
 from loopgen.plan.engine import resolve_engine
 from loopgen.plan.epoch import Epoch, resolve_epoch
+from loopgen.plan.evaluation import Evaluation, evaluation_variables, resolve_evaluation
 from loopgen.plan.header import Header, resolve_header
 from loopgen.plan.hooks import Hooks, check_model, resolve_user_code
 from loopgen.plan.loggers import Logging, check_logger_experiments, resolve_logging
@@ -49,6 +50,8 @@ class Helpers:
 
     map_tensors: bool
     numpy: bool  # main() looks numpy up (seeded, its state kept by the sanity check and the checkpoints)
+    loads_checkpoints: bool  # load_checkpoint / restore: fit resumes, or an evaluation loads weights
+    num_batches: bool  # a loop runs fewer batches than its loader has (a limit_*_batches)
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,7 @@ class Plan:
     data: Data
     bounds: Bounds
     validation: Validation
+    evaluation: Evaluation
     precision: Precision
     optimizers: Optimizers
     optimization: Optimization
@@ -116,9 +120,11 @@ def make_plan(
     manual = resolve_manual(spec, model, user, distributed, problems)
     if problems:
         raise LoopgenError(problems)
+    evaluation = resolve_evaluation(spec, model, data, user, data_plan, distributed, logging, progress, profiling,
+                                    problems, notices)  # fmt: skip
     hooks = resolve_hooks(spec, user, checkpointing, logging, summaries, progress)
     metrics = resolve_metrics(spec, model, user_callbacks, hooks, optimizers, optimization, checkpointing, logging,
-                              progress, distributed, problems)  # fmt: skip
+                              progress, distributed, evaluation, problems)  # fmt: skip
     if problems:
         raise LoopgenError(problems)
     state = resolve_state(
@@ -128,8 +134,12 @@ def make_plan(
     epoch = resolve_epoch(hooks, optimization, checkpointing, state)
     build = resolve_build(spec, hooks.callbacks, model, data, callbacks, objects or {})
     header = resolve_header(spec, script_name)
-    command_line = resolve_command_line(spec, build, bounds, checkpointing)
-    helpers = resolve_helpers(build, device, precision, optimization, validation, hooks)
+    command_line = resolve_command_line(spec, build, bounds, checkpointing, evaluation)
+    helpers = resolve_helpers(build, device, precision, optimization, validation, hooks, data_plan, checkpointing,
+                              evaluation)  # fmt: skip
+    sets_state = state.has("training") or state.has("state")
+    variables = evaluation_variables(evaluation, device, metrics.collect, checkpointing, sets_state)
+    evaluation = replace(evaluation, variables=variables)
     return Plan(
         header=header,
         build=build,
@@ -138,6 +148,7 @@ def make_plan(
         data=data_plan,
         bounds=bounds,
         validation=validation,
+        evaluation=evaluation,
         precision=precision,
         optimizers=optimizers,
         optimization=optimization,
@@ -165,6 +176,9 @@ def resolve_helpers(
     optimization: Optimization,
     validation: Validation,
     hooks: Hooks,
+    data: Data,
+    checkpointing: Checkpointing,
+    evaluation: Evaluation,
 ) -> Helpers:
     """The script's helper functions that more than one feature calls."""
     return Helpers(
@@ -173,4 +187,6 @@ def resolve_helpers(
         or (device.moves_batches and not hooks.model_has("transfer_batch_to_device")),
         # main() seeds numpy (and reseeds it under DDP) and keeps its state across the sanity check
         numpy=build.seeds or validation.sanity,
+        loads_checkpoints=checkpointing.resumes or evaluation.enabled,
+        num_batches=data.counts or evaluation.counts,
     )

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from loopgen.plan.bounds import Bounds
 from loopgen.plan.build import Build
 from loopgen.plan.checkpointing import Checkpointing
+from loopgen.plan.evaluation import Evaluation
 from loopgen.spec.model import Spec
 
 
@@ -17,15 +18,20 @@ class CommandLine:
     --max-epochs / --max-steps are offered only then (and not under fast_dev_run, which sets both), and take an
     integer >= 0 (-1, no limit, would need another loop); --seed only where the script seeds."""
 
-    ckpt_path: bool  # --ckpt-path: the script resumes
+    ckpt_path: bool  # --ckpt-path: the script resumes, or evaluates a checkpoint
+    fit_resumes: bool  # ... fit reads it (else only the evaluation subcommands do)
     weights_only: bool  # --weights-only replaces WEIGHTS_ONLY (how that checkpoint is loaded)
     max_epochs: bool  # --max-epochs replaces MAX_EPOCHS
     max_steps: bool  # --max-steps replaces MAX_STEPS
     seed: bool  # --seed replaces SEED, or the seed chosen at run time (seed_everything: true)
+    commands: tuple[str, ...]  # the subcommands beside fit ("fit" first), none when fit is the only one
+    test_after_fit: bool  # fit --test CKPT: test once fit ends
 
     @property
     def enabled(self) -> bool:
-        return self.ckpt_path or self.weights_only or self.max_epochs or self.max_steps or self.seed
+        return bool(
+            self.ckpt_path or self.weights_only or self.max_epochs or self.max_steps or self.seed or self.commands
+        )
 
     seed_at_run_time: bool  # ... the seed chosen at run time unless --seed: no SEED constant
 
@@ -47,11 +53,17 @@ class CommandLine:
         return tuple(name for name, on in offered.items() if on)
 
 
-def resolve_command_line(spec: Spec, build: Build, bounds: Bounds, checkpointing: Checkpointing) -> CommandLine:
+def resolve_command_line(
+    spec: Spec, build: Build, bounds: Bounds, checkpointing: Checkpointing, evaluation: Evaluation
+) -> CommandLine:
     bounded = not spec.trainer.fast_dev_run  # fast_dev_run decides both limits (Lightning)
+    loads = checkpointing.resumes or evaluation.enabled
     return CommandLine(
-        ckpt_path=checkpointing.resumes,
-        weights_only=checkpointing.resumes,
+        ckpt_path=loads,
+        fit_resumes=checkpointing.resumes,
+        weights_only=loads,
+        commands=evaluation.commands if evaluation.enabled else (),
+        test_after_fit=evaluation.has("test"),
         max_epochs=bounded and bounds.loop_until in ("epochs", "epochs_and_steps"),
         max_steps=bounded and bounds.step_limit,
         seed=build.seeds,

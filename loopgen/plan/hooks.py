@@ -38,6 +38,15 @@ CALLBACK_HOOKS = (
 )  # fmt: skip
 
 
+# The hooks an evaluation run (validate, test, predict) calls, by their place: "{}" is the stage's infix
+EVALUATION_HOOKS = (
+    "on_{}_start", "on_{}_epoch_start", "on_{}_batch_start", "on_{}_batch_end", "on_{}_epoch_end", "on_{}_end",
+)  # fmt: skip
+
+# The test and predict runs' callback hooks (validate's are among fit's)
+EVALUATION_CALLBACK_HOOKS = tuple(place.format(infix) for infix in ("test", "predict") for place in EVALUATION_HOOKS)
+
+
 # What a callback may define for checkpoints (called by the script's checkpoint code, not in the loop).
 CALLBACK_CHECKPOINT_METHODS = ("state_dict", "load_state_dict", "on_save_checkpoint", "on_load_checkpoint")
 
@@ -121,7 +130,11 @@ def resolve_user_code(
         Callback(
             construct=construct_of(ref),
             var=f"callback_{i}" if len(refs) > 1 else "callback",
-            hooks=frozenset(h for h in (*CALLBACK_HOOKS, *CALLBACK_CHECKPOINT_METHODS) if facts.defines(h)),
+            hooks=frozenset(
+                h
+                for h in (*CALLBACK_HOOKS, *EVALUATION_CALLBACK_HOOKS, *CALLBACK_CHECKPOINT_METHODS)
+                if facts.defines(h)
+            ),
             state_key=None if facts.defines("state_key") or facts.is_lightning_callback else ref.name,
         )
         for i, (ref, facts) in enumerate(zip(refs, callbacks))

@@ -8,6 +8,7 @@ from loopgen.errors import Problem
 from loopgen.plan.checkpointing import Checkpointing
 from loopgen.plan.common import METRIC_ATTRIBUTES, reads_trainer
 from loopgen.plan.distributed import Distributed
+from loopgen.plan.evaluation import Evaluation
 from loopgen.plan.hooks import Hooks
 from loopgen.plan.loggers import Logging
 from loopgen.plan.objects import argument_value, constructs_in
@@ -40,6 +41,12 @@ class Metrics:
     # the batch's values are published before the on_train_batch_end hooks run: Lightning's callback_metrics are
     # computed when read, so those hooks (a step-triggered ModelCheckpoint, a user's callback) see this batch's
     publishes_before_batch_end: bool = False
+    # publish() returns the values for the loggers, or for validate and test to return
+    returns_logged: bool = False
+    # validate or test runs: several loaders key their values apart (name/dataloader_idx_N)
+    dataloaders: bool = False
+    tests: bool = False  # the test run logs: its phases' on_step / on_epoch defaults
+    predicts: bool = False  # the predict run refuses self.log, as Lightning does
     # the user's on_train_epoch_end / on_validation_epoch_end hooks may log: the epoch's values are published again
     # after them (as well as before, for the hooks to read)
     publishes_after_train_epoch_end: bool = False
@@ -57,6 +64,7 @@ def resolve_metrics(
     logging: Logging,
     progress: Progress,
     distributed: Distributed,
+    evaluation: Evaluation,
     problems: list[Problem],
 ) -> Metrics:
     """self.log needs a collector only when something reads what is logged (a plateau scheduler, EarlyStopping,
@@ -73,6 +81,8 @@ def resolve_metrics(
         or progress.metrics
     )
     model_logs = model.uses_log or any(facts.module_reads & {"log", "log_dict"} for facts in callbacks)
+    # validate and test return (and print) what the module logs
+    collect = collect or (model_logs and evaluation.returns_metrics)
     torchmetrics = model_logs and logs_torchmetrics(spec, model, callbacks, problems)
     collect = collect or torchmetrics
     log_dicts = collect and model.returns_log_dicts
@@ -100,6 +110,10 @@ def resolve_metrics(
         and (bool(hooks.callbacks_with("on_train_batch_end")) or hooks.model_has("on_train_batch_end")),
         publishes_after_train_epoch_end=collect and hooks.user_code("on_train_epoch_end"),
         publishes_after_val_epoch_end=collect and hooks.user_code("on_validation_epoch_end"),
+        returns_logged=collect and (logging.values or evaluation.returns_metrics),
+        dataloaders=collect and evaluation.returns_metrics,
+        tests=collect and evaluation.has("test"),
+        predicts=collect and evaluation.has("predict"),
     )
 
 

@@ -1,0 +1,252 @@
+"""validate, test and predict: LightningCLI's other subcommands, as the script's command line offers them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from loopgen.errors import Problem
+from loopgen.plan.checkpointing import Checkpointing
+from loopgen.plan.common import batch_limits, follows_1_9_5, limits_batches, takes_two
+from loopgen.plan.data import Data
+from loopgen.plan.distributed import Distributed
+from loopgen.plan.hooks import EVALUATION_HOOKS, UserCode
+from loopgen.plan.loggers import Logging
+from loopgen.plan.objects import Callback
+from loopgen.plan.precision import Device
+from loopgen.plan.profiling import Profiling
+from loopgen.plan.progress import Progress
+from loopgen.source.facts import ClassFacts
+from loopgen.spec.model import Spec
+
+# Lightning's names, by subcommand: the loader's prefix (limit_<prefix>_batches, <prefix>_dataloader), the step,
+# and the hooks' infix (on_<infix>_start, on_<infix>_model_eval, ...)
+STAGES = {
+    "validate": ("val", "validation_step", "validation"),
+    "test": ("test", "test_step", "test"),
+    "predict": ("predict", "predict_step", "predict"),
+}
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One subcommand the script has: where its batches come from and what it calls."""
+
+    command: str  # "validate" | "test" | "predict": the subcommand, and the `stage` setup() and teardown() get
+    prefix: str  # "val" | "test" | "predict"
+    step: str  # the module's step method
+    infix: str  # "validation" | "test" | "predict"
+    owner: str  # "data" | "model": whose <prefix>_dataloader() gives the loaders
+    takes_batch_idx: bool  # the step takes batch_idx (Lightning passes it when the step has 2 parameters)
+    takes_dataloader_idx: bool  # ... and dataloader_idx, which Lightning requires with several loaders
+    default_step: bool  # predict without predict_step: Lightning's default calls the module on the batch
+    limit: int | float  # limit_<prefix>_batches
+    counts: bool  # the limit is not 1.0: the num_batches helper decides each loader's batches
+    model_eval_hook: bool  # the module overrides on_<infix>_model_eval (else eval() on every submodule)
+    model_train_hook: bool  # ... on_<infix>_model_train (else each submodule's mode restored; predict: always)
+    model_hooks: frozenset[str]  # the module's evaluation hooks, by their full names
+    returns_metrics: bool  # validate and test return the logged metrics and print them as a table
+    callbacks: tuple[Callback, ...]  # the user's callbacks with hooks of this stage
+
+    @property
+    def output_used(self) -> bool:
+        """The step's output is kept: the predictions, or an on_<infix>_batch_end hook gets it."""
+        end = self.hook("on_{}_batch_end")
+        return not self.returns_metrics or end in self.model_hooks or any(end in c.hooks for c in self.callbacks)
+
+    @property
+    def function(self) -> str:
+        return f"run_{self.command}"
+
+    def hook(self, place: str) -> str:
+        """The hook's full name: hook("on_{}_start") is "on_test_start" for test."""
+        return place.format(self.infix)
+
+    def limit_constant(self) -> str:
+        return f"LIMIT_{self.prefix.upper()}_BATCHES"
+
+    @property
+    def hook_names(self) -> tuple[str, ...]:
+        return tuple(self.hook(place) for place in EVALUATION_HOOKS)
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """The subcommands beside fit. Each exists when the module (or the data class) provides what it needs, and
+    only on the engines and features whose evaluation the script serves; see `served`."""
+
+    stages: tuple[Stage, ...]
+    inference_mode: bool  # the runs are under torch.inference_mode (else torch.no_grad)
+    unserved: str | None  # why a module that could evaluate has fit only (the README's list), else None
+    # the constants of the limits the stages read that fit does not define (name, value)
+    limit_constants: tuple[tuple[str, int | float], ...] = ()
+    # main()'s variables evaluate() takes besides the model (set by make_plan once every part is known)
+    variables: tuple[str, ...] = ()
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.stages)
+
+    @property
+    def commands(self) -> tuple[str, ...]:
+        return ("fit", *(s.command for s in self.stages))
+
+    def has(self, command: str) -> bool:
+        return any(s.command == command for s in self.stages)
+
+    @property
+    def counts(self) -> bool:
+        return any(s.counts for s in self.stages)
+
+    @property
+    def returns_metrics(self) -> bool:
+        return any(s.returns_metrics for s in self.stages)
+
+    def stage(self, command: str) -> Stage:
+        return next(s for s in self.stages if s.command == command)
+
+
+def resolve_evaluation(
+    spec: Spec,
+    model: ClassFacts,
+    data: ClassFacts | None,
+    user: UserCode,
+    data_plan: Data,
+    distributed: Distributed,
+    logging: Logging,
+    progress: Progress,
+    profiling: Profiling,
+    problems: list[Problem],
+    notices: list[str],
+) -> Evaluation:
+    """The subcommands the module provides: validate with validation_step, test with test_step, predict with
+    predict_step or a forward() for Lightning's default predict_step; each with its loader, from the data class
+    when there is one (Lightning reads only the datamodule's loaders then), else from the module.
+
+    Which of them the script has: those `loop.subcommands` lists (each must be provided, and served), else every
+    one provided when the module shows that it evaluates (a test_step or a predict_step of its own), else none:
+    a fit-only module keeps a fit-only script (no evaluation code for a validation_step that fit runs)."""
+    t = spec.trainer
+
+    def owner(hook: str) -> str | None:
+        if data is not None:
+            return "data" if data.defines(hook) else None
+        return "model" if model.defines(hook) else None
+
+    _, limit_val = batch_limits(spec)
+    limits = {"val": limit_val, "test": t.limit_test_batches, "predict": t.limit_predict_batches}
+    if t.fast_dev_run:  # fast_dev_run=N limits every loop to N batches (Lightning)
+        limits = {"val": limit_val, "test": t.fast_dev_run, "predict": t.fast_dev_run}
+    stages = []
+    for command, (prefix, step, infix) in STAGES.items():
+        loader_owner = owner(f"{prefix}_dataloader")
+        defined = model.defines(step) or (command == "predict" and model.defines("forward"))
+        limit = limits[prefix]
+        if loader_owner is None or not defined:
+            continue
+        model_hooks = frozenset(h.format(infix) for h in EVALUATION_HOOKS if model.defines(h.format(infix)))
+        params = model.methods.get(step, ("batch", "batch_idx"))
+        names = {h.format(infix) for h in EVALUATION_HOOKS}
+        stages.append(
+            Stage(
+                command=command,
+                prefix=prefix,
+                step=step,
+                infix=infix,
+                owner=loader_owner,
+                takes_batch_idx=takes_two(params),
+                takes_dataloader_idx="dataloader_idx" in params or "*args" in params or len(params) >= 3,
+                default_step=not model.defines(step),
+                limit=limit,
+                counts=limits_batches(limit),
+                model_eval_hook=model.defines(f"on_{infix}_model_eval"),
+                model_train_hook=command != "predict" and model.defines(f"on_{infix}_model_train"),
+                model_hooks=model_hooks,
+                returns_metrics=command != "predict",
+                callbacks=tuple(c for c in user.callbacks if c.hooks & names),
+            )
+        )
+    requested = spec.loop.subcommands
+    if requested is None:
+        evaluates = model.defines("test_step") or model.defines("predict_step")
+        chosen = [stage for stage in stages if evaluates]
+    else:
+        provided = {stage.command for stage in stages}
+        for command in requested[1:]:
+            if command not in provided:
+                problems.append(Problem("loop.subcommands", needs(spec, command), spec.line("loop.subcommands")))
+        chosen = [stage for stage in stages if stage.command in requested]
+    unserved = unserved_reason(spec, model, data_plan, distributed, logging, progress, profiling) if chosen else None
+    if unserved and requested is not None:
+        message = f"validate, test and predict are not written for {unserved} yet: list only fit"
+        problems.append(Problem("loop.subcommands", message, spec.line("loop.subcommands")))
+    elif unserved:
+        notices.append(
+            f"the module has {'test_step' if model.defines('test_step') else 'predict_step'}, but the script's"
+            f" validate, test and predict are not written for {unserved} yet: it has fit only"
+            " (docs/evaluation.md)"
+        )
+    served = () if unserved else tuple(chosen)
+    # fit's constants: LIMIT_VAL_BATCHES when fit validates on fewer batches than the loader has
+    defined = {"LIMIT_VAL_BATCHES"} if data_plan.counts_val else set()
+    constants = tuple((s.limit_constant(), s.limit) for s in served if s.counts and s.limit_constant() not in defined)
+    return Evaluation(
+        stages=served,
+        inference_mode=t.inference_mode,
+        unserved=unserved,
+        limit_constants=constants,
+    )
+
+
+def needs(spec: Spec, command: str) -> str:
+    """Why the module does not provide a subcommand loop.subcommands lists."""
+    prefix, step, _ = STAGES[command]
+    loaders = (spec.data or spec.model).class_path
+    steps = f"{step} (or forward, for Lightning's default predict_step)" if command == "predict" else step
+    return f"{command} needs {steps} on {spec.model.class_path} and {prefix}_dataloader() on {loaders}"
+
+
+def unserved_reason(
+    spec: Spec,
+    model: ClassFacts,
+    data_plan: Data,
+    distributed: Distributed,
+    logging: Logging,
+    progress: Progress,
+    profiling: Profiling,
+) -> str | None:
+    """What keeps the script to fit although the module could evaluate: the evaluation runs are written for one
+    process, without a logger, a progress bar or a profiler, under Lightning 2.x."""
+    if distributed.enabled:
+        return f"strategy {distributed.kind}"
+    if logging.enabled:
+        return "a logger"
+    if progress.bar != "none":
+        return "a progress bar"
+    if profiling.enabled:
+        return "a profiler"
+    if data_plan.unsized:
+        return "a loader that may have no length"
+    if follows_1_9_5(spec, model):
+        return "a Lightning 1.9.5 flag or hook"
+    return None
+
+
+def evaluation_variables(
+    evaluation: Evaluation, device: Device, collects_metrics: bool, checkpointing: Checkpointing, sets_state: bool
+) -> tuple[str, ...]:
+    """main()'s variables evaluate() takes besides the model: what its stages' functions take, and what loading a
+    checkpoint touches (the callbacks' states, `trainer` for their on_load_checkpoint, the ModelCheckpoint whose
+    directory "best" and "last" are looked for in); `trainer` too when it has `training` or `state`
+    (`sets_state`), which evaluate() sets."""
+    names: list[str] = []
+    for stage in evaluation.stages:
+        names += ["data"] if stage.owner == "data" else []
+        names += ["device"] if device.moves_batches else []
+        names += ["metrics"] if collects_metrics else []
+        names += ["trainer"] if stage.callbacks or checkpointing.load_hook_callbacks else []
+        names += [c.var for c in stage.callbacks]
+    if evaluation.enabled:
+        names += ["trainer"] if checkpointing.load_hook_callbacks or sets_state else []
+        names += [c.var for c in (*checkpointing.load_hook_callbacks, *checkpointing.stateful_callbacks)]
+        names += [c.var for c in checkpointing.checkpoints[:1]] + [c.var for c in checkpointing.checkpoints]
+    return tuple(dict.fromkeys(names))

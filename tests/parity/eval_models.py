@@ -1,0 +1,258 @@
+"""Test-only modules for the evaluation parity cases (tests/parity/test_evaluation.py): a LightningModule with
+every step of LightningCLI's subcommands, a LightningDataModule with one or two loaders per stage, and a callback.
+Each appends what it is called with to `CALLS`, identically under Lightning's Trainer and under a generated script;
+the runner reads it after each call.
+"""
+
+import pytorch_lightning as pl
+import torch
+from torch import nn
+from torch.nn import functional as F
+from torch.utils.data import DataLoader
+
+from tests.parity.data import BATCH_SIZE, CLASSES, FEATURES, make_classification
+
+CALLS = []
+
+
+def _record(name, *args):
+    """A call, with its batch_idx / dataloader_idx where it has them (ints), and whether gradients are on."""
+    CALLS.append(
+        [name, *(a for a in args if isinstance(a, int)), torch.is_grad_enabled(), torch.is_inference_mode_enabled()]
+    )
+
+
+def _stage(stage):
+    """setup's and teardown's stage as text: Lightning passes its TrainerFn (a str enum), the script a str."""
+    return getattr(stage, "value", stage)
+
+
+class EvalModel(pl.LightningModule):
+    """Logs in every evaluation step with several reductions, on_step and on_epoch; records every hook."""
+
+    def __init__(self, hidden: int = 16, lr: float = 0.1, dropout: float = 0.2):
+        super().__init__()
+        self.save_hyperparameters()
+        self.net = nn.Sequential(
+            nn.Linear(FEATURES, hidden), nn.ReLU(), nn.Dropout(dropout), nn.Linear(hidden, CLASSES)
+        )
+
+    def forward(self, x):
+        return self.net(x)
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        loss = F.cross_entropy(self(x), y)
+        self.log("train_loss", loss)
+        return loss
+
+    def _evaluate(self, batch, prefix):
+        x, y = batch
+        logits = self(x)
+        loss = F.cross_entropy(logits, y)
+        self.log(f"{prefix}_loss", loss)
+        self.log(f"{prefix}_acc", (logits.argmax(dim=1) == y).float().mean(), on_step=True)
+        self.log(f"{prefix}_max", logits.max(), reduce_fx="max")
+        self.log(f"{prefix}_count", float(len(y)), reduce_fx="sum", logger=False)
+        # the training flag of the module and of its dropout: eval mode while evaluating
+        self.log(f"{prefix}_training", float(self.training or self.net[2].training))
+        return loss
+
+    def validation_step(self, batch, batch_idx):
+        return self._evaluate(batch, "val")
+
+    def test_step(self, batch, batch_idx):
+        return self._evaluate(batch, "test")
+
+    def predict_step(self, batch, batch_idx):
+        x, _ = batch
+        return self(x).softmax(dim=1)
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=self.hparams.lr)
+
+    def setup(self, stage):
+        _record(f"model.setup:{_stage(stage)}")
+
+    def teardown(self, stage):
+        _record(f"model.teardown:{_stage(stage)}")
+
+    def on_load_checkpoint(self, checkpoint):
+        _record(f"model.on_load_checkpoint:{checkpoint['global_step']}")
+
+
+class HookedEvalModel(EvalModel):
+    """EvalModel with every evaluation hook recorded (the epoch-end hooks of validation and test log too)."""
+
+    def on_validation_start(self):
+        _record("model.on_validation_start")
+
+    def on_validation_epoch_start(self):
+        _record("model.on_validation_epoch_start")
+
+    def on_validation_batch_start(self, batch, batch_idx, dataloader_idx=0):
+        _record("model.on_validation_batch_start", batch_idx, dataloader_idx)
+
+    def on_validation_batch_end(self, outputs, batch, batch_idx, dataloader_idx=0):
+        _record("model.on_validation_batch_end", batch_idx, dataloader_idx)
+
+    def on_validation_epoch_end(self):
+        _record("model.on_validation_epoch_end")
+        self.log("val_epoch_hook", 2.0)
+
+    def on_validation_end(self):
+        _record("model.on_validation_end")
+
+    def on_test_start(self):
+        _record("model.on_test_start")
+
+    def on_test_epoch_start(self):
+        _record("model.on_test_epoch_start")
+
+    def on_test_batch_start(self, batch, batch_idx, dataloader_idx=0):
+        _record("model.on_test_batch_start", batch_idx, dataloader_idx)
+
+    def on_test_batch_end(self, outputs, batch, batch_idx, dataloader_idx=0):
+        _record("model.on_test_batch_end", batch_idx, dataloader_idx)
+
+    def on_test_epoch_end(self):
+        _record("model.on_test_epoch_end")
+        self.log("test_epoch_hook", 3.0)
+
+    def on_test_end(self):
+        _record("model.on_test_end")
+
+    def on_predict_start(self):
+        _record("model.on_predict_start")
+
+    def on_predict_epoch_start(self):
+        _record("model.on_predict_epoch_start")
+
+    def on_predict_batch_start(self, batch, batch_idx, dataloader_idx=0):
+        _record("model.on_predict_batch_start", batch_idx, dataloader_idx)
+
+    def on_predict_batch_end(self, outputs, batch, batch_idx, dataloader_idx=0):
+        _record("model.on_predict_batch_end", batch_idx, dataloader_idx)
+
+    def on_predict_epoch_end(self):
+        _record("model.on_predict_epoch_end")
+
+    def on_predict_end(self):
+        _record("model.on_predict_end")
+
+
+class TwoLoaderModel(EvalModel):
+    """Steps that take dataloader_idx: each loader's values are logged under their own names."""
+
+    def validation_step(self, batch, batch_idx, dataloader_idx=0):
+        return self._evaluate(batch, "val")
+
+    def test_step(self, batch, batch_idx, dataloader_idx=0):
+        loss = self._evaluate(batch, "test")
+        if dataloader_idx == 1:  # a name of its own: no suffix
+            self.log("second_loader_size", float(len(batch[1])), add_dataloader_idx=False)
+        return loss
+
+    def predict_step(self, batch, batch_idx, dataloader_idx=0):
+        x, _ = batch
+        return self(x)[:, dataloader_idx]
+
+
+class EvalData(pl.LightningDataModule):
+    """Train, validation, test and predict loaders (`loaders` of each evaluation stage); records its hooks."""
+
+    def __init__(self, loaders: int = 1, n_eval: int = 40):
+        super().__init__()
+        self.loaders = loaders
+        self.n_eval = n_eval
+
+    def prepare_data(self):
+        _record("data.prepare_data")
+
+    def setup(self, stage):
+        _record(f"data.setup:{_stage(stage)}")
+        self.train_set = make_classification(96, seed=0)
+        self.eval_sets = [make_classification(self.n_eval + 8 * i, seed=10 + i) for i in range(self.loaders)]
+
+    def teardown(self, stage):
+        _record(f"data.teardown:{_stage(stage)}")
+
+    def train_dataloader(self):
+        return DataLoader(self.train_set, batch_size=BATCH_SIZE, shuffle=True)
+
+    def _loaders(self):
+        loaders = [DataLoader(s, batch_size=BATCH_SIZE) for s in self.eval_sets]
+        return loaders[0] if self.loaders == 1 else loaders
+
+    def val_dataloader(self):
+        return self._loaders()
+
+    def test_dataloader(self):
+        return self._loaders()
+
+    def predict_dataloader(self):
+        return self._loaders()
+
+
+class EvalCallback(pl.Callback):
+    """Records the hooks a user's callback gets, with their batch_idx / dataloader_idx."""
+
+    def setup(self, trainer, pl_module, stage):
+        _record(f"callback.setup:{_stage(stage)}")
+
+    def teardown(self, trainer, pl_module, stage):
+        _record(f"callback.teardown:{_stage(stage)}")
+
+    def on_validation_start(self, trainer, pl_module):
+        _record("callback.on_validation_start")
+
+    def on_validation_epoch_start(self, trainer, pl_module):
+        _record("callback.on_validation_epoch_start")
+
+    def on_validation_batch_start(self, trainer, pl_module, batch, batch_idx, dataloader_idx=0):
+        _record("callback.on_validation_batch_start", batch_idx, dataloader_idx)
+
+    def on_validation_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0):
+        _record("callback.on_validation_batch_end", batch_idx, dataloader_idx)
+
+    def on_validation_epoch_end(self, trainer, pl_module):
+        _record("callback.on_validation_epoch_end")
+
+    def on_validation_end(self, trainer, pl_module):
+        _record("callback.on_validation_end")
+
+    def on_test_start(self, trainer, pl_module):
+        _record("callback.on_test_start")
+
+    def on_test_epoch_start(self, trainer, pl_module):
+        _record("callback.on_test_epoch_start")
+
+    def on_test_batch_start(self, trainer, pl_module, batch, batch_idx, dataloader_idx=0):
+        _record("callback.on_test_batch_start", batch_idx, dataloader_idx)
+
+    def on_test_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0):
+        _record("callback.on_test_batch_end", batch_idx, dataloader_idx)
+
+    def on_test_epoch_end(self, trainer, pl_module):
+        _record("callback.on_test_epoch_end")
+
+    def on_test_end(self, trainer, pl_module):
+        _record("callback.on_test_end")
+
+    def on_predict_start(self, trainer, pl_module):
+        _record("callback.on_predict_start")
+
+    def on_predict_epoch_start(self, trainer, pl_module):
+        _record("callback.on_predict_epoch_start")
+
+    def on_predict_batch_start(self, trainer, pl_module, batch, batch_idx, dataloader_idx=0):
+        _record("callback.on_predict_batch_start", batch_idx, dataloader_idx)
+
+    def on_predict_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0):
+        _record("callback.on_predict_batch_end", batch_idx, dataloader_idx)
+
+    def on_predict_epoch_end(self, trainer, pl_module):
+        _record("callback.on_predict_epoch_end")
+
+    def on_predict_end(self, trainer, pl_module):
+        _record("callback.on_predict_end")

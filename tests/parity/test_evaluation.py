@@ -1,0 +1,127 @@
+"""validate, test and predict: the generated script's subcommands against Lightning's Trainer.validate / test /
+predict (2.x), on the modules of tests/parity/eval_models.py.
+
+Each case runs both sides in their own directories (tests/parity/evaluation_runner.py), each process fresh, and
+compares what the evaluation calls returned (the metric dicts, the predictions with torch.equal), the results
+table they printed, and the hooks of the module, the datamodule and a user's callback, in order, with their
+batch and loader indices and whether gradients (and inference mode) were on.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from tests.harness import Case, case_ids
+from tests.helpers import env_with_root
+
+pytest.importorskip("pytorch_lightning")
+
+MODELS = "tests.parity.eval_models"
+CHECKPOINTS = {
+    "class_path": "ModelCheckpoint",
+    "init_args": {"monitor": "val_loss", "save_top_k": 2, "save_last": True},
+}
+
+
+def spec(model: str = "EvalModel", loaders: int = 1, callback: bool = False, **flags) -> dict:
+    trainer = {"max_epochs": 3, "enable_model_summary": False, **flags}
+    if callback:
+        trainer.setdefault("callbacks", []).append(f"{MODELS}.EvalCallback")
+    return {
+        "seed_everything": 3,
+        "model": {"class_path": f"{MODELS}.{model}"},
+        "data": {"class_path": f"{MODELS}.EvalData", "init_args": {"loaders": loaders}},
+        "trainer": trainer,
+    }
+
+
+def fitted(**flags) -> dict:
+    """A spec whose fit keeps checkpoints: the best two by val_loss, and the last."""
+    return spec(callbacks=[CHECKPOINTS], **flags)
+
+
+# (id, spec, Lightning's processes, the script's processes, the calls compared: Lightning's (process, call) and
+# the script's process)
+CASES = [
+    ("validate", spec(), [[["validate", None]]], [["validate"]]),
+    ("test", spec(), [[["test", None]]], [["test"]]),
+    ("predict", spec(), [[["predict", None]]], [["predict"]]),
+    ("test_hooks_callback", spec("HookedEvalModel", callback=True), [[["test", None]]], [["test"]]),
+    ("validate_hooks_callback", spec("HookedEvalModel", callback=True), [[["validate", None]]], [["validate"]]),
+    ("predict_hooks_callback", spec("HookedEvalModel", callback=True), [[["predict", None]]], [["predict"]]),
+    ("test_two_loaders", spec("TwoLoaderModel", loaders=2), [[["test", None]]], [["test"]]),
+    ("validate_two_loaders", spec("TwoLoaderModel", loaders=2), [[["validate", None]]], [["validate"]]),
+    ("predict_two_loaders", spec("TwoLoaderModel", loaders=2), [[["predict", None]]], [["predict"]]),
+    ("test_no_inference_mode", spec("HookedEvalModel", inference_mode=False), [[["test", None]]], [["test"]]),
+    ("predict_no_inference_mode", spec(inference_mode=False), [[["predict", None]]], [["predict"]]),
+    ("test_limit_int", spec(limit_test_batches=2), [[["test", None]]], [["test"]]),
+    ("validate_limit_fraction", spec(limit_val_batches=0.5), [[["validate", None]]], [["validate"]]),
+    ("predict_limit", spec("TwoLoaderModel", loaders=2, limit_predict_batches=1), [[["predict", None]]], [["predict"]]),
+    ("test_limit_zero", spec(limit_test_batches=0), [[["test", None]]], [["test"]]),
+    ("fit_then_test_best", fitted(), [[["fit", None], ["test", "best"]]], [["fit", "--test", "best"]]),
+    ("fit_then_test_last", fitted(), [[["fit", None], ["test", "last"]]], [["--test", "last"]]),
+    ("best_fresh_process", fitted(), [[["fit", None], ["test", "best"]]], [["fit"], ["test", "--ckpt-path", "best"]]),
+    (
+        "last_fresh_process",
+        fitted(),
+        [[["fit", None], ["validate", "last"]]],
+        [[], ["validate", "--ckpt-path", "last"]],
+    ),
+    (
+        "path_fresh_process",
+        fitted(),
+        [[["fit", None]], [["predict", "checkpoints/epoch=1-step=12.ckpt"]]],
+        [["fit"], ["predict", "--ckpt-path", "checkpoints/epoch=1-step=12.ckpt"]],
+    ),
+]
+
+
+def run_side(side: str, case: dict, directory: Path) -> list[list[dict]]:
+    directory.mkdir()
+    (directory / "case.json").write_text(json.dumps(case), encoding="utf-8")
+    outputs = []
+    for index in range(len(case[side])):
+        out = directory / f"out{index}.pt"
+        command = [sys.executable, "-m", "tests.parity.evaluation_runner", side, "case.json", str(index), str(out)]
+        result = subprocess.run(
+            command, cwd=directory, env=env_with_root(), capture_output=True, text=True, timeout=300
+        )
+        assert result.returncode == 0, f"{side} process {index}:\n{result.stdout[-3000:]}\n{result.stderr[-5000:]}"
+        outputs.append(torch.load(out, weights_only=False))
+    return outputs
+
+
+def evaluation_calls(calls: list) -> list:
+    """The hooks of the last evaluation run in a process's records: after fit's teardown, when fit ran too."""
+    ends = [i for i, call in enumerate(calls) if call[0].endswith("teardown:fit")]
+    return calls[ends[-1] + 1 :] if ends else calls
+
+
+def assert_same_result(ours, theirs) -> None:
+    if isinstance(theirs, torch.Tensor):
+        assert torch.equal(ours, theirs)
+    elif isinstance(theirs, (list, tuple)):
+        assert len(ours) == len(theirs)
+        for a, b in zip(ours, theirs):
+            assert_same_result(a, b)
+    else:
+        assert ours == theirs
+
+
+@pytest.mark.parametrize(("name", "spec_", "lightning", "script"), CASES, ids=case_ids(Case(c[0], c[1]) for c in CASES))
+def test_evaluation_matches_lightning(tmp_path, name, spec_, lightning, script):
+    case = {"spec": spec_, "lightning": lightning, "loopgen": script}
+    theirs = run_side("lightning", case, tmp_path / "lightning")[-1][-1]
+    ours = run_side("loopgen", case, tmp_path / "loopgen")[-1][-1]
+    if script[-1][:1] != ["fit"] and "--test" not in script[-1]:
+        assert_same_result(ours["result"], theirs["result"])  # fit --test returns the model: its table says
+    assert ours["table"] == theirs["table"]
+    assert evaluation_calls(ours["calls"]) == evaluation_calls(theirs["calls"])
+    if name != "test_limit_zero":
+        assert theirs["result"], "a case that evaluates nothing compares nothing"
