@@ -138,7 +138,7 @@ def make_plan(
     helpers = resolve_helpers(build, device, precision, optimization, validation, hooks, data_plan, checkpointing,
                               evaluation)  # fmt: skip
     sets_state = state.has("training") or state.has("state")
-    variables = evaluation_variables(evaluation, device, metrics.collect, checkpointing, sets_state)
+    variables = evaluation_variables(evaluation, device, metrics.collect, checkpointing, logging, sets_state)
     evaluation = replace(evaluation, variables=variables)
     return Plan(
         header=header,

@@ -76,6 +76,7 @@ class Evaluation:
 
     stages: tuple[Stage, ...]
     inference_mode: bool  # the runs are under torch.inference_mode (else torch.no_grad)
+    logs: bool  # validate and test write their values to the loggers (and every run its hyperparameters)
     unserved: str | None  # why a module that could evaluate has fit only (the README's list), else None
     # the constants of the limits the stages read that fit does not define (name, value)
     limit_constants: tuple[tuple[str, int | float], ...] = ()
@@ -192,6 +193,7 @@ def resolve_evaluation(
     return Evaluation(
         stages=served,
         inference_mode=t.inference_mode,
+        logs=logging.enabled and any(stage.returns_metrics for stage in served),
         unserved=unserved,
         limit_constants=constants,
     )
@@ -218,8 +220,6 @@ def unserved_reason(
     process, without a logger, a progress bar or a profiler, under Lightning 2.x."""
     if distributed.enabled:
         return f"strategy {distributed.kind}"
-    if logging.enabled:
-        return "a logger"
     if progress.bar != "none":
         return "a progress bar"
     if profiling.enabled:
@@ -232,7 +232,12 @@ def unserved_reason(
 
 
 def evaluation_variables(
-    evaluation: Evaluation, device: Device, collects_metrics: bool, checkpointing: Checkpointing, sets_state: bool
+    evaluation: Evaluation,
+    device: Device,
+    collects_metrics: bool,
+    checkpointing: Checkpointing,
+    logging: Logging,
+    sets_state: bool,
 ) -> tuple[str, ...]:
     """main()'s variables evaluate() takes besides the model: what its stages' functions take, and what loading a
     checkpoint touches (the callbacks' states, `trainer` for their on_load_checkpoint, the ModelCheckpoint whose
@@ -245,6 +250,10 @@ def evaluation_variables(
         names += ["metrics"] if collects_metrics else []
         names += ["trainer"] if stage.callbacks or checkpointing.load_hook_callbacks else []
         names += [c.var for c in stage.callbacks]
+    if evaluation.enabled and logging.enabled:  # the hyperparameters, the graph (as fit's start_logging)
+        names += ["loggers"]
+        names += ["data"] if logging.hparams_data else []
+        names += ["device"] if logging.graphs and device.moves else []
     if evaluation.enabled:
         names += ["trainer"] if checkpointing.load_hook_callbacks or sets_state else []
         names += [c.var for c in (*checkpointing.load_hook_callbacks, *checkpointing.stateful_callbacks)]

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.harness import Case, case_ids
+from tests.harness import Case, case_ids, log_facts
 from tests.helpers import env_with_root
 
 pytest.importorskip("pytorch_lightning")
@@ -73,6 +73,17 @@ CASES = [
         [[["fit", None], ["validate", "last"]]],
         [[], ["validate", "--ckpt-path", "last"]],
     ),
+    # with the default logger (a CSVLogger): the same metrics.csv and hparams.yaml files
+    ("test_csv", spec(logger=True), [[["test", None]]], [["test"]]),
+    ("validate_two_loaders_csv", spec("TwoLoaderModel", loaders=2, logger=True), [[["validate", None]]], [["validate"]]),
+    ("predict_csv", spec(logger=True), [[["predict", None]]], [["predict"]]),
+    ("fit_then_test_best_csv", fitted(logger=True), [[["fit", None], ["test", "best"]]], [["fit", "--test", "best"]]),
+    (
+        "best_fresh_process_csv",
+        fitted(logger=True),
+        [[["fit", None], ["test", "best"]]],
+        [["fit"], ["test", "--ckpt-path", "best"]],
+    ),
     (
         "path_fresh_process",
         fitted(),
@@ -123,5 +134,8 @@ def test_evaluation_matches_lightning(tmp_path, name, spec_, lightning, script):
         assert_same_result(ours["result"], theirs["result"])  # fit --test returns the model: its table says
     assert ours["table"] == theirs["table"]
     assert evaluation_calls(ours["calls"]) == evaluation_calls(theirs["calls"])
+    if name.endswith("_csv") and "fresh_process" not in name:  # a fresh process logs to a version of its own
+        assert log_facts(tmp_path / "loopgen") == log_facts(tmp_path / "lightning")
+        assert log_facts(tmp_path / "lightning"), "a logger case that logs nothing compares nothing"
     if name != "test_limit_zero":
         assert theirs["result"], "a case that evaluates nothing compares nothing"
