@@ -66,6 +66,17 @@ class Shown(pl.LightningModule):
 
     def configure_optimizers(self):
         return torch.optim.SGD(self.parameters(), lr=0.1)
+
+
+class Tested(Shown):
+    """Shown, with a test step over two loaders: the test subcommand's bar."""
+
+    def test_step(self, batch, batch_idx, dataloader_idx=0):
+        x, y = batch
+        self.log("test_loss", torch.nn.functional.mse_loss(self.layer(x), y))
+
+    def test_dataloader(self):
+        return [self._loader(24), self._loader(8)]
 '''
 
 BASE = {
@@ -139,7 +150,7 @@ def in_pty(command: list[str], cwd: Path, env: dict[str, str]) -> str:
     return output.decode("utf-8")
 
 
-def run_script(project: Path, spec: dict[str, Any], name: str, terminal: bool) -> str:
+def run_script(project: Path, spec: dict[str, Any], name: str, terminal: bool, args: list[str] = ()) -> str:
     """Render `spec`, run the script in its own directory, on a terminal or into a pipe; what it wrote."""
     directory = project / name
     directory.mkdir(exist_ok=True)
@@ -152,9 +163,9 @@ def run_script(project: Path, spec: dict[str, Any], name: str, terminal: bool) -
         os.chdir(cwd)
     env = env_with_root(project)
     if terminal:
-        return in_pty([sys.executable, str(script)], directory, env)
+        return in_pty([sys.executable, str(script), *args], directory, env)
     result = subprocess.run(
-        [sys.executable, str(script)], cwd=directory, env=env, capture_output=True, text=True, timeout=300
+        [sys.executable, str(script), *args], cwd=directory, env=env, capture_output=True, text=True, timeout=300
     )
     assert result.returncode == 0, result.stderr[-4000:]
     return result.stdout
@@ -244,6 +255,32 @@ def test_without_a_terminal_a_plain_line_every_n_batches(project):
             assert bar["postfix"] == settled[("Epoch 0", n, "10")]
         validation = [int(bar["n"]) for bar in bars if bar["description"] == "Validation DataLoader 0"]
         assert validation == val * 2
+
+
+@pytest.mark.parametrize("command", ["test", "validate"])
+def test_an_evaluation_bar_shows_what_lightnings_shows(project, command):
+    """validate and test: one bar per loader, "Testing DataLoader N" / "Validation DataLoader 0", which stays."""
+    spec = {**spec_of(max_epochs=1), "model": "barproj.models.Tested"}
+    ours = run_script(project, spec, f"ours_{command}", terminal=True, args=[command])
+    directory = project / f"lightning_{command}"
+    directory.mkdir(exist_ok=True)
+    spec_file = write_spec(directory, {**spec, "trainer": {**spec["trainer"], "callbacks": ["TQDMProgressBar"]}})
+    code = (
+        "import yaml, pytorch_lightning as pl; from tests.harness import instantiate;"
+        " from tests.parity.runner import lightning_trainer_kwargs;"
+        f" spec = yaml.safe_load(open({str(spec_file)!r})); pl.seed_everything(spec['seed_everything']);"
+        f" pl.Trainer(**lightning_trainer_kwargs(spec['trainer'])).{command}(instantiate(spec['model']))"
+    )
+    lightning = in_pty([sys.executable, "-c", code], directory, env_with_root(project))
+    # a frame at every batch (refresh_rate 1), each loader on its own bar
+    loaders = (
+        [("Testing DataLoader 0", 6), ("Testing DataLoader 1", 2)]
+        if command == "test"
+        else [("Validation DataLoader 0", 5)]
+    )
+    expected = [(description, n, str(total), "") for description, total in loaders for n in range(1, total + 1)]
+    assert states(ours) == states(lightning) == expected
+    assert re.search(r"DataLoader \d: 100%\|[^\r\n]*\]\r?\n", ours)  # it stays on its line
 
 
 def test_tqdm_when_the_spec_names_tqdmprogressbar(project):

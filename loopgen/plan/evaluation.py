@@ -57,6 +57,11 @@ class Stage:
     def function(self) -> str:
         return f"run_{self.command}"
 
+    @property
+    def bar_description(self) -> str:
+        """The progress bar's description (Lightning's TQDMProgressBar)."""
+        return {"validate": "Validation", "test": "Testing", "predict": "Predicting"}[self.command]
+
     def hook(self, place: str) -> str:
         """The hook's full name: hook("on_{}_start") is "on_test_start" for test."""
         return place.format(self.infix)
@@ -77,6 +82,7 @@ class Evaluation:
     stages: tuple[Stage, ...]
     inference_mode: bool  # the runs are under torch.inference_mode (else torch.no_grad)
     logs: bool  # validate and test write their values to the loggers (and every run its hyperparameters)
+    bar: bool  # the script's own bar shows each run, as Lightning's TQDMProgressBar
     unserved: str | None  # why a module that could evaluate has fit only (the README's list), else None
     # the constants of the limits the stages read that fit does not define (name, value)
     limit_constants: tuple[tuple[str, int | float], ...] = ()
@@ -194,6 +200,7 @@ def resolve_evaluation(
         stages=served,
         inference_mode=t.inference_mode,
         logs=logging.enabled and any(stage.returns_metrics for stage in served),
+        bar=bool(served) and progress.own,
         unserved=unserved,
         limit_constants=constants,
     )
@@ -220,8 +227,8 @@ def unserved_reason(
     process, without a logger, a progress bar or a profiler, under Lightning 2.x."""
     if distributed.enabled:
         return f"strategy {distributed.kind}"
-    if progress.bar != "none":
-        return "a progress bar"
+    if progress.kind not in (None, "own"):
+        return f"a {progress.kind} progress bar (the script's own bar, Lightning's default, is served)"
     if profiling.enabled:
         return "a profiler"
     if data_plan.unsized:
@@ -250,6 +257,7 @@ def evaluation_variables(
         names += ["metrics"] if collects_metrics else []
         names += ["trainer"] if stage.callbacks or checkpointing.load_hook_callbacks else []
         names += [c.var for c in stage.callbacks]
+        names += ["progress_bar"] if evaluation.bar else []
     if evaluation.enabled and logging.enabled:  # the hyperparameters, the graph (as fit's start_logging)
         names += ["loggers"]
         names += ["data"] if logging.hparams_data else []
