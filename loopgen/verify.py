@@ -8,6 +8,11 @@ each validation and each training epoch ended. The Lightning side is LightningCL
 (subclass mode), instantiated by LightningCLI (seed, nested objects, optimizer and lr_scheduler, callbacks), then
 trainer.fit. The script side runs the rendered script as `python train.py`.
 
+A script with evaluation subcommands (validate, test, predict) has each compared too, once the weights are: the
+Lightning side saves its fitted model's checkpoint, then runs `trainer.validate/test/predict(ckpt_path=that)`; the
+script runs `python train.py COMMAND --ckpt-path that` in a fresh process; the metric dicts must be equal and the
+predictions `torch.equal`.
+
 Exit status: 0 identical; 1 different: the first differing step, or the script failed while Lightning trained;
 2 could not compare, and why: Lightning or LightningCLI's jsonargparse[signatures] not installed, the reference
 (Lightning) run failed, a module the script imports is not installed, neither run made an optimizer step, or the
@@ -39,6 +44,13 @@ SIDE_VARIABLE = "LOOPGEN_VERIFY_SIDE"  # "lightning" or "script": set in each si
 UNAVAILABLE_FILE = "unavailable.txt"  # the Lightning side writes here why it cannot train (a package it lacks)
 ERROR_FILE = "error.txt"  # and here the line of the error its run raised
 MISSING_MODULE = re.compile(r"ModuleNotFoundError: No module named '([\w.]+)'")
+COMMANDS_VARIABLE = "LOOPGEN_VERIFY_COMMANDS"  # the evaluation subcommands the script has, for the Lightning side
+FINAL_CHECKPOINT = "final.ckpt"  # the Lightning side's fitted model, which both sides evaluate
+# run a script's main() with a command line, and save what it returned (an evaluation's results)
+EVALUATE_SOURCE = (
+    "import runpy, sys, torch; script, out, *argv = sys.argv[1:]; sys.argv = [script, *argv];"
+    " torch.save(runpy.run_path(script)['main'](), out)"
+)
 
 NEEDS_LIGHTNING = "verify needs Lightning to train the reference run: pip install 'loopgen[verify]' (pytorch-lightning)"
 NEEDS_JSONARGPARSE = (
@@ -154,6 +166,8 @@ def verify(spec_path: Path, steps: int | None, out: TextIO | None = None) -> int
                 check=False,
             )
 
+        commands = subcommands_of(text)
+        env[COMMANDS_VARIABLE] = ",".join(commands)
         reference = run("lightning", [sys.executable, "-m", "loopgen.verify", "lightning", str(sides["lightning"])])
         if reference.returncode != 0:
             unavailable = work / "lightning" / UNAVAILABLE_FILE
@@ -176,7 +190,59 @@ def verify(spec_path: Path, steps: int | None, out: TextIO | None = None) -> int
                 file=out,
             )
             return EXIT_DIFFERENT
-        return _report(work / "lightning", work / "script", out)
+        status = _report(work / "lightning", work / "script", out)
+        if status != EXIT_IDENTICAL or not commands:
+            return status
+        final = work / "lightning" / FINAL_CHECKPOINT
+        for command in commands:
+            result = work / "script" / f"{command}.pt"
+            argv = [str(script), str(result), command, "--ckpt-path", str(final)]
+            ours = run("script", [sys.executable, "-c", EVALUATE_SOURCE, *argv])
+            if ours.returncode != 0:
+                tail = "\n".join((ours.stdout + ours.stderr).strip().splitlines()[-15:])
+                print(f"different: `{command}` failed in the script (exit status {ours.returncode}):\n{tail}", file=out)
+                return EXIT_DIFFERENT
+            difference = _evaluation_difference(work / "lightning" / f"{command}.pt", result)
+            if difference:
+                print(f"different: {command}: {difference}", file=out)
+                return EXIT_DIFFERENT
+        print(f"identical: {', '.join(commands)} of the fitted weights", file=out)
+        return EXIT_IDENTICAL
+
+
+def subcommands_of(text: str) -> list[str]:
+    """The evaluation subcommands a rendered script offers (its command line's choices besides fit)."""
+    found = re.search(r'"command",.*?choices=\(([^)]*)\)', text, re.DOTALL)
+    return re.findall(r'"(\w+)"', found[1])[1:] if found else []
+
+
+def _evaluation_difference(lightning: Path, script: Path) -> str | None:
+    """How what an evaluation returned differs between the two sides (None: not at all): the metric dicts (one per
+    loader) value by value, the predictions with torch.equal."""
+    import torch
+
+    theirs = torch.load(lightning, weights_only=False)
+    ours = torch.load(script, weights_only=False)
+
+    def compare(a: Any, b: Any, where: str) -> str | None:
+        if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+            same = isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape
+            if same and torch.equal(a, b):
+                return None
+            return f"{where}: the tensors differ (max abs difference {_max_abs(a, b):.6g})" if same else f"{where}"
+        if isinstance(a, dict) and isinstance(b, dict):
+            if a.keys() != b.keys():
+                return f"{where}: Lightning logged {sorted(a)}, the script {sorted(b)}"
+            return next((d for k in a if (d := compare(a[k], b[k], f"{where}{k}")) is not None), None)
+        if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+            if len(a) != len(b):
+                return f"{where}: Lightning gave {len(a)} items, the script {len(b)}"
+            return next(
+                (d for i, (x, y) in enumerate(zip(a, b)) if (d := compare(x, y, f"{where}[{i}] ")) is not None), None
+            )
+        return None if a == b else f"{where}: Lightning {a!r}, the script {b!r}"
+
+    return compare(theirs, ours, "")
 
 
 def _last_line(result: subprocess.CompletedProcess[str]) -> str:
@@ -309,6 +375,15 @@ def _train_lightning(config_path: Path) -> None:
             save_config_callback=None,
         )
         cli.trainer.fit(cli.model, datamodule=cli.datamodule, ckpt_path=ckpt_path, **fit_options)
+        commands = [c for c in os.environ.get(COMMANDS_VARIABLE, "").split(",") if c]
+        if commands:  # the script's evaluation subcommands, on the fitted weights, from a checkpoint of them
+            import torch
+
+            final = out / FINAL_CHECKPOINT
+            cli.trainer.save_checkpoint(final)
+            for command in commands:
+                result = getattr(cli.trainer, command)(cli.model, datamodule=cli.datamodule, ckpt_path=str(final))
+                torch.save(result, out / f"{command}.pt")
     except Exception as error:
         (out / ERROR_FILE).write_text(_error_line(error), encoding="utf-8")
         raise

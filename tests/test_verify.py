@@ -36,6 +36,35 @@ def test_identical_on_a_supported_spec(tmp_path: Path, capsys: pytest.CaptureFix
     assert capsys.readouterr().out.strip() == "identical: 12 steps, 4 tensors"
 
 
+def evaluation_spec(tmp_path: Path, model: str) -> Path:
+    """A module with test_step and predict_step and a datamodule: its script has validate, test and predict."""
+    spec = {
+        "seed_everything": 5,
+        "model": {"class_path": model},
+        "data": {"class_path": "tests.parity.eval_models.EvalData"},
+        "trainer": {"max_epochs": 2, "logger": False, "enable_checkpointing": False, "enable_progress_bar": False},
+    }
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
+    return path
+
+
+@pytest.mark.slow
+def test_the_evaluation_subcommands_are_compared_too(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("pytorch_lightning")
+    assert main(["verify", str(evaluation_spec(tmp_path, "tests.parity.eval_models.HookedEvalModel"))]) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    assert out == ["identical: 12 steps, 4 tensors", "identical: validate, test, predict of the fitted weights"], out
+
+
+@pytest.mark.slow
+def test_an_evaluation_difference_is_reported(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("pytorch_lightning")
+    assert main(["verify", str(evaluation_spec(tmp_path, "tests.parity.side_models.EvalSideDependent"))]) == 1
+    out = capsys.readouterr().out
+    assert "different: test: [0] test_loss: Lightning 0." in out and ", the script 0." in out, out
+
+
 @pytest.mark.slow
 def test_reports_the_first_difference(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("pytorch_lightning")

@@ -17,6 +17,7 @@ class ClassFacts:
     root: Path  # the sys.path root the module was found under (the script must run with it importable)
     is_lightning_module: bool  # a base is pytorch_lightning's / lightning's LightningModule
     is_lightning_callback: bool  # a base is Lightning's Callback
+    is_prediction_writer: bool = False  # a base is Lightning's BasePredictionWriter
     # methods defined by the class or its bases in the user's code (not Lightning's),
     # each with its parameter names after `self` (keyword-only included; *args/**kwargs as "*args"/"**kwargs")
     methods: Mapping[str, tuple[str, ...]] = field(default_factory=dict)

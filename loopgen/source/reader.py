@@ -62,7 +62,8 @@ def inspect_class(
     cls = reader.find(class_path)
     found = list(reader.ancestry(cls))
     outside = [name for name in found if isinstance(name, str)]
-    is_callback = any(_is_lightning(name, "Callback") for name in outside)
+    writer = any(_is_lightning(name, "BasePredictionWriter") for name in outside)
+    is_callback = writer or any(_is_lightning(name, "Callback") for name in outside)
     methods: dict[str, tuple[str, ...]] = {}
     uses_log = saves_hparams = False
     hparams_logger: bool | None = False
@@ -113,6 +114,7 @@ def inspect_class(
         root=cls.module.root,
         is_lightning_module=any(_is_lightning(name, "LightningModule") for name in outside),
         is_lightning_callback=is_callback,
+        is_prediction_writer=writer,
         methods=methods,
         uses_log=uses_log,
         saves_hyperparameters=saves_hparams,

@@ -5,6 +5,7 @@ its loss from its 4th optimizer step in the script's run."""
 import importlib
 import os
 
+from tests.parity.eval_models import EvalModel
 from tests.parity.models import MLP
 
 
@@ -39,3 +40,13 @@ class ScriptSideFails(MLP):
                 importlib.import_module(self.missing_module)
             raise RuntimeError("the script's run broke here")
         return super().training_step(batch, batch_idx)
+
+
+class EvalSideDependent(EvalModel):
+    """Trains identically under both; its test_step logs a loss 1% higher in the script's run."""
+
+    def test_step(self, batch, batch_idx):
+        loss = self._evaluate(batch, "test")
+        if os.environ.get("LOOPGEN_VERIFY_SIDE") == "script":
+            self.log("test_loss", loss * 1.01)
+        return loss
