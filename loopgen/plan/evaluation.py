@@ -48,6 +48,11 @@ class Stage:
     callbacks: tuple[Callback, ...]  # the user's callbacks with hooks of this stage
 
     @property
+    def writers(self) -> tuple[Callback, ...]:
+        """The BasePredictionWriter callbacks (predict): their write_on_batch_end / write_on_epoch_end."""
+        return tuple(c for c in self.callbacks if c.writer)
+
+    @property
     def output_used(self) -> bool:
         """The step's output is kept: the predictions, or an on_<infix>_batch_end hook gets it."""
         end = self.hook("on_{}_batch_end")
@@ -107,6 +112,10 @@ class Evaluation:
     @property
     def returns_metrics(self) -> bool:
         return any(s.returns_metrics for s in self.stages)
+
+    @property
+    def writes_predictions(self) -> bool:
+        return any(s.writers for s in self.stages)
 
     def stage(self, command: str) -> Stage:
         return next(s for s in self.stages if s.command == command)
@@ -169,7 +178,7 @@ def resolve_evaluation(
                 model_train_hook=command != "predict" and model.defines(f"on_{infix}_model_train"),
                 model_hooks=model_hooks,
                 returns_metrics=command != "predict",
-                callbacks=tuple(c for c in user.callbacks if c.hooks & names),
+                callbacks=tuple(c for c in user.callbacks if c.hooks & names or (c.writer and command == "predict")),
             )
         )
     requested = spec.loop.subcommands

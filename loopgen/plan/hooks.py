@@ -136,6 +136,7 @@ def resolve_user_code(
                 if facts.defines(h)
             ),
             state_key=None if facts.defines("state_key") or facts.is_lightning_callback else ref.name,
+            writer=facts.is_prediction_writer,
         )
         for i, (ref, facts) in enumerate(zip(refs, callbacks))
         if facts is not None

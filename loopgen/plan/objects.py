@@ -66,6 +66,7 @@ class Callback:
     )
     dirpath: str | None = None  # a ModelCheckpoint's directory from the spec (None: the default directory)
     state_key: str | None = None  # the key of its state in a checkpoint; None: its `state_key` attribute
+    writer: bool = False  # a subclass of Lightning's BasePredictionWriter: predict calls its write_on_* methods
 
 
 def is_lightning(ref: ClassRef, name: str) -> bool:

@@ -6,6 +6,7 @@ the runner reads it after each call.
 
 import pytorch_lightning as pl
 import torch
+from pytorch_lightning.callbacks import BasePredictionWriter
 from torch import nn
 from torch.nn import functional as F
 from torch.utils.data import DataLoader
@@ -256,3 +257,23 @@ class EvalCallback(pl.Callback):
 
     def on_predict_end(self, trainer, pl_module):
         _record("callback.on_predict_end")
+
+
+def _plain(value):
+    """Predictions as nested lists of numbers: compared with == across the two sides."""
+    if isinstance(value, torch.Tensor):
+        return value.tolist()
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    return value
+
+
+class RecordingWriter(BasePredictionWriter):
+    """A prediction writer that records what Lightning gives it: the batch's prediction and sample indices, or the
+    run's predictions and indices per loader."""
+
+    def write_on_batch_end(self, trainer, pl_module, prediction, batch_indices, batch, batch_idx, dataloader_idx):
+        CALLS.append(["writer.batch", _plain(prediction), list(batch_indices), batch_idx, dataloader_idx])
+
+    def write_on_epoch_end(self, trainer, pl_module, predictions, batch_indices):
+        CALLS.append(["writer.epoch", _plain(predictions), _plain(batch_indices)])

@@ -46,6 +46,12 @@ def fitted(**flags) -> dict:
     return spec(callbacks=[CHECKPOINTS], **flags)
 
 
+def writer(interval: str, model: str = "EvalModel", loaders: int = 1, **flags) -> dict:
+    """A spec with tests/parity/eval_models.py's RecordingWriter, writing at `interval`."""
+    entry = {"class_path": f"{MODELS}.RecordingWriter", "init_args": {"write_interval": interval}}
+    return spec(model, loaders=loaders, callbacks=[entry], **flags)
+
+
 # (id, spec, Lightning's processes, the script's processes, the calls compared: Lightning's (process, call) and
 # the script's process)
 CASES = [
@@ -73,9 +79,18 @@ CASES = [
         [[["fit", None], ["validate", "last"]]],
         [[], ["validate", "--ckpt-path", "last"]],
     ),
+    # a BasePredictionWriter, at each interval (its calls are recorded with the predictions and batch indices)
+    ("predict_writer_batch", writer("batch", "TwoLoaderModel", loaders=2), [[["predict", None]]], [["predict"]]),
+    ("predict_writer_epoch", writer("epoch", "TwoLoaderModel", loaders=2), [[["predict", None]]], [["predict"]]),
+    ("predict_writer_both", writer("batch_and_epoch", limit_predict_batches=2), [[["predict", None]]], [["predict"]]),
     # with the default logger (a CSVLogger): the same metrics.csv and hparams.yaml files
     ("test_csv", spec(logger=True), [[["test", None]]], [["test"]]),
-    ("validate_two_loaders_csv", spec("TwoLoaderModel", loaders=2, logger=True), [[["validate", None]]], [["validate"]]),
+    (
+        "validate_two_loaders_csv",
+        spec("TwoLoaderModel", loaders=2, logger=True),
+        [[["validate", None]]],
+        [["validate"]],
+    ),
     ("predict_csv", spec(logger=True), [[["predict", None]]], [["predict"]]),
     ("fit_then_test_best_csv", fitted(logger=True), [[["fit", None], ["test", "best"]]], [["fit", "--test", "best"]]),
     (
