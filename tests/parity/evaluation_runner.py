@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.harness import instantiate
-from tests.parity.runner import lightning_trainer_kwargs, render
+from tests.parity.runner import LOGGER_ENVIRONMENT, lightning_trainer_kwargs, render
 
 
 def table(text: str) -> list[str]:
@@ -78,6 +78,7 @@ def run_loopgen(spec: dict[str, Any], argv: list[str], directory: Path) -> list[
 def main(side: str, case_path: str, index: str, out: str) -> int:
     import torch
 
+    os.environ.update(LOGGER_ENVIRONMENT)
     case = json.loads(Path(case_path).read_text(encoding="utf-8"))
     directory = Path(out).resolve().parent
     os.chdir(directory)

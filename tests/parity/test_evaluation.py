@@ -19,6 +19,7 @@ import torch
 
 from tests.harness import Case, case_ids, log_facts
 from tests.helpers import env_with_root
+from tests.logger_files import run_ids, with_ids_replaced
 
 pytest.importorskip("pytorch_lightning")
 
@@ -84,20 +85,38 @@ CASES = [
     ("predict_writer_epoch", writer("epoch", "TwoLoaderModel", loaders=2), [[["predict", None]]], [["predict"]]),
     ("predict_writer_both", writer("batch_and_epoch", limit_predict_batches=2), [[["predict", None]]], [["predict"]]),
     # with the default logger (a CSVLogger): the same metrics.csv and hparams.yaml files
-    ("test_csv", spec(logger=True), [[["test", None]]], [["test"]]),
+    ("test_csv_logs", spec(logger=True), [[["test", None]]], [["test"]]),
     (
-        "validate_two_loaders_csv",
+        "validate_two_loaders_csv_logs",
         spec("TwoLoaderModel", loaders=2, logger=True),
         [[["validate", None]]],
         [["validate"]],
     ),
-    ("predict_csv", spec(logger=True), [[["predict", None]]], [["predict"]]),
-    ("fit_then_test_best_csv", fitted(logger=True), [[["fit", None], ["test", "best"]]], [["fit", "--test", "best"]]),
+    ("predict_csv_logs", spec(logger=True), [[["predict", None]]], [["predict"]]),
     (
-        "best_fresh_process_csv",
+        "fit_then_test_best_csv_logs",
+        fitted(logger=True),
+        [[["fit", None], ["test", "best"]]],
+        [["fit", "--test", "best"]],
+    ),
+    (
+        "best_fresh_process_csv_logs",
         fitted(logger=True),
         [[["fit", None], ["test", "best"]]],
         [["fit"], ["test", "--ckpt-path", "best"]],
+    ),
+    # TensorBoard and MLflow (their files read back by tests/logger_files.py)
+    (
+        "test_tensorboard_logs",
+        spec(logger=[{"class_path": "TensorBoardLogger", "init_args": {"save_dir": "."}}]),
+        [[["test", None]]],
+        [["test"]],
+    ),
+    (
+        "validate_mlflow_logs",
+        spec(logger={"class_path": "MLFlowLogger", "init_args": {"tracking_uri": "file:./mlruns"}}),
+        [[["validate", None]]],
+        [["validate"]],
     ),
     (
         "path_fresh_process",
@@ -121,6 +140,11 @@ def run_side(side: str, case: dict, directory: Path) -> list[list[dict]]:
         assert result.returncode == 0, f"{side} process {index}:\n{result.stdout[-3000:]}\n{result.stderr[-5000:]}"
         outputs.append(torch.load(out, weights_only=False))
     return outputs
+
+
+def logs(directory: Path) -> list:
+    """What the loggers wrote under `directory`, the ids and times of its runs replaced by stable names."""
+    return with_ids_replaced(log_facts(directory), run_ids(directory))
 
 
 def evaluation_calls(calls: list) -> list:
@@ -149,8 +173,9 @@ def test_evaluation_matches_lightning(tmp_path, name, spec_, lightning, script):
         assert_same_result(ours["result"], theirs["result"])  # fit --test returns the model: its table says
     assert ours["table"] == theirs["table"]
     assert evaluation_calls(ours["calls"]) == evaluation_calls(theirs["calls"])
-    if name.endswith("_csv") and "fresh_process" not in name:  # a fresh process logs to a version of its own
-        assert log_facts(tmp_path / "loopgen") == log_facts(tmp_path / "lightning")
-        assert log_facts(tmp_path / "lightning"), "a logger case that logs nothing compares nothing"
+    if name.endswith("_logs") and "fresh_process" not in name:  # a fresh process logs to a version of its own
+        theirs_logs, ours_logs = (logs(tmp_path / side) for side in ("lightning", "loopgen"))
+        assert ours_logs == theirs_logs
+        assert theirs_logs, "a logger case that logs nothing compares nothing"
     if name != "test_limit_zero":
         assert theirs["result"], "a case that evaluates nothing compares nothing"
