@@ -113,6 +113,12 @@ CASES = [
         [["test"]],
     ),
     (
+        "test_wandb_logs",
+        spec(logger={"class_path": "WandbLogger", "init_args": {"save_dir": ".", "offline": True}}),
+        [[["test", None]]],
+        [["test"]],
+    ),
+    (
         "validate_mlflow_logs",
         spec(logger={"class_path": "MLFlowLogger", "init_args": {"tracking_uri": "file:./mlruns"}}),
         [[["validate", None]]],
