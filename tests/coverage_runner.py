@@ -26,6 +26,8 @@ from pathlib import Path
 import coverage
 import torch  # noqa: F401 - imported once, before the children fork
 
+from loopgen.verify import subcommands_of
+
 CHILD_TIMEOUT = 300  # seconds, each run of a script
 
 
@@ -116,10 +118,7 @@ def evaluation_runs(text: str) -> list[list[str]]:
     """The script's evaluation subcommands, run after fit: validate from the last checkpoint, test from the best
     one (resolved in this fresh process from the checkpoint files), predict from the model as built, then fit
     again and test its best checkpoint (`fit --test best`); without checkpoints, each from the model as built."""
-    found = re.search(r'"command",.*?choices=\(([^)]*)\)', text, re.DOTALL)
-    if found is None:
-        return []
-    commands = re.findall(r'"(\w+)"', found[1])[1:]
+    commands = subcommands_of(text)
     checkpoints = "def evaluation_checkpoint(command, ckpt_path, callback, directories)" in text
     options = {"validate": ["--ckpt-path", "last"], "test": ["--ckpt-path", "best"]} if checkpoints else {}
     runs = [[command, *options.get(command, [])] for command in commands]

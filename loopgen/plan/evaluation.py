@@ -74,10 +74,6 @@ class Stage:
     def limit_constant(self) -> str:
         return f"LIMIT_{self.prefix.upper()}_BATCHES"
 
-    @property
-    def hook_names(self) -> tuple[str, ...]:
-        return tuple(self.hook(place) for place in EVALUATION_HOOKS)
-
 
 @dataclass(frozen=True)
 class Evaluation:
@@ -88,7 +84,6 @@ class Evaluation:
     inference_mode: bool  # the runs are under torch.inference_mode (else torch.no_grad)
     logs: bool  # validate and test write their values to the loggers (and every run its hyperparameters)
     bar: bool  # the script's own bar shows each run, as Lightning's TQDMProgressBar
-    unserved: str | None  # why a module that could evaluate has fit only (the README's list), else None
     # the constants of the limits the stages read that fit does not define (name, value)
     limit_constants: tuple[tuple[str, int | float], ...] = ()
     # main()'s variables evaluate() takes besides the model (set by make_plan once every part is known)
@@ -117,8 +112,6 @@ class Evaluation:
     def writes_predictions(self) -> bool:
         return any(s.writers for s in self.stages)
 
-    def stage(self, command: str) -> Stage:
-        return next(s for s in self.stages if s.command == command)
 
 
 def resolve_evaluation(
@@ -210,7 +203,6 @@ def resolve_evaluation(
         inference_mode=t.inference_mode,
         logs=logging.enabled and any(stage.returns_metrics for stage in served),
         bar=bool(served) and progress.own,
-        unserved=unserved,
         limit_constants=constants,
     )
 
@@ -274,5 +266,5 @@ def evaluation_variables(
     if evaluation.enabled:
         names += ["trainer"] if checkpointing.load_hook_callbacks or sets_state else []
         names += [c.var for c in (*checkpointing.load_hook_callbacks, *checkpointing.stateful_callbacks)]
-        names += [c.var for c in checkpointing.checkpoints[:1]] + [c.var for c in checkpointing.checkpoints]
+        names += [c.var for c in checkpointing.checkpoints]
     return tuple(dict.fromkeys(names))
