@@ -113,7 +113,6 @@ class Evaluation:
         return any(s.writers for s in self.stages)
 
 
-
 def resolve_evaluation(
     spec: Spec,
     model: ClassFacts,
