@@ -140,6 +140,22 @@ def test_what_evaluation_does_not_serve_yet_keeps_fit_only_and_says_so(project: 
     ], found
 
 
+def test_ddp_evaluates_on_each_process_share_and_other_engines_keep_fit_only(project: Path) -> None:
+    """DDP's runs read each process's share of the loaders (predict's unrepeated), under torch.no_grad in a gloo
+    group; the engines whose evaluation is not written yet keep fit only, and say so."""
+    text, notices = render_spec(write(project, "Tests", strategy="ddp", devices=2, accelerator="cpu"))
+    assert commands(text) == ["validate", "test"] and not notices
+    run_test = "".join(text[text.index("def run_test(") : text.index("def loaders_of(")].split())
+    assert "with_distributed_sampler(loader,isinstance(loader.sampler,RandomSampler),world_size,global_rank" in run_test
+    assert "with torch.no_grad():" in text and "inference_mode" not in text  # the CPU's gloo
+    assert "repeats=False" not in text  # no predict: no unrepeated shares
+    text, _ = render_spec(write(project, "Tests", strategy="ddp", devices=2, accelerator="auto"))
+    assert 'torch.no_grad() if dist.get_backend() == "gloo" else torch.inference_mode()' in text
+    text, notices = render_spec(write(project, "Tests", strategy="dp", devices=2, accelerator="gpu"))
+    assert commands(text) == []
+    assert any("not written for strategy dp yet: it has fit only" in n for n in notices), notices
+
+
 def run(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
     script = project / "train.py"
     script.write_text(render_spec(project / "spec.yaml", script)[0], encoding="utf-8")

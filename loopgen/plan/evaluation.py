@@ -81,9 +81,16 @@ class Evaluation:
     only on the engines and features whose evaluation the script serves; see `served`."""
 
     stages: tuple[Stage, ...]
-    inference_mode: bool  # the runs are under torch.inference_mode (else torch.no_grad)
+    # what the runs are under: "inference_mode" | "no_grad" (the flag inference_mode false, or the gloo backend of
+    # several processes, as Lightning has it) | "by_backend" (no_grad when the process group is gloo's)
+    grad_context: str
     logs: bool  # validate and test write their values to the loggers (and every run its hyperparameters)
     bar: bool  # the script's own bar shows each run, as Lightning's TQDMProgressBar
+    # several processes (ddp): each reads its share of every loader (Lightning's use_distributed_sampler), the
+    # table and the loggers are the first process's
+    shards: bool = False
+    unrepeated: bool = False  # ... and predict's shares repeat no sample (Lightning's UnrepeatedDistributedSampler)
+    rank_zero_gates: bool = False  # several processes: printing is the first process's
     # the constants of the limits the stages read that fit does not define (name, value)
     limit_constants: tuple[tuple[str, int | float], ...] = ()
     # main()'s variables evaluate() takes besides the model (set by make_plan once every part is known)
@@ -199,11 +206,24 @@ def resolve_evaluation(
     constants = tuple((s.limit_constant(), s.limit) for s in served if s.counts and s.limit_constant() not in defined)
     return Evaluation(
         stages=served,
-        inference_mode=t.inference_mode,
+        grad_context=grad_context(t.inference_mode, distributed),
         logs=logging.enabled and any(stage.returns_metrics for stage in served),
         bar=bool(served) and progress.own,
+        shards=bool(served) and distributed.replaces_samplers,
+        unrepeated=distributed.replaces_samplers and any(stage.command == "predict" for stage in served),
+        rank_zero_gates=bool(served) and distributed.rank_zero_gates,
         limit_constants=constants,
     )
+
+
+def grad_context(inference_mode: bool, distributed: Distributed) -> str:
+    """torch.inference_mode as the flag asks, but torch.no_grad in a gloo process group (Lightning's
+    _no_grad_context: inference mode does not work with gloo's collectives)."""
+    if not inference_mode or distributed.backend == "gloo":
+        return "no_grad"
+    if distributed.several_processes and distributed.backend is None:
+        return "by_backend"
+    return "inference_mode"
 
 
 def needs(spec: Spec, command: str) -> str:
@@ -224,8 +244,8 @@ def unserved_reason(
     profiling: Profiling,
 ) -> str | None:
     """What keeps the script to fit although the module could evaluate: the evaluation runs are written for one
-    process, without a logger, a progress bar or a profiler, under Lightning 2.x."""
-    if distributed.enabled:
+    process or for DDP's, with the script's own progress bar or none, without a profiler, under Lightning 2.x."""
+    if distributed.enabled and distributed.kind != "ddp":
         return f"strategy {distributed.kind}"
     if progress.kind not in (None, "own"):
         return f"a {progress.kind} progress bar (the script's own bar, Lightning's default, is served)"
@@ -258,6 +278,8 @@ def evaluation_variables(
         names += ["trainer"] if stage.callbacks or checkpointing.load_hook_callbacks else []
         names += [c.var for c in stage.callbacks]
         names += ["progress_bar"] if evaluation.bar else []
+        names += ["world_size", "global_rank"] if evaluation.shards else []
+        names += ["is_global_zero"] if evaluation.rank_zero_gates else []
     if evaluation.enabled and logging.enabled:  # the hyperparameters, the graph (as fit's start_logging)
         names += ["loggers"]
         names += ["data"] if logging.hparams_data else []

@@ -31,7 +31,7 @@ def _stage(stage):
 class EvalModel(pl.LightningModule):
     """Logs in every evaluation step with several reductions, on_step and on_epoch; records every hook."""
 
-    def __init__(self, hidden: int = 16, lr: float = 0.1, dropout: float = 0.2):
+    def __init__(self, hidden: int = 16, lr: float = 0.1, dropout: float = 0.2, sync_dist: bool = False):
         super().__init__()
         self.save_hyperparameters()
         self.net = nn.Sequential(
@@ -51,10 +51,12 @@ class EvalModel(pl.LightningModule):
         x, y = batch
         logits = self(x)
         loss = F.cross_entropy(logits, y)
-        self.log(f"{prefix}_loss", loss)
+        # with several processes: the loss, max and count reduced over them when sync_dist, the accuracy each one's
+        sync = self.hparams.sync_dist
+        self.log(f"{prefix}_loss", loss, sync_dist=sync)
         self.log(f"{prefix}_acc", (logits.argmax(dim=1) == y).float().mean(), on_step=True)
-        self.log(f"{prefix}_max", logits.max(), reduce_fx="max")
-        self.log(f"{prefix}_count", float(len(y)), reduce_fx="sum", logger=False)
+        self.log(f"{prefix}_max", logits.max(), reduce_fx="max", sync_dist=sync)
+        self.log(f"{prefix}_count", float(len(y)), reduce_fx="sum", logger=False, sync_dist=sync)
         # the training flag of the module and of its dropout: eval mode while evaluating
         self.log(f"{prefix}_training", float(self.training or self.net[2].training))
         return loss

@@ -86,7 +86,7 @@ def lightning_trainer_kwargs(flags: dict[str, Any]) -> dict[str, Any]:
     if isinstance(accumulate, dict):  # the seed's {epoch: factor}: Lightning's GradientAccumulationScheduler
         del kwargs["accumulate_grad_batches"]
         callbacks.append(GradientAccumulationScheduler(scheduling={int(k): v for k, v in accumulate.items()}))
-    return {**kwargs, "callbacks": callbacks, "devices": 1, "enable_model_summary": False}
+    return {**kwargs, "callbacks": callbacks, "devices": kwargs.get("devices", 1), "enable_model_summary": False}
 
 
 def run_lightning(spec: dict[str, Any]) -> Any:

@@ -20,6 +20,7 @@ import torch
 from tests.harness import Case, case_ids, log_facts
 from tests.helpers import env_with_root
 from tests.logger_files import run_ids, with_ids_replaced
+from tests.parity.runner import render
 
 pytest.importorskip("pytorch_lightning")
 
@@ -30,14 +31,26 @@ CHECKPOINTS = {
 }
 
 
-def spec(model: str = "EvalModel", loaders: int = 1, callback: bool = False, **flags) -> dict:
+# two processes on the CPU, under torchrun; 37 samples per loader, which a DistributedSampler pads to 38
+DDP = {"strategy": "ddp", "devices": 2, "accelerator": "cpu"}
+UNEVEN = 37
+
+
+def spec(
+    model: str = "EvalModel",
+    loaders: int = 1,
+    callback: bool = False,
+    sync_dist: bool = False,
+    n_eval: int = 40,
+    **flags,
+) -> dict:
     trainer = {"max_epochs": 3, "enable_model_summary": False, **flags}
     if callback:
         trainer.setdefault("callbacks", []).append(f"{MODELS}.EvalCallback")
     return {
         "seed_everything": 3,
-        "model": {"class_path": f"{MODELS}.{model}"},
-        "data": {"class_path": f"{MODELS}.EvalData", "init_args": {"loaders": loaders}},
+        "model": {"class_path": f"{MODELS}.{model}", "init_args": {"sync_dist": sync_dist}},
+        "data": {"class_path": f"{MODELS}.EvalData", "init_args": {"loaders": loaders, "n_eval": n_eval}},
         "trainer": trainer,
     }
 
@@ -50,7 +63,7 @@ def fitted(**flags) -> dict:
 def writer(interval: str, model: str = "EvalModel", loaders: int = 1, **flags) -> dict:
     """A spec with tests/parity/eval_models.py's RecordingWriter, writing at `interval`."""
     entry = {"class_path": f"{MODELS}.RecordingWriter", "init_args": {"write_interval": interval}}
-    return spec(model, loaders=loaders, callbacks=[entry], **flags)
+    return spec(model, loaders=loaders, callbacks=[*flags.pop("callbacks", []), entry], **flags)
 
 
 # (id, spec, Lightning's processes, the script's processes, the calls compared: Lightning's (process, call) and
@@ -124,6 +137,27 @@ CASES = [
         [[["validate", None]]],
         [["validate"]],
     ),
+    # DDP, 1 node x 2 processes: each process's results, table (the first one's), hooks and the logger's files;
+    # the loaders' shares padded for validate and test (sync_dist reduces the loss, max and count, not the
+    # accuracy), unpadded for predict, whose writer gets each process's sample indices
+    (
+        "ddp_fit_then_test_best_csv_logs",
+        fitted(sync_dist=True, n_eval=UNEVEN, logger=True, max_epochs=2, **DDP),
+        [[["fit", None], ["test", "best"]]],
+        [["fit", "--test", "best"]],
+    ),
+    (
+        "ddp_validate_two_loaders_hooks_callback",
+        spec("TwoLoaderModel", loaders=2, callback=True, sync_dist=True, n_eval=UNEVEN, **DDP),
+        [[["validate", None]]],
+        [["validate"]],
+    ),
+    (
+        "ddp_predict_writer_two_loaders",
+        writer("batch_and_epoch", "TwoLoaderModel", loaders=2, n_eval=UNEVEN, **DDP),
+        [[["predict", None]]],
+        [["predict"]],
+    ),
     (
         "path_fresh_process",
         fitted(),
@@ -133,18 +167,26 @@ CASES = [
 ]
 
 
-def run_side(side: str, case: dict, directory: Path) -> list[list[dict]]:
+def run_side(side: str, case: dict, directory: Path) -> list[list[list[dict]]]:
+    """Each process's (each launch's) calls, per rank: outputs[process][rank][call]."""
     directory.mkdir()
     (directory / "case.json").write_text(json.dumps(case), encoding="utf-8")
+    processes = case["spec"]["trainer"].get("devices", 1)
+    launch = [sys.executable, "-m"]
+    if processes > 1:  # torchrun; the script is rendered once, before its processes start
+        launch += ["torch.distributed.run", "--standalone", f"--nproc_per_node={processes}", "-m"]
+        if side == "loopgen":
+            render(case["spec"], directory)
     outputs = []
     for index in range(len(case[side])):
         out = directory / f"out{index}.pt"
-        command = [sys.executable, "-m", "tests.parity.evaluation_runner", side, "case.json", str(index), str(out)]
+        command = [*launch, "tests.parity.evaluation_runner", side, "case.json", str(index), str(out)]
         result = subprocess.run(
             command, cwd=directory, env=env_with_root(), capture_output=True, text=True, timeout=300
         )
         assert result.returncode == 0, f"{side} process {index}:\n{result.stdout[-3000:]}\n{result.stderr[-5000:]}"
-        outputs.append(torch.load(out, weights_only=False))
+        outs = [out.with_suffix(f".rank{rank}.pt") for rank in range(processes)] if processes > 1 else [out]
+        outputs.append([torch.load(path, weights_only=False) for path in outs])
     return outputs
 
 
@@ -173,12 +215,14 @@ def assert_same_result(ours, theirs) -> None:
 @pytest.mark.parametrize(("name", "spec_", "lightning", "script"), CASES, ids=case_ids(Case(c[0], c[1]) for c in CASES))
 def test_evaluation_matches_lightning(tmp_path, name, spec_, lightning, script):
     case = {"spec": spec_, "lightning": lightning, "loopgen": script}
-    theirs = run_side("lightning", case, tmp_path / "lightning")[-1][-1]
-    ours = run_side("loopgen", case, tmp_path / "loopgen")[-1][-1]
-    if script[-1][:1] != ["fit"] and "--test" not in script[-1]:
-        assert_same_result(ours["result"], theirs["result"])  # fit --test returns the model: its table says
-    assert ours["table"] == theirs["table"]
-    assert evaluation_calls(ours["calls"]) == evaluation_calls(theirs["calls"])
+    theirs_ranks = [calls[-1] for calls in run_side("lightning", case, tmp_path / "lightning")[-1]]
+    ours_ranks = [calls[-1] for calls in run_side("loopgen", case, tmp_path / "loopgen")[-1]]
+    for ours, theirs in zip(ours_ranks, theirs_ranks, strict=True):
+        if script[-1][:1] != ["fit"] and "--test" not in script[-1]:
+            assert_same_result(ours["result"], theirs["result"])  # fit --test returns the model: its table says
+        assert ours["table"] == theirs["table"]
+        assert evaluation_calls(ours["calls"]) == evaluation_calls(theirs["calls"])
+    ours, theirs = ours_ranks[0], theirs_ranks[0]
     if name.endswith("_logs") and "fresh_process" not in name:  # a fresh process logs to a version of its own
         theirs_logs, ours_logs = (logs(tmp_path / side) for side in ("lightning", "loopgen"))
         assert ours_logs == theirs_logs
