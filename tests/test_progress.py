@@ -77,6 +77,12 @@ class Tested(Shown):
 
     def test_dataloader(self):
         return [self._loader(24), self._loader(8)]
+
+    def predict_step(self, batch, batch_idx, dataloader_idx=0):
+        return self.layer(batch[0])
+
+    def predict_dataloader(self):
+        return [self._loader(12), self._loader(16)]
 '''
 
 BASE = {
@@ -257,14 +263,24 @@ def test_without_a_terminal_a_plain_line_every_n_batches(project):
         assert validation == val * 2
 
 
-@pytest.mark.parametrize("command", ["test", "validate"])
-def test_an_evaluation_bar_shows_what_lightnings_shows(project, command):
-    """validate and test: one bar per loader, "Testing DataLoader N" / "Validation DataLoader 0", which stays."""
-    spec = {**spec_of(max_epochs=1), "model": "barproj.models.Tested"}
-    ours = run_script(project, spec, f"ours_{command}", terminal=True, args=[command])
-    directory = project / f"lightning_{command}"
+TQDM_EVERY_2 = {"class_path": "TQDMProgressBar", "init_args": {"refresh_rate": 2}}
+
+
+@pytest.mark.parametrize(
+    ("command", "bar"),
+    [("test", None), ("validate", None), ("predict", None), ("test", TQDM_EVERY_2), ("predict", TQDM_EVERY_2)],
+    ids=["test", "validate", "predict", "test_tqdm", "predict_tqdm"],
+)
+def test_an_evaluation_bar_shows_what_lightnings_shows(project, command, bar):
+    """validate, test and predict: one bar per loader, "Testing DataLoader N" / "Validation DataLoader 0" /
+    "Predicting DataLoader N", which stays; the script's own bar (Lightning's default TQDMProgressBar) or the
+    spec's TQDMProgressBar, drawn by tqdm, every `refresh_rate` batches."""
+    spec = {**spec_of(max_epochs=1, **({"callbacks": [bar]} if bar else {})), "model": "barproj.models.Tested"}
+    name = f"{command}_{'tqdm' if bar else 'own'}"
+    ours = run_script(project, spec, f"ours_{name}", terminal=True, args=[command])
+    directory = project / f"lightning_{name}"
     directory.mkdir(exist_ok=True)
-    spec_file = write_spec(directory, {**spec, "trainer": {**spec["trainer"], "callbacks": ["TQDMProgressBar"]}})
+    spec_file = write_spec(directory, {**spec, "trainer": {**spec["trainer"], "callbacks": [bar or "TQDMProgressBar"]}})
     code = (
         "import yaml, pytorch_lightning as pl; from tests.harness import instantiate;"
         " from tests.parity.runner import lightning_trainer_kwargs;"
@@ -272,13 +288,19 @@ def test_an_evaluation_bar_shows_what_lightnings_shows(project, command):
         f" pl.Trainer(**lightning_trainer_kwargs(spec['trainer'])).{command}(instantiate(spec['model']))"
     )
     lightning = in_pty([sys.executable, "-c", code], directory, env_with_root(project))
-    # a frame at every batch (refresh_rate 1), each loader on its own bar
-    loaders = (
-        [("Testing DataLoader 0", 6), ("Testing DataLoader 1", 2)]
-        if command == "test"
-        else [("Validation DataLoader 0", 5)]
-    )
-    expected = [(description, n, str(total), "") for description, total in loaders for n in range(1, total + 1)]
+    # a frame every refresh_rate batches and at the last, each loader on its own bar
+    loaders = {
+        "test": [("Testing DataLoader 0", 6), ("Testing DataLoader 1", 2)],
+        "validate": [("Validation DataLoader 0", 5)],
+        "predict": [("Predicting DataLoader 0", 3), ("Predicting DataLoader 1", 4)],
+    }[command]
+    every = bar["init_args"]["refresh_rate"] if bar else 1
+    expected = [
+        (description, n, str(total), "")
+        for description, total in loaders
+        for n in range(1, total + 1)
+        if n % every == 0 or n == total
+    ]
     assert states(ours) == states(lightning) == expected
     assert re.search(r"DataLoader \d: 100%\|[^\r\n]*\]\r?\n", ours)  # it stays on its line
 

@@ -85,7 +85,7 @@ class Evaluation:
     # several processes, as Lightning has it) | "by_backend" (no_grad when the process group is gloo's)
     grad_context: str
     logs: bool  # validate and test write their values to the loggers (and every run its hyperparameters)
-    bar: bool  # the script's own bar shows each run, as Lightning's TQDMProgressBar
+    bar: bool  # the progress bar shows each run (the script's own, or tqdm's for the spec's TQDMProgressBar)
     # several processes (ddp): each reads its share of every loader (Lightning's use_distributed_sampler), the
     # table and the loggers are the first process's
     shards: bool = False
@@ -208,7 +208,7 @@ def resolve_evaluation(
         stages=served,
         grad_context=grad_context(t.inference_mode, distributed),
         logs=logging.enabled and any(stage.returns_metrics for stage in served),
-        bar=bool(served) and progress.own,
+        bar=bool(served) and progress.enabled,
         shards=bool(served) and distributed.replaces_samplers,
         unrepeated=distributed.replaces_samplers and any(stage.command == "predict" for stage in served),
         rank_zero_gates=bool(served) and distributed.rank_zero_gates,
@@ -247,8 +247,8 @@ def unserved_reason(
     process or for DDP's, with the script's own progress bar or none, without a profiler, under Lightning 2.x."""
     if distributed.enabled and distributed.kind != "ddp":
         return f"strategy {distributed.kind}"
-    if progress.kind not in (None, "own"):
-        return f"a {progress.kind} progress bar (the script's own bar, Lightning's default, is served)"
+    if progress.kind == "rich":
+        return "a RichProgressBar (the script's own bar, Lightning's default, and TQDMProgressBar are served)"
     if profiling.enabled:
         return "a profiler"
     if data_plan.unsized:
