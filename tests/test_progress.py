@@ -330,6 +330,34 @@ def test_rich_when_the_spec_names_richprogressbar(project):
     assert ours_words[:2] == ["Epoch", "1/1"] and "10/10" in ours_words and "v_num:" in ours_words
 
 
+def test_rich_evaluation_bar_and_table_as_lightnings(project):
+    """test with a RichProgressBar on a terminal: the last loader's task, "Testing", and rich's results table
+    drawn as Lightning draws them."""
+    spec = {**spec_of(max_epochs=1, callbacks=["RichProgressBar"]), "model": "barproj.models.Tested"}
+    ours = ANSI.sub("", run_script(project, spec, "ours_test_rich", terminal=True, args=["test"]))
+    directory = project / "lightning_test_rich"
+    directory.mkdir(exist_ok=True)
+    spec_file = write_spec(directory, spec)
+    code = (
+        "import yaml, pytorch_lightning as pl; from tests.harness import instantiate;"
+        " from tests.parity.runner import lightning_trainer_kwargs;"
+        f" spec = yaml.safe_load(open({str(spec_file)!r})); pl.seed_everything(spec['seed_everything']);"
+        " pl.Trainer(**lightning_trainer_kwargs(spec['trainer'])).test(instantiate(spec['model']))"
+    )
+    lightning = ANSI.sub("", in_pty([sys.executable, "-c", code], directory, env_with_root(project)))
+
+    def shown(output: str) -> tuple[list[str], list[str]]:
+        lines = re.split(r"[\r\n]+", output)
+        task = [line for line in lines if line.startswith("Testing")][-1].split()
+        task = [word for word in task if not re.fullmatch(r"[━╺╸]+|[\d:]+|•|[\d.]+it/s", word)]
+        table = [line.rstrip() for line in lines if line[:1] in set("┏┃┡│└")]
+        return task, table
+
+    assert shown(ours) == shown(lightning)
+    task, table = shown(ours)
+    assert task == ["Testing", "2/2"] and "Test metric" in table[1] and "DataLoader 1" in table[1]
+
+
 def test_scripts_import_a_bar_package_only_when_the_spec_names_its_bar(project):
     import ast
 

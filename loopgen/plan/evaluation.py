@@ -91,6 +91,9 @@ class Evaluation:
     shards: bool = False
     unrepeated: bool = False  # ... and predict's shares repeat no sample (Lightning's UnrepeatedDistributedSampler)
     rank_zero_gates: bool = False  # several processes: printing is the first process's
+    # the results table is rich's, as Lightning prints it when rich is installed (the spec's RichProgressBar brings
+    # rich; else the plain-text table)
+    rich_table: bool = False
     # the constants of the limits the stages read that fit does not define (name, value)
     limit_constants: tuple[tuple[str, int | float], ...] = ()
     # main()'s variables evaluate() takes besides the model (set by make_plan once every part is known)
@@ -212,6 +215,7 @@ def resolve_evaluation(
         shards=bool(served) and distributed.replaces_samplers,
         unrepeated=distributed.replaces_samplers and any(stage.command == "predict" for stage in served),
         rank_zero_gates=bool(served) and distributed.rank_zero_gates,
+        rich_table=progress.kind == "rich" and any(stage.returns_metrics for stage in served),
         limit_constants=constants,
     )
 
@@ -244,11 +248,9 @@ def unserved_reason(
     profiling: Profiling,
 ) -> str | None:
     """What keeps the script to fit although the module could evaluate: the evaluation runs are written for one
-    process or for DDP's, with the script's own progress bar or none, without a profiler, under Lightning 2.x."""
+    process or for DDP's, without a profiler, under Lightning 2.x."""
     if distributed.enabled and distributed.kind != "ddp":
         return f"strategy {distributed.kind}"
-    if progress.kind == "rich":
-        return "a RichProgressBar (the script's own bar, Lightning's default, and TQDMProgressBar are served)"
     if profiling.enabled:
         return "a profiler"
     if data_plan.unsized:

@@ -100,6 +100,7 @@ OTHERS = (
     Line("mlflow.tracking.context.registry", ("resolve_tags",)),
     Line("rich", ("get_console", "reconfigure")),
     Line("rich.progress", ("BarColumn", "Progress", "ProgressColumn", "TextColumn")),
+    Line("rich.table", ("Column", "Table")),
     Line("rich.text", ("Text",)),
     Line("torch.nn.parallel", ("DistributedDataParallel",)),
     Line("torch.utils.data", ("DataLoader", "DistributedSampler", "RandomSampler", "SequentialSampler")),

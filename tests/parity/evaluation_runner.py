@@ -27,12 +27,15 @@ from typing import Any
 from tests.harness import instantiate
 from tests.parity.runner import LOGGER_ENVIRONMENT, lightning_trainer_kwargs, render
 
+# the characters of a table's rules: the plain table's lines, rich's borders (its default box, HEAVY_HEAD)
+RULES = set("─-━┏┓┳┡┩╇└┘┴")
+
 
 def table(text: str) -> list[str]:
-    """The results tables in a call's output: from each table's first bar line to its last."""
+    """The results tables in a call's output: from the first table's first rule to the last one's last."""
     lines = text.splitlines()
-    bars = [i for i, line in enumerate(lines) if line and set(line) <= {"─", "-"}]
-    return lines[bars[0] : bars[-1] + 1] if bars else []
+    rules = [i for i, line in enumerate(lines) if line.strip() and set(line.strip()) <= RULES]
+    return lines[rules[0] : rules[-1] + 1] if rules else []
 
 
 def run_lightning(spec: dict[str, Any], calls: list[list[Any]]) -> list[dict[str, Any]]:
@@ -41,7 +44,9 @@ def run_lightning(spec: dict[str, Any], calls: list[list[Any]]) -> list[dict[str
 
     from tests.parity import eval_models
 
-    evaluation_loop._RICH_AVAILABLE = False  # the plain table, as the script prints it without rich
+    # the plain table, as the script prints it without rich; rich's with a RichProgressBar, as the script's
+    callbacks = spec.get("trainer", {}).get("callbacks") or []
+    evaluation_loop._RICH_AVAILABLE = any("RichProgressBar" in str(entry) for entry in callbacks)
     pl.seed_everything(spec["seed_everything"])
     model = instantiate(spec["model"])
     data = instantiate(spec["data"])

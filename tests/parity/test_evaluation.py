@@ -137,6 +137,20 @@ CASES = [
         [[["validate", None]]],
         [["validate"]],
     ),
+    # a RichProgressBar: rich's results table (and rich's bar, on the same console)
+    ("test_rich", spec(callbacks=["RichProgressBar"], enable_progress_bar=True), [[["test", None]]], [["test"]]),
+    (
+        "validate_two_loaders_rich",
+        spec("TwoLoaderModel", loaders=2, callbacks=["RichProgressBar"], enable_progress_bar=True),
+        [[["validate", None]]],
+        [["validate"]],
+    ),
+    (
+        "predict_rich",
+        spec(callbacks=["RichProgressBar"], enable_progress_bar=True),
+        [[["predict", None]]],
+        [["predict"]],
+    ),
     # DDP, 1 node x 2 processes: each process's results, table (the first one's), hooks and the logger's files;
     # the loaders' shares padded for validate and test (sync_dist reduces the loss, max and count, not the
     # accuracy), unpadded for predict, whose writer gets each process's sample indices
