@@ -23,13 +23,14 @@ def spec_of(model="tests.standins.models.Probe", **flags) -> dict:
     return {**BASE, "model": model, "trainer": {**BASE["trainer"], **TPU, **flags}}
 
 
-def run_xla(tmp_path, monkeypatch, world_size, model="tests.standins.models.Probe", **flags):
+def run_xla(tmp_path, monkeypatch, world_size, model="tests.standins.models.Probe", args=(), **flags):
     monkeypatch.chdir(ROOT)
     script = tmp_path / "train.py"
     script.write_text(render(spec_of(model, **flags), tmp_path))
     out, weights = tmp_path / "calls.json", tmp_path / "weights.pt"
+    command = [sys.executable, "-m", "tests.standins.fake_xla", str(script), str(out), str(weights), str(world_size)]
     result = subprocess.run(
-        [sys.executable, "-m", "tests.standins.fake_xla", str(script), str(out), str(weights), str(world_size)],
+        [*command, "--", *args],
         cwd=ROOT,
         env=env_with_root(ROOT / "tests" / "standins"),
         capture_output=True,
@@ -77,6 +78,33 @@ def test_several_devices_spawn_and_feed_the_device(tmp_path, monkeypatch):
     # every process waits for the others before exiting (Lightning's _rank_teardown)
     assert calls[-1] == ("xm.rendezvous", "end-process")
     assert "xm.optimizer_step" not in text and "PJRT_DEVICE=TPU python train.py" in text
+
+
+def test_test_and_predict_on_several_devices(tmp_path, monkeypatch):
+    """XLAStrategy's evaluation: each loader re-created with this process's share (test: a DistributedSampler,
+    padded; predict: unrepeated) and fed through an MpDeviceLoader; torch.no_grad (never inference mode on
+    XLA); sync_dist through the mesh reduce; ordinal 0 prints the table; every process waits at the end."""
+    model = "tests.standins.models.ProbeEvaluates"
+    calls, _, text = run_xla(tmp_path, monkeypatch, 2, model=model, args=["test"], devices=2)
+    assert [c for c in calls if c[0] == "MpDeviceLoader"] == [("MpDeviceLoader", "cpu", "DistributedSampler")]
+    # ordinal 0 of 2: 4 of the 7 samples (padded to 8), in batches of 2
+    assert [c for c in calls if c[0] == "test_step"] == [("test_step", 2, False, False)] * 2
+    assert [c[1] for c in calls if c[0] == "xm.mesh_reduce"] == ["reduce", "reduce"]  # the loss and its weight
+    assert calls[-1] == ("xm.rendezvous", "end-process")
+    assert not [c for c in calls if c[0] in ("training_step", "configure_optimizers", "optimizer.step")]
+    assert "inference_mode" not in text
+    calls, _, _ = run_xla(tmp_path, monkeypatch, 2, model=model, args=["predict"], devices=2)
+    assert [c for c in calls if c[0] == "MpDeviceLoader"] == [("MpDeviceLoader", "cpu", "UnrepeatedShards")]
+    assert [c for c in calls if c[0] == "predict_step"] == [("predict_step", 2, False, False)] * 2
+
+
+def test_test_on_one_device(tmp_path, monkeypatch):
+    """SingleDeviceXLAStrategy: the loader as it is, the batches moved to the device, torch.no_grad."""
+    calls, _, text = run_xla(tmp_path, monkeypatch, 1, model="tests.standins.models.ProbeEvaluates", args=["test"])
+    assert "MpDeviceLoader" not in text and not [c for c in calls if c[0] in ("xmp.spawn", "MpDeviceLoader")]
+    assert [c for c in calls if c[0] == "test_step"] == [("test_step", 2, False, False)] * 3 + [
+        ("test_step", 1, False, False)
+    ]
 
 
 def test_the_script_checks_the_number_of_processes(tmp_path, monkeypatch):

@@ -91,6 +91,7 @@ class Evaluation:
     shards: bool = False
     unrepeated: bool = False  # ... and predict's shares repeat no sample (Lightning's UnrepeatedDistributedSampler)
     rank_zero_gates: bool = False  # several processes: printing is the first process's
+    feeds_device: bool = False  # several TPU devices: each loader becomes an MpDeviceLoader (XLAStrategy's)
     # the results table is rich's, as Lightning prints it when rich is installed (the spec's RichProgressBar brings
     # rich; else the plain-text table)
     rich_table: bool = False
@@ -216,14 +217,15 @@ def resolve_evaluation(
         unrepeated=distributed.replaces_samplers and any(stage.command == "predict" for stage in served),
         rank_zero_gates=bool(served) and distributed.rank_zero_gates,
         rich_table=progress.kind == "rich" and any(stage.returns_metrics for stage in served),
+        feeds_device=bool(served) and distributed.xla and distributed.several_processes,
         limit_constants=constants,
     )
 
 
 def grad_context(inference_mode: bool, distributed: Distributed) -> str:
     """torch.inference_mode as the flag asks, but torch.no_grad in a gloo process group (Lightning's
-    _no_grad_context: inference mode does not work with gloo's collectives)."""
-    if not inference_mode or distributed.backend == "gloo":
+    _no_grad_context: inference mode does not work with gloo's collectives), and on TPUs."""
+    if not inference_mode or distributed.backend == "gloo" or distributed.xla:
         return "no_grad"
     if distributed.several_processes and distributed.backend is None:
         return "by_backend"
@@ -248,8 +250,8 @@ def unserved_reason(
     profiling: Profiling,
 ) -> str | None:
     """What keeps the script to fit although the module could evaluate: the evaluation runs are written for one
-    process or for DDP's, without a profiler, under Lightning 2.x."""
-    if distributed.enabled and distributed.kind != "ddp":
+    process, DDP's and XLA's processes, without a profiler, under Lightning 2.x."""
+    if distributed.kind in ("dp", "horovod"):  # Lightning 1.9.5's strategies
         return f"strategy {distributed.kind}"
     if profiling.enabled:
         return "a profiler"

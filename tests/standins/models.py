@@ -56,3 +56,29 @@ class ProbeSyncLog(Probe):
         CALLS.append(("validation_step",))
         x, y = batch
         self.log("val_loss", nn.functional.mse_loss(self.layer(x), y), sync_dist=True)
+
+
+class ProbeEvaluates(Probe):
+    """Probe with test and predict steps over 7 samples (shares of 4 and 3 over two processes): each step records
+    its batch's size and whether gradients and inference mode were on; the test loss is logged with
+    sync_dist=True."""
+
+    def _seven(self):
+        g = torch.Generator().manual_seed(1)
+        return DataLoader(TensorDataset(torch.randn(7, 2, generator=g), torch.randn(7, 1, generator=g)), batch_size=2)
+
+    def test_dataloader(self):
+        return self._seven()
+
+    def predict_dataloader(self):
+        return self._seven()
+
+    def test_step(self, batch, batch_idx):
+        x, y = batch
+        CALLS.append(("test_step", len(x), torch.is_grad_enabled(), torch.is_inference_mode_enabled()))
+        self.log("test_loss", nn.functional.mse_loss(self.layer(x), y), sync_dist=True)
+
+    def predict_step(self, batch, batch_idx):
+        x, _ = batch
+        CALLS.append(("predict_step", len(x), torch.is_grad_enabled(), torch.is_inference_mode_enabled()))
+        return self.layer(x)
