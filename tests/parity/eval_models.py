@@ -164,10 +164,11 @@ class TwoLoaderModel(EvalModel):
 class EvalData(pl.LightningDataModule):
     """Train, validation, test and predict loaders (`loaders` of each evaluation stage); records its hooks."""
 
-    def __init__(self, loaders: int = 1, n_eval: int = 40):
+    def __init__(self, loaders: int = 1, n_eval: int = 40, drop_last: bool = False):
         super().__init__()
         self.loaders = loaders
         self.n_eval = n_eval
+        self.drop_last = drop_last
 
     def prepare_data(self):
         _record("data.prepare_data")
@@ -184,7 +185,7 @@ class EvalData(pl.LightningDataModule):
         return DataLoader(self.train_set, batch_size=BATCH_SIZE, shuffle=True)
 
     def _loaders(self):
-        loaders = [DataLoader(s, batch_size=BATCH_SIZE) for s in self.eval_sets]
+        loaders = [DataLoader(s, batch_size=BATCH_SIZE, drop_last=self.drop_last) for s in self.eval_sets]
         return loaders[0] if self.loaders == 1 else loaders
 
     def val_dataloader(self):

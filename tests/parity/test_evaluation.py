@@ -42,6 +42,7 @@ def spec(
     callback: bool = False,
     sync_dist: bool = False,
     n_eval: int = 40,
+    drop_last: bool = False,
     **flags,
 ) -> dict:
     trainer = {"max_epochs": 3, "enable_model_summary": False, **flags}
@@ -50,7 +51,10 @@ def spec(
     return {
         "seed_everything": 3,
         "model": {"class_path": f"{MODELS}.{model}", "init_args": {"sync_dist": sync_dist}},
-        "data": {"class_path": f"{MODELS}.EvalData", "init_args": {"loaders": loaders, "n_eval": n_eval}},
+        "data": {
+            "class_path": f"{MODELS}.EvalData",
+            "init_args": {"loaders": loaders, "n_eval": n_eval, "drop_last": drop_last},
+        },
         "trainer": trainer,
     }
 
@@ -137,6 +141,10 @@ CASES = [
         [[["validate", None]]],
         [["validate"]],
     ),
+    # loaders with drop_last=True (37 samples, batches of BATCH_SIZE): test drops the last batch, predict reads it
+    # (Lightning re-creates predict's batch sampler with drop_last=False), its writer sees its indices
+    ("test_drop_last", spec(n_eval=UNEVEN, drop_last=True), [[["test", None]]], [["test"]]),
+    ("predict_drop_last_writer", writer("batch", n_eval=UNEVEN, drop_last=True), [[["predict", None]]], [["predict"]]),
     # a RichProgressBar: rich's results table (and rich's bar, on the same console)
     ("test_rich", spec(callbacks=["RichProgressBar"], enable_progress_bar=True), [[["test", None]]], [["test"]]),
     (
