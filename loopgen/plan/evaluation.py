@@ -194,7 +194,7 @@ def resolve_evaluation(
             if command not in provided:
                 problems.append(Problem("loop.subcommands", needs(spec, command), spec.line("loop.subcommands")))
         chosen = [stage for stage in stages if stage.command in requested]
-    unserved = unserved_reason(spec, model, data_plan, distributed, logging, progress, profiling) if chosen else None
+    unserved = unserved_reason(spec, model, distributed, profiling) if chosen else None
     if unserved and requested is not None:
         message = f"validate, test and predict are not written for {unserved} yet: list only fit"
         problems.append(Problem("loop.subcommands", message, spec.line("loop.subcommands")))
@@ -240,23 +240,13 @@ def needs(spec: Spec, command: str) -> str:
     return f"{command} needs {steps} on {spec.model.class_path} and {prefix}_dataloader() on {loaders}"
 
 
-def unserved_reason(
-    spec: Spec,
-    model: ClassFacts,
-    data_plan: Data,
-    distributed: Distributed,
-    logging: Logging,
-    progress: Progress,
-    profiling: Profiling,
-) -> str | None:
+def unserved_reason(spec: Spec, model: ClassFacts, distributed: Distributed, profiling: Profiling) -> str | None:
     """What keeps the script to fit although the module could evaluate: the evaluation runs are written for one
     process, DDP's and XLA's processes, without a profiler, under Lightning 2.x."""
     if distributed.kind in ("dp", "horovod"):  # Lightning 1.9.5's strategies
         return f"strategy {distributed.kind}"
     if profiling.enabled:
         return "a profiler"
-    if data_plan.unsized:
-        return "a loader that may have no length"
     if follows_1_9_5(spec, model):
         return "a Lightning 1.9.5 flag or hook"
     return None
