@@ -586,8 +586,9 @@ def test_profiler_file_names_are_lightnings_for_each_rank(tmp_path: Path, filena
     simple = SimpleProfiler(filename=filename)
     simple.setup("fit", local_rank=1)
     text = script({"class_path": "SimpleProfiler", "init_args": {"filename": filename}})
-    assert value(r"os\.path\.join\(default_root_dir, (f\".*?\")\)", text, local_rank=1) == simple._prepare_filename()
-    assert "rank=local_rank" in text
+    rank_1 = type("P", (), {"rank": 1})
+    assert value(r"os\.path\.join\(self\.directory, (f\".*?\")\)", text, self=rank_1) == simple._prepare_filename()
+    assert "SimpleProfiler(default_root_dir, rank=local_rank)" in text
     advanced = AdvancedProfiler(filename=filename, dump_stats=True)
     advanced.setup("fit", local_rank=1)
     text = script({"class_path": "AdvancedProfiler", "init_args": {"filename": filename, "dump_stats": True}})

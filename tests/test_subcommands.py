@@ -130,14 +130,16 @@ def test_loop_subcommands_problems(project: Path) -> None:
 
 
 def test_what_evaluation_does_not_serve_yet_keeps_fit_only_and_says_so(project: Path) -> None:
-    spec = write(project, "Tests", profiler="simple")
+    """A Lightning 1.9.5 flag: its evaluation loops are not written; a profiler is served."""
+    spec = write(project, "Tests", track_grad_norm=2)
     text, notices = render_spec(spec)
     assert commands(text) == []
-    assert any("validate, test and predict are not written for a profiler yet: it has fit only" in n for n in notices)
-    found = render_problems(write(project, "Tests", loop={"subcommands": ["fit", "test"]}, profiler="simple"))
-    assert found == [
-        "loop.subcommands: validate, test and predict are not written for a profiler yet: list only fit"
-    ], found
+    reason = "validate, test and predict are not written for a Lightning 1.9.5 flag or hook yet"
+    assert any(f"{reason}: it has fit only" in n for n in notices), notices
+    found = render_problems(write(project, "Tests", loop={"subcommands": ["fit", "test"]}, track_grad_norm=2))
+    assert found == [f"loop.subcommands: {reason}: list only fit"], found
+    text, notices = render_spec(write(project, "Tests", profiler="simple"))
+    assert commands(text) == ["validate", "test"] and not notices
 
 
 def test_ddp_evaluates_on_each_process_share_and_other_engines_keep_fit_only(project: Path) -> None:

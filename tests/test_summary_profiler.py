@@ -5,6 +5,7 @@ they time, and leave the training as it was."""
 from __future__ import annotations
 
 import contextlib
+import glob
 import importlib
 import io
 import json
@@ -93,6 +94,23 @@ class Slow(Steps, torch.nn.Module):
 
     def on_train_epoch_start(self):
         time.sleep(0.002)
+
+
+class Tested(Small):
+    """Small, with test and predict runs (6 batches each)."""
+
+    def test_step(self, batch, batch_idx):
+        x, y = batch
+        self.log("test_loss", torch.nn.functional.mse_loss(self(x).float(), y))
+
+    def test_dataloader(self):
+        return self.loader(6)
+
+    def predict_step(self, batch, batch_idx):
+        return self(batch[0])
+
+    def predict_dataloader(self):
+        return self.loader(6)
 '''
 
 # LightningModules, for Lightning's ModelSummary (their scripts import Lightning, which takes seconds)
@@ -170,7 +188,7 @@ def project(tmp_path_factory) -> Path:
 
 
 def spec(model: str, **trainer) -> dict:
-    module = "plain" if model in ("Flat", "Small", "Slow") else "lit"
+    module = "plain" if model in ("Flat", "Small", "Slow", "Tested") else "lit"
     return {"seed_everything": 7, "model": f"proj.{module}.{model}", "trainer": {**TRAINER, **trainer}}
 
 
@@ -455,3 +473,52 @@ def test_profilers_do_not_change_training(project: Path, tmp_path: Path) -> None
     assert not torch.equal(weights[0]["net.0.weight"], initial["net.0.weight"])  # training changed them
     for other in weights[1:]:
         assert all(torch.equal(weights[0][key], other[key]) for key in weights[0])
+
+
+def test_profilers_report_each_evaluation_run_as_lightning(project: Path, tmp_path: Path) -> None:
+    """test and predict: the report titled and its files named after the run (Lightning's stage), the run's own
+    actions; fit --test: fit's report, then the test's (the simple profiler's holds fit's actions too, the advanced
+    one's starts afresh, as Lightning's)."""
+    from pytorch_lightning.profilers import AdvancedProfiler, PyTorchProfiler
+
+    step = "[Strategy]SingleDeviceStrategy.test_step"
+
+    def evaluated(kind: str, **args) -> Path:
+        profiler = {"class_path": kind, "init_args": {"dirpath": str(tmp_path / kind), "filename": "perf", **args}}
+        return rendered(project, f"evaluated_{kind}", spec("Tested", profiler=profiler, enable_checkpointing=True))
+
+    def main(script: Path, *argv: str) -> None:
+        run_code(f"import runpy, sys\nsys.argv = {[script.name, *argv]!r}\nrunpy.run_path({str(script)!r}, "
+                 "run_name='__main__')", tmp_path, project)  # fmt: skip
+
+    simple = evaluated("SimpleProfiler")
+    main(simple, "test")
+    main(simple, "predict")
+    rows = report_rows((tmp_path / "SimpleProfiler" / "test-perf.txt").read_text())
+    assert (tmp_path / "SimpleProfiler" / "test-perf.txt").read_text().startswith("TEST Profiler Report")
+    assert rows[step][1] == rows["[_EvaluationLoop].test_next"][1] == 6
+    assert (
+        rows["[LightningModule]Tested.on_test_model_eval"][1] == 1
+        and "[Strategy]SingleDeviceStrategy.training_step" not in rows
+    )
+    rows = report_rows((tmp_path / "SimpleProfiler" / "predict-perf.txt").read_text())
+    assert rows["[Strategy]SingleDeviceStrategy.predict_step"][1] == rows["[_PredictionLoop].predict_next"][1] == 6
+
+    advanced = evaluated("AdvancedProfiler", dump_stats=True)
+    main(advanced, "fit", "--test", "best")
+    lightning = AdvancedProfiler(dirpath=str(tmp_path / "AdvancedProfiler"), filename="perf", dump_stats=True)
+    lightning.setup("test")
+    assert (tmp_path / "AdvancedProfiler" / lightning._prepare_filename(action_name=step, extension=".prof")).is_file()
+    fit, test = ((tmp_path / "AdvancedProfiler" / f"{stage}-perf.txt").read_text() for stage in ("fit", "test"))
+    assert fit.startswith("FIT Profiler Report") and test.startswith("TEST Profiler Report")
+    assert "training_step" in fit and "training_step" not in test and f"Profile stats for: {step}" in test
+
+    pytorch = evaluated("PyTorchProfiler")
+    main(pytorch, "test")
+    lightning = PyTorchProfiler(dirpath=str(tmp_path / "PyTorchProfiler"), filename="perf")
+    lightning.setup("test")
+    name = lightning._prepare_filename(action_name=step, extension="")
+    (trace,) = (tmp_path / "PyTorchProfiler").glob(f"{glob.escape(name)}.*.pt.trace.json")
+    events = json.loads(trace.read_text())["traceEvents"]
+    assert len([e for e in events if e.get("name") == f"[pl][profile]{step}"]) == 3  # the schedule's active steps
+    assert (tmp_path / "PyTorchProfiler" / "test-perf.txt").read_text().startswith("TEST Profiler Report")

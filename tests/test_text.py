@@ -860,7 +860,8 @@ TRACES = {
     "profiler_advanced": ["import cProfile", "import pstats", "class AdvancedProfiler", "dump_stats", "print_stats(5)"],
     "profiler_pytorch": [
         "class PyTorchProfiler",
-        'PyTorchProfiler(os.path.join("prof", "fit-p.txt"), "prof")',
+        'PyTorchProfiler("prof")',
+        'os.path.join(self.directory, "fit-p.txt")',
         "profiler.start(model, num_training_batches)",
         "tensorboard_trace_handler",
         "record_shapes=True",
@@ -868,10 +869,11 @@ TRACES = {
         "[pl][module]",
     ],
     "profiler_everything": [
-        'SimpleProfiler(os.path.join(loggers[0].log_dir, "fit-perf.txt"))',
-        'with profiler.profile("save_checkpoint"):',
+        "SimpleProfiler(loggers[0].log_dir)",
+        'os.path.join(self.directory, "fit-perf.txt")',
+        'with self.profiler.profile("save_checkpoint"):',
         'with profiler.profile("[Callback]Recorder.on_train_start"):',
-        'with profiler.profile("[Callback]ModelCheckpoint.on_train_epoch_end"):',
+        'with profiler.profile(f"[Callback]{model_checkpoint.state_key}.setup"):',
         'with profiler.profile("[Strategy]SingleDeviceStrategy.batch_to_device"):',
         '"[LightningModule]Rich.configure_gradient_clipping"',
     ],
@@ -983,7 +985,7 @@ TRACES = {
     "ddp_mlflow_wandb_profiler_time": [
         "checkpoint_dir = None",
         "skip_time = from_rank_zero(skip_time)",
-        'f"fit-p{{1}}-{local_rank}.txt"',
+        'f"fit-p{{1}}-{self.rank}.txt"',
         'f"fit-p{{1}}-{self.rank}-" + action',
         'lines += [f"Profile stats for: {action} rank: {self.rank}", text.getvalue()]',
         'with profiler.profile("[Strategy]DDPStrategy.training_step"):',

@@ -120,8 +120,8 @@ def make_plan(
     manual = resolve_manual(spec, model, user, distributed, problems)
     if problems:
         raise LoopgenError(problems)
-    evaluation = resolve_evaluation(spec, model, data, user, data_plan, distributed, logging, progress, profiling,
-                                    problems, notices)  # fmt: skip
+    evaluation = resolve_evaluation(spec, model, data, user, data_plan, distributed, logging, progress, problems,
+                                    notices)  # fmt: skip
     hooks = resolve_hooks(spec, user, checkpointing, logging, summaries, progress)
     metrics = resolve_metrics(spec, model, user_callbacks, hooks, optimizers, optimization, checkpointing, logging,
                               progress, distributed, evaluation, problems)  # fmt: skip
@@ -138,8 +138,9 @@ def make_plan(
     helpers = resolve_helpers(build, device, precision, optimization, validation, hooks, data_plan, checkpointing,
                               evaluation)  # fmt: skip
     sets_state = state.has("training") or state.has("state")
-    variables = evaluation_variables(evaluation, device, metrics.collect, checkpointing, logging, sets_state)
+    variables = evaluation_variables(evaluation, device, metrics.collect, checkpointing, logging, profiling, sets_state)
     evaluation = replace(evaluation, variables=variables)
+    profiling = replace(profiling, stages=profiling.enabled and evaluation.enabled)
     return Plan(
         header=header,
         build=build,

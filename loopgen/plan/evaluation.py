@@ -133,7 +133,6 @@ def resolve_evaluation(
     distributed: Distributed,
     logging: Logging,
     progress: Progress,
-    profiling: Profiling,
     problems: list[Problem],
     notices: list[str],
 ) -> Evaluation:
@@ -194,7 +193,7 @@ def resolve_evaluation(
             if command not in provided:
                 problems.append(Problem("loop.subcommands", needs(spec, command), spec.line("loop.subcommands")))
         chosen = [stage for stage in stages if stage.command in requested]
-    unserved = unserved_reason(spec, model, distributed, profiling) if chosen else None
+    unserved = unserved_reason(spec, model, distributed) if chosen else None
     if unserved and requested is not None:
         message = f"validate, test and predict are not written for {unserved} yet: list only fit"
         problems.append(Problem("loop.subcommands", message, spec.line("loop.subcommands")))
@@ -240,13 +239,11 @@ def needs(spec: Spec, command: str) -> str:
     return f"{command} needs {steps} on {spec.model.class_path} and {prefix}_dataloader() on {loaders}"
 
 
-def unserved_reason(spec: Spec, model: ClassFacts, distributed: Distributed, profiling: Profiling) -> str | None:
+def unserved_reason(spec: Spec, model: ClassFacts, distributed: Distributed) -> str | None:
     """What keeps the script to fit although the module could evaluate: the evaluation runs are written for one
-    process, DDP's and XLA's processes, without a profiler, under Lightning 2.x."""
+    process, DDP's and XLA's processes, under Lightning 2.x."""
     if distributed.kind in ("dp", "horovod"):  # Lightning 1.9.5's strategies
         return f"strategy {distributed.kind}"
-    if profiling.enabled:
-        return "a profiler"
     if follows_1_9_5(spec, model):
         return "a Lightning 1.9.5 flag or hook"
     return None
@@ -258,6 +255,7 @@ def evaluation_variables(
     collects_metrics: bool,
     checkpointing: Checkpointing,
     logging: Logging,
+    profiling: Profiling,
     sets_state: bool,
 ) -> tuple[str, ...]:
     """main()'s variables evaluate() takes besides the model: what its stages' functions take, and what loading a
@@ -274,6 +272,7 @@ def evaluation_variables(
         names += ["progress_bar"] if evaluation.bar else []
         names += ["world_size", "global_rank"] if evaluation.shards else []
         names += ["is_global_zero"] if evaluation.rank_zero_gates else []
+        names += ["profiler"] if profiling.enabled else []
     if evaluation.enabled and logging.enabled:  # the hyperparameters, the graph (as fit's start_logging)
         names += ["loggers"]
         names += ["data"] if logging.hparams_data else []

@@ -68,6 +68,13 @@ class Callback:
     state_key: str | None = None  # the key of its state in a checkpoint; None: its `state_key` attribute
     writer: bool = False  # a subclass of Lightning's BasePredictionWriter: predict calls its write_on_* methods
 
+    @property
+    def keyed_at_run_time(self) -> bool:
+        """Its `state_key` (Lightning's name of it, in checkpoints and profiler actions) is read from the object
+        when the script runs: a user's callback that defines it, the script's ModelCheckpoint and EarlyStopping
+        (whose keys hold their arguments)."""
+        return self.state_key is None and self.kind in ("user", "checkpoint", "early_stopping")
+
 
 def is_lightning(ref: ClassRef, name: str) -> bool:
     return ref.name == name and ref.module.startswith("pytorch_lightning")

@@ -48,6 +48,9 @@ class Profiling:
     # the files' names (fit-FILENAME-RANK...) and the report's headers; printed by local rank 0 alone
     strategy_class: str = "SingleDeviceStrategy"
     ranked: bool = False
+    # the script has validate, test or predict runs: the profiler keeps the run it reports on (`stage`, Lightning's
+    # setup(stage)) for its report's title and its files' names (set by make_plan once the evaluation is known)
+    stages: bool = False
 
     # the actions of the loop's own parts, under Lightning's names for the same code
     @property
@@ -65,6 +68,22 @@ class Profiling:
     @property
     def batch_to_device(self) -> str:
         return f"[Strategy]{self.strategy_class}.batch_to_device"
+
+    def step_action(self, step: str) -> str:
+        """An evaluation run's step (validation_step, test_step, predict_step): the action Lightning's strategy
+        runs it in."""
+        return f"[Strategy]{self.strategy_class}.{step}"
+
+    @staticmethod
+    def next_action(prefix: str) -> str:
+        """Fetching an evaluation run's batch ("val", "test", "predict"): the action of Lightning's loop."""
+        loop = "_PredictionLoop" if prefix == "predict" else "_EvaluationLoop"
+        return f"[{loop}].{prefix}_next"
+
+    @staticmethod
+    def iter_action(prefix: str) -> str:
+        """Making an evaluation loader's iterator: loopgen's action, as train_iter and val_iter."""
+        return f"{prefix}_dataloader_iter"
 
     train_next: ClassVar[str] = "[_TrainingEpochLoop].train_dataloader_next"
     val_next: ClassVar[str] = "[_EvaluationLoop].val_next"
@@ -88,12 +107,6 @@ class Profiling:
         return self.report_filename is not None or self.trace or self.dump_stats
 
     @property
-    def takes_directory(self) -> bool:
-        """The profiler is given the directory, for files of its own (the advanced profiler's .prof stats, the
-        PyTorch profiler's trace); the report's file is given as a path."""
-        return self.dump_stats or self.trace
-
-    @property
     def prints_on_local_zero(self) -> bool:
         """The report is printed (no file), by each node's first process (Lightning's _rank_zero_info) where
         several processes profile."""
@@ -106,8 +119,11 @@ class Profiling:
     def data_action(self, hook: str) -> str:
         return f"[LightningDataModule]{self.data_class}.{hook}"
 
-    def callback_action(self, callback: Callback, hook: str) -> str:
-        return f"[Callback]{callback.construct.cls}.{hook}"
+    @staticmethod
+    def callback_action(callback: Callback, hook: str) -> str:
+        """Lightning's name of a callback hook's action, by the callback's state_key (see
+        Callback.keyed_at_run_time for those the script reads when it runs)."""
+        return f"[Callback]{callback.state_key or callback.construct.cls}.{hook}"
 
     def loader_action(self, owner: str, hook: str) -> str:
         return self.data_action(hook) if owner == "data" else self.model_action(hook)

@@ -82,6 +82,11 @@ def lightning_trainer_kwargs(flags: dict[str, Any]) -> dict[str, Any]:
         kwargs["logger"] = [
             instantiate(logger_entry(entry)) for entry in (logger if isinstance(logger, list) else [logger])
         ]
+    profiler = kwargs.get("profiler")
+    if isinstance(profiler, dict):  # {class_path, init_args}: one of Lightning's profilers
+        from pytorch_lightning import profilers
+
+        kwargs["profiler"] = getattr(profilers, profiler["class_path"])(**profiler.get("init_args", {}))
     accumulate = kwargs.get("accumulate_grad_batches")
     if isinstance(accumulate, dict):  # the seed's {epoch: factor}: Lightning's GradientAccumulationScheduler
         del kwargs["accumulate_grad_batches"]

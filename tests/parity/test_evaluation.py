@@ -10,6 +10,7 @@ batch and loader indices and whether gradients (and inference mode) were on.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -70,6 +71,10 @@ def writer(interval: str, model: str = "EvalModel", loaders: int = 1, **flags) -
     """A spec with tests/parity/eval_models.py's RecordingWriter, writing at `interval`."""
     entry = {"class_path": f"{MODELS}.RecordingWriter", "init_args": {"write_interval": interval}}
     return spec(model, loaders=loaders, callbacks=[*flags.pop("callbacks", []), entry], **flags)
+
+
+# a SimpleProfiler writing its reports into files (STAGE-perf.txt in profiles/), read back by profiled()
+PROFILER = {"class_path": "SimpleProfiler", "init_args": {"dirpath": "profiles", "filename": "perf"}}
 
 
 def streamed(spec_: dict) -> dict:
@@ -196,6 +201,32 @@ CASES = [
         [[["predict", None]]],
         [["predict"]],
     ),
+    # a SimpleProfiler: the same report files, the script's actions Lightning's, called as often (profiled())
+    (
+        "test_hooks_callback_profiler",
+        spec("HookedEvalModel", callback=True, profiler=PROFILER),
+        [[["test", None]]],
+        [["test"]],
+    ),
+    (
+        "validate_two_loaders_profiler",
+        spec("TwoLoaderModel", loaders=2, profiler=PROFILER),
+        [[["validate", None]]],
+        [["validate"]],
+    ),
+    ("predict_writer_profiler", writer("batch_and_epoch", profiler=PROFILER), [[["predict", None]]], [["predict"]]),
+    (
+        "fit_then_test_best_profiler",
+        fitted(profiler=PROFILER),
+        [[["fit", None], ["test", "best"]]],
+        [["fit", "--test", "best"]],
+    ),
+    (
+        "ddp_test_hooks_callback_profiler",
+        spec("HookedEvalModel", callback=True, sync_dist=True, n_eval=UNEVEN, profiler=PROFILER, **DDP),
+        [[["test", None]]],
+        [["test"]],
+    ),
     (
         "path_fresh_process",
         fitted(),
@@ -246,6 +277,65 @@ def logs(directory: Path) -> list:
     return with_ids_replaced(log_facts(directory), run_ids(directory))
 
 
+def profiled(directory: Path) -> dict[str, dict[str, int]]:
+    """The SimpleProfiler's report files in directory/profiles: each one's actions and their numbers of calls."""
+    reports = {}
+    for path in sorted((directory / "profiles").glob("*.txt")):
+        rows: dict[str, int] = {}
+        for line in path.read_text(encoding="utf-8").splitlines():
+            cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+            if len(cells) == 5 and cells[2].isdigit() and cells[0] != "Total":
+                rows[cells[0]] = int(cells[2])
+        reports[path.name] = rows
+    return reports
+
+
+# the module's hooks the script times whether the module overrides them or not (its own code for Lightning's)
+TIMED_AS_LIGHTNING = {"configure_optimizers", "optimizer_zero_grad", "optimizer_step", "lr_scheduler_step"}
+# Lightning's ModelCheckpoint hooks that have nothing to do without every_n_train_steps or train_time_interval:
+# the script does not call them
+IDLE_CHECKPOINT_HOOKS = {"on_train_start", "on_train_batch_end"}
+
+
+def lightning_only(action: str) -> bool:
+    """An action Lightning times that the script has no code for (docs/logging.md): its strategy's own hooks and
+    batch_to_device without a device to move to, configure_callbacks, its fit loop's enclosing actions, and a hook
+    that the module, the data module or the callback leaves as Lightning's base class has it."""
+    import pytorch_lightning as pl
+    from pytorch_lightning.callbacks import BasePredictionWriter
+
+    from tests.parity import eval_models
+
+    strategy = re.fullmatch(r"\[Strategy\]\w+\.(\w+)", action)
+    if strategy:  # its hooks, and batch_to_device: these cases run on the CPU, where the script moves nothing
+        return strategy.group(1).startswith("on_") or strategy.group(1) == "batch_to_device"
+    if action in ("run_training_batch", "run_training_epoch"):
+        return True
+    hook = re.fullmatch(r"\[(LightningModule|LightningDataModule|Callback)\](\w+)(\{.*\})?\.(\w+)", action)
+    if hook is None:
+        return False
+    kind, name, _, method = hook.groups()
+    base = {"LightningModule": pl.LightningModule, "LightningDataModule": pl.LightningDataModule}.get(kind, pl.Callback)
+    cls = getattr(eval_models, name, None) or getattr(pl.callbacks, name)
+    if method in TIMED_AS_LIGHTNING or method.endswith(("_model_eval", "_dataloader")):
+        return False  # the script times its own code for them, under the hook's name
+    if name == "ModelCheckpoint" and method in IDLE_CHECKPOINT_HOOKS:
+        return True
+    if issubclass(cls, BasePredictionWriter) and method == "setup":
+        return True  # its check that predict_step takes no dataloader_iter: the script's is at render time
+    return method == "configure_callbacks" or getattr(cls, method).__code__ is getattr(base, method).__code__
+
+
+def assert_same_profiles(ours: dict[str, dict[str, int]], theirs: dict[str, dict[str, int]]) -> None:
+    """The same report files; in each, the script's actions Lightning's with as many calls (but loopgen's own
+    *_dataloader_iter), and every action of Lightning's that the script has code for."""
+    assert ours.keys() == theirs.keys() and theirs
+    for name, actions in theirs.items():
+        expected = {action: calls for action, calls in actions.items() if not lightning_only(action)}
+        mine = {action: calls for action, calls in ours[name].items() if not action.endswith("_dataloader_iter")}
+        assert mine == expected, name
+
+
 def evaluation_calls(calls: list) -> list:
     """The hooks of the last evaluation run in a process's records: after fit's teardown, when fit ran too."""
     ends = [i for i, call in enumerate(calls) if call[0].endswith("teardown:fit")]
@@ -278,5 +368,7 @@ def test_evaluation_matches_lightning(tmp_path, name, spec_, lightning, script):
         theirs_logs, ours_logs = (logs(tmp_path / side) for side in ("lightning", "loopgen"))
         assert ours_logs == theirs_logs
         assert theirs_logs, "a logger case that logs nothing compares nothing"
+    if name.endswith("_profiler"):
+        assert_same_profiles(profiled(tmp_path / "loopgen"), profiled(tmp_path / "lightning"))
     if name != "test_limit_zero":
         assert theirs["result"], "a case that evaluates nothing compares nothing"
