@@ -59,6 +59,17 @@ class Tests(Fits):
 
     def test_dataloader(self):
         return loader(8)
+
+
+class FetchesItsOwn(Tests):
+    # Lightning's dataloader_iter steps: the step takes the loader's iterator and fetches its batches
+
+    def training_step(self, dataloader_iter):
+        x, y = next(dataloader_iter)
+        return torch.nn.functional.mse_loss(self(x), y)
+
+    def test_step(self, dataloader_iter, batch_idx=None):
+        next(dataloader_iter)
 """
 
 TRAINER = {"max_epochs": 1, "logger": False, "enable_progress_bar": False, "enable_model_summary": False}
@@ -126,6 +137,16 @@ def test_loop_subcommands_problems(project: Path) -> None:
             "loop.subcommands: predict needs predict_step (or forward, for Lightning's default predict_step)"
             " on subproj.models.Fits and predict_dataloader() on subproj.models.Fits"
         )
+    ], found
+
+
+def test_steps_that_fetch_their_own_batches_are_refused(project: Path) -> None:
+    """A step taking dataloader_iter would get a batch and fail when it runs: refused, at the step."""
+    found = render_problems(write(project, "FetchesItsOwn"))
+    assert [problem.split(": ", 1)[1] for problem in found] == [
+        f"subproj.models.FetchesItsOwn.{step} takes dataloader_iter (Lightning's steps that fetch their own"
+        " batches), which the script does not serve: take the batch, (batch, batch_idx)"
+        for step in ("training_step", "test_step")
     ], found
 
 

@@ -110,6 +110,13 @@ def check_model(spec: Spec, model: ClassFacts, problems: list[Problem]) -> None:
     if spec.optimizer is None and not model.defines("configure_optimizers"):
         message = f"{spec.model.class_path} defines no configure_optimizers and the spec has no `optimizer:`"
         problems.append(Problem(where, message, line))
+    for step in ("training_step", "validation_step", "test_step", "predict_step"):
+        if "dataloader_iter" in model.methods.get(step, ()):
+            message = (
+                f"{spec.model.class_path}.{step} takes dataloader_iter (Lightning's steps that fetch their own"
+                " batches), which the script does not serve: take the batch, (batch, batch_idx)"
+            )
+            problems.append(Problem(model.defined_at.get(step, where), message))
     unserved = [*UNSERVED_FIT_HOOKS, *([] if model.manual_optimization else ["on_validation_model_zero_grad"])]
     for hook in unserved:
         if model.defines(hook):
