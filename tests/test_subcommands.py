@@ -61,6 +61,16 @@ class Tests(Fits):
         return loader(8)
 
 
+class TestEpochEnd(Tests):
+    def test_epoch_end(self, outputs):
+        pass
+
+
+class TrainEpochEnd(Tests):
+    def training_epoch_end(self, outputs):
+        pass
+
+
 class FetchesItsOwn(Tests):
     # Lightning's dataloader_iter steps: the step takes the loader's iterator and fetches its batches
 
@@ -151,16 +161,21 @@ def test_steps_that_fetch_their_own_batches_are_refused(project: Path) -> None:
 
 
 def test_what_evaluation_does_not_serve_yet_keeps_fit_only_and_says_so(project: Path) -> None:
-    """A Lightning 1.9.5 flag: its evaluation loops are not written; a profiler is served."""
-    spec = write(project, "Tests", track_grad_norm=2)
-    text, notices = render_spec(spec)
-    assert commands(text) == []
-    reason = "validate, test and predict are not written for a Lightning 1.9.5 flag or hook yet"
-    assert any(f"{reason}: it has fit only" in n for n in notices), notices
-    found = render_problems(write(project, "Tests", loop={"subcommands": ["fit", "test"]}, track_grad_norm=2))
-    assert found == [f"loop.subcommands: {reason}: list only fit"], found
-    text, notices = render_spec(write(project, "Tests", profiler="simple"))
-    assert commands(text) == ["validate", "test"] and not notices
+    """Lightning 1.9.5's evaluation outputs (test_epoch_end, which 2.x refuses), and a 1.9.5 hook with several
+    processes: fit only, and a notice; listing the subcommands is an error. A profiler, and a 1.9.5 flag on one
+    device, are served."""
+    reason = "validate, test and predict are not written for a `test_epoch_end` hook (Lightning 1.9.5's; 2.x"
+    text, notices = render_spec(write(project, "TestEpochEnd"))
+    assert commands(text) == [] and any(n.startswith(f"the module has test_step, but the script's {reason}")
+                                        for n in notices), notices  # fmt: skip
+    found = render_problems(write(project, "TestEpochEnd", loop={"subcommands": ["fit", "test"]}))
+    assert len(found) == 1 and found[0].startswith(f"loop.subcommands: {reason}"), found
+    ddp = {"strategy": "ddp", "devices": 2, "accelerator": "cpu"}
+    text, notices = render_spec(write(project, "TrainEpochEnd", **ddp))
+    assert commands(text) == [] and any("a Lightning 1.9.5 flag or hook with strategy ddp" in n for n in notices)
+    for flags in ({"profiler": "simple"}, {"track_grad_norm": 2}):
+        text, notices = render_spec(write(project, "Tests", **flags))
+        assert commands(text) == ["validate", "test"] and not notices, flags
 
 
 def test_ddp_evaluates_on_each_process_share_and_other_engines_keep_fit_only(project: Path) -> None:

@@ -42,9 +42,16 @@ class Stage:
     limit: int | float  # limit_<prefix>_batches
     counts: bool  # the limit is not 1.0: the num_batches helper decides each loader's batches
     model_eval_hook: bool  # the module overrides on_<infix>_model_eval (else eval() on every submodule)
-    model_train_hook: bool  # ... on_<infix>_model_train (else each submodule's mode restored; predict: always)
+    model_train_hook: bool  # ... on_<infix>_model_train (else `after`; predict: always)
     model_hooks: frozenset[str]  # the module's evaluation hooks, by their full names
     returns_metrics: bool  # validate and test return the logged metrics and print them as a table
+    # the training flags after the run, without an on_<infix>_model_train of the module: "restore" (each
+    # submodule's as before, Lightning 2.x) | "train" (every submodule in train mode: Lightning 1.9.5's default
+    # on_validation_model_train / on_test_model_train) | "eval" (left in eval mode: 1.9.5's predict)
+    after: str
+    # Lightning 1.9.5's predict: on_predict_epoch_end gets the predictions (a list per loader), as do a prediction
+    # writer's write_on_epoch_end (a list per loader, one loader too)
+    epoch_end_outputs: bool
     callbacks: tuple[Callback, ...]  # the user's callbacks with hooks of this stage
 
     @property
@@ -180,6 +187,8 @@ def resolve_evaluation(
                 model_train_hook=command != "predict" and model.defines(f"on_{infix}_model_train"),
                 model_hooks=model_hooks,
                 returns_metrics=command != "predict",
+                after=("eval" if command == "predict" else "train") if follows_1_9_5(spec, model) else "restore",
+                epoch_end_outputs=command == "predict" and follows_1_9_5(spec, model),
                 callbacks=tuple(c for c in user.callbacks if c.hooks & names or (c.writer and command == "predict")),
             )
         )
@@ -239,13 +248,21 @@ def needs(spec: Spec, command: str) -> str:
     return f"{command} needs {steps} on {spec.model.class_path} and {prefix}_dataloader() on {loaders}"
 
 
+# the evaluation hooks Lightning 1.9.5 has and 2.x removed (its trainer.validate / test refuse a module with them):
+# their outputs' collection is not written
+OUTPUT_HOOKS_1_9_5 = ("validation_step_end", "validation_epoch_end", "test_step_end", "test_epoch_end")
+
+
 def unserved_reason(spec: Spec, model: ClassFacts, distributed: Distributed) -> str | None:
     """What keeps the script to fit although the module could evaluate: the evaluation runs are written for one
-    process, DDP's and XLA's processes, under Lightning 2.x."""
+    process, DDP's and XLA's processes under Lightning 2.x, and one process under Lightning 1.9.5 (its flags)."""
     if distributed.kind in ("dp", "horovod"):  # Lightning 1.9.5's strategies
         return f"strategy {distributed.kind}"
-    if follows_1_9_5(spec, model):
-        return "a Lightning 1.9.5 flag or hook"
+    hooks = [hook for hook in OUTPUT_HOOKS_1_9_5 if model.defines(hook)]
+    if hooks:
+        return f"a `{hooks[0]}` hook (Lightning 1.9.5's; 2.x refuses it in evaluation)"
+    if follows_1_9_5(spec, model) and distributed.kind is not None:
+        return f"a Lightning 1.9.5 flag or hook with strategy {distributed.kind}"
     return None
 
 

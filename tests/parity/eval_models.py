@@ -144,6 +144,23 @@ class HookedEvalModel(EvalModel):
         _record("model.on_predict_end")
 
 
+class PartlyFrozen(HookedEvalModel):
+    """Its dropout in eval mode from the start (a frozen part), the training flags recorded at teardown: after a
+    run, Lightning 2.x restores each submodule's mode; 1.9.5 puts every one in train mode after validate and test
+    (its default on_*_model_train) and leaves the module in eval mode after predict."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.net[2].eval()
+
+    def teardown(self, stage):
+        _record(f"model.teardown:{_stage(stage)}", self.training, self.net[2].training)
+
+    def on_predict_epoch_end(self, *results):
+        """Lightning 1.9.5 passes the predictions (a list per loader), 2.x nothing: their number of batches."""
+        _record("model.on_predict_epoch_end", *(len(loader) for loader in (results[0] if results else [])))
+
+
 class TwoLoaderModel(EvalModel):
     """Steps that take dataloader_idx: each loader's values are logged under their own names."""
 

@@ -40,7 +40,11 @@ def table(text: str) -> list[str]:
 
 def run_lightning(spec: dict[str, Any], calls: list[list[Any]]) -> list[dict[str, Any]]:
     import pytorch_lightning as pl
-    from pytorch_lightning.loops import evaluation_loop
+
+    try:
+        from pytorch_lightning.loops import evaluation_loop
+    except ImportError:  # Lightning 1.9.5
+        from pytorch_lightning.loops.dataloader import evaluation_loop
 
     from tests.parity import eval_models
 
