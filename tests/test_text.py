@@ -124,6 +124,37 @@ class Modern(torch.nn.Module):
 
     def configure_optimizers(self):
         return torch.optim.SGD(self.parameters(), lr=0.1)
+
+
+class Evaluating(Modern):
+    """Modern, with validate, test and predict runs."""
+
+    def validation_step(self, batch, batch_idx):
+        x, y = batch
+        self.log("val_loss", torch.nn.functional.mse_loss(self.layer(x), y))
+
+    def val_dataloader(self):
+        return self.train_dataloader()
+
+    def test_step(self, batch, batch_idx):
+        x, y = batch
+        self.log("test_loss", torch.nn.functional.mse_loss(self.layer(x), y))
+
+    def test_dataloader(self):
+        return self.train_dataloader()
+
+    def predict_step(self, batch, batch_idx):
+        return self.layer(batch[0])
+
+    def predict_dataloader(self):
+        return self.train_dataloader()
+
+
+class EvaluatingEpochEnd(Evaluating):
+    """Lightning 1.9.5's training_epoch_end: fit and the runs follow 1.9.5."""
+
+    def training_epoch_end(self, outputs):
+        pass
 '''
 
 SEED_MODEL = '''
@@ -529,6 +560,15 @@ FLAG_SETS = {
         "devices": 2,
         "callbacks": [{"class_path": "EarlyStopping", "init_args": {"monitor": "val_loss"}}],
     },
+    # validate, test and predict with a profiler under DDP; under Lightning 1.9.5, with DDP and with a profiler
+    "evaluation_ddp_profiler": {
+        "strategy": "ddp",
+        "devices": 2,
+        "enable_checkpointing": True,
+        "profiler": {"class_path": "AdvancedProfiler", "init_args": {"filename": "perf", "dump_stats": True}},
+    },
+    "evaluation_ddp_1_9_5": {"strategy": "ddp", "devices": 2, "enable_checkpointing": True, "logger": True},
+    "evaluation_1_9_5_profiler": {"profiler": {"class_path": "PyTorchProfiler", "init_args": {"filename": "p"}}},
     "ddp_entry_accumulate_auto": {
         "strategy": {
             "class_path": "pytorch_lightning.strategies.DDPStrategy",
@@ -630,6 +670,9 @@ def spec_with(project: Path, name: str, flags: dict) -> Path:
         "clip_hook_estimate": "proj.manual.ClipHookRich",
         "iterable_loader": "proj.stream.Stream",
         "bf16_true_logged": "proj.models.Modern",
+        "evaluation_ddp_profiler": "proj.models.Evaluating",
+        "evaluation_ddp_1_9_5": "proj.models.EvaluatingEpochEnd",
+        "evaluation_1_9_5_profiler": "proj.models.EvaluatingEpochEnd",
         "fp16_true_auto": "proj.models.Modern",
     }
     model = special.get(name, "proj.seed.SeedRich" if name.startswith("seed") else BASE["model"])

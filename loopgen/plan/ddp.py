@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from loopgen.errors import Problem
-from loopgen.plan.common import flag_problem
+from loopgen.plan.common import flag_problem, follows_1_9_5
 from loopgen.plan.distributed import (
     DDP_PRECISIONS_NOT_WRITTEN,
     ONE_DEVICE_GRAD_NORM,
@@ -82,6 +82,8 @@ def resolve_ddp(parts: EngineParts) -> Distributed:
         gradient_as_bucket_view=bool(args.get("gradient_as_bucket_view", False)),
         rank_zero_gates=True,
         replaces_samplers=True,
+        # following Lightning 1.9.5 (a hook or flag only it has): its DistributedSamplerWrapper over every sampler
+        wraps_samplers=follows_1_9_5(spec, parts.model),
         no_sync=parts.optimization.accumulates,
         reduces_decisions=bool(parts.checkpointing.early_stopping),
         broadcasts=parts.checkpointing.saves or parts.logging.versions,

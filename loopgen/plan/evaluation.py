@@ -261,7 +261,7 @@ def unserved_reason(spec: Spec, model: ClassFacts, distributed: Distributed) -> 
     hooks = [hook for hook in OUTPUT_HOOKS_1_9_5 if model.defines(hook)]
     if hooks:
         return f"a `{hooks[0]}` hook (Lightning 1.9.5's; 2.x refuses it in evaluation)"
-    if follows_1_9_5(spec, model) and distributed.kind is not None:
+    if follows_1_9_5(spec, model) and distributed.kind not in (None, "ddp"):
         return f"a Lightning 1.9.5 flag or hook with strategy {distributed.kind}"
     return None
 
@@ -288,13 +288,14 @@ def evaluation_variables(
         names += [c.var for c in stage.callbacks]
         names += ["progress_bar"] if evaluation.bar else []
         names += ["world_size", "global_rank"] if evaluation.shards else []
-        names += ["is_global_zero"] if evaluation.rank_zero_gates else []
+        names += ["is_global_zero"] if evaluation.rank_zero_gates and stage.returns_metrics else []
         names += ["profiler"] if profiling.enabled else []
     if evaluation.enabled and logging.enabled:  # the hyperparameters, the graph (as fit's start_logging)
         names += ["loggers"]
         names += ["data"] if logging.hparams_data else []
         names += ["device"] if logging.graphs and device.moves else []
     if evaluation.enabled:
+        names += ["is_global_zero"] if evaluation.rank_zero_gates else []  # evaluate() says which weights it loads
         names += ["trainer"] if checkpointing.load_hook_callbacks or sets_state else []
         names += [c.var for c in (*checkpointing.load_hook_callbacks, *checkpointing.stateful_callbacks)]
         names += [c.var for c in checkpointing.checkpoints]

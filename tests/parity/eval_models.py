@@ -161,6 +161,13 @@ class PartlyFrozen(HookedEvalModel):
         _record("model.on_predict_epoch_end", *(len(loader) for loader in (results[0] if results else [])))
 
 
+class EpochEndModel(EvalModel):
+    """EvalModel with Lightning 1.9.5's training_epoch_end (its fit, and its evaluation loops, follow 1.9.5)."""
+
+    def training_epoch_end(self, outputs):
+        _record("model.training_epoch_end", len(outputs))
+
+
 class TwoLoaderModel(EvalModel):
     """Steps that take dataloader_idx: each loader's values are logged under their own names."""
 

@@ -83,7 +83,10 @@ FLAGS_1_9_5 = ("track_grad_norm",)
 
 
 def follows_1_9_5(spec_: dict) -> bool:
-    return any(flag in spec_["trainer"] for flag in FLAGS_1_9_5)
+    """A flag only Lightning 1.9.5 has, or tests/parity/eval_models.py's EpochEndModel (1.9.5's hook)."""
+    return any(flag in spec_["trainer"] for flag in FLAGS_1_9_5) or spec_["model"]["class_path"].endswith(
+        ".EpochEndModel"
+    )
 
 
 def streamed(spec_: dict) -> dict:
@@ -266,6 +269,18 @@ CASES = [
         fitted(logger=True, track_grad_norm=2),
         [[["fit", None], ["test", "best"]]],
         [["fit", "--test", "best"]],
+    ),
+    (
+        "ddp_fit_then_test_best_csv_logs_1_9_5",
+        fitted(model="EpochEndModel", sync_dist=True, n_eval=UNEVEN, logger=True, max_epochs=2, **DDP),
+        [[["fit", None], ["test", "best"]]],
+        [["fit", "--test", "best"]],
+    ),
+    (
+        "ddp_predict_writer_1_9_5",
+        writer("batch_and_epoch", "EpochEndModel", n_eval=UNEVEN, **DDP),
+        [[["predict", None]]],
+        [["predict"]],
     ),
     (
         "best_fresh_process_1_9_5",
