@@ -52,6 +52,9 @@ class Stage:
     # Lightning 1.9.5's predict: on_predict_epoch_end gets the predictions (a list per loader), as do a prediction
     # writer's write_on_epoch_end (a list per loader, one loader too)
     epoch_end_outputs: bool
+    # Lightning 1.9.5's <infix>_step_end (the step's output through it) and <infix>_epoch_end (the steps' outputs)
+    step_end: bool
+    epoch_end: bool
     callbacks: tuple[Callback, ...]  # the user's callbacks with hooks of this stage
 
     @property
@@ -63,7 +66,8 @@ class Stage:
     def output_used(self) -> bool:
         """The step's output is kept: the predictions, or an on_<infix>_batch_end hook gets it."""
         end = self.hook("on_{}_batch_end")
-        return not self.returns_metrics or end in self.model_hooks or any(end in c.hooks for c in self.callbacks)
+        hooked = end in self.model_hooks or any(end in c.hooks for c in self.callbacks)
+        return not self.returns_metrics or hooked or self.step_end or self.epoch_end
 
     @property
     def function(self) -> str:
@@ -189,6 +193,8 @@ def resolve_evaluation(
                 returns_metrics=command != "predict",
                 after=("eval" if command == "predict" else "train") if follows_1_9_5(spec, model) else "restore",
                 epoch_end_outputs=command == "predict" and follows_1_9_5(spec, model),
+                step_end=command != "predict" and model.defines(f"{infix}_step_end"),
+                epoch_end=command != "predict" and model.defines(f"{infix}_epoch_end"),
                 callbacks=tuple(c for c in user.callbacks if c.hooks & names or (c.writer and command == "predict")),
             )
         )
@@ -249,7 +255,7 @@ def needs(spec: Spec, command: str) -> str:
 
 
 # the evaluation hooks Lightning 1.9.5 has and 2.x removed (its trainer.validate / test refuse a module with them):
-# their outputs' collection is not written
+# served when the spec follows 1.9.5, refused as 2.x refuses them otherwise
 OUTPUT_HOOKS_1_9_5 = ("validation_step_end", "validation_epoch_end", "test_step_end", "test_epoch_end")
 
 
@@ -259,7 +265,7 @@ def unserved_reason(spec: Spec, model: ClassFacts, distributed: Distributed) -> 
     if distributed.kind in ("dp", "horovod"):  # Lightning 1.9.5's strategies
         return f"strategy {distributed.kind}"
     hooks = [hook for hook in OUTPUT_HOOKS_1_9_5 if model.defines(hook)]
-    if hooks:
+    if hooks and not follows_1_9_5(spec, model):
         return f"a `{hooks[0]}` hook (Lightning 1.9.5's; 2.x refuses it in evaluation)"
     if follows_1_9_5(spec, model) and distributed.kind not in (None, "ddp"):
         return f"a Lightning 1.9.5 flag or hook with strategy {distributed.kind}"

@@ -168,6 +168,26 @@ class EpochEndModel(EvalModel):
         _record("model.training_epoch_end", len(outputs))
 
 
+class OutputsModel(EpochEndModel):
+    """Lightning 1.9.5's evaluation outputs: the step_end hooks (test's replaces the output, validation's returns
+    None and keeps it) and the epoch-end hooks given the steps' outputs, logging from them."""
+
+    def test_step_end(self, output):
+        _record("model.test_step_end")
+        return {"loss": output, "double": 2 * output}
+
+    def test_epoch_end(self, outputs):
+        _record("model.test_epoch_end", len(outputs))
+        self.log("test_mean_double", torch.stack([output["double"] for output in outputs]).mean())
+
+    def validation_step_end(self, output):
+        _record("model.validation_step_end")
+
+    def validation_epoch_end(self, outputs):
+        _record("model.validation_epoch_end", len(outputs))
+        self.log("val_sum", torch.stack(outputs).sum())
+
+
 class TwoLoaderModel(EvalModel):
     """Steps that take dataloader_idx: each loader's values are logged under their own names."""
 
@@ -183,6 +203,17 @@ class TwoLoaderModel(EvalModel):
     def predict_step(self, batch, batch_idx, dataloader_idx=0):
         x, _ = batch
         return self(x)[:, dataloader_idx]
+
+
+class TwoLoaderOutputsModel(TwoLoaderModel):
+    """Lightning 1.9.5's test_epoch_end with two loaders: a list of the steps' outputs per loader."""
+
+    def training_epoch_end(self, outputs):
+        _record("model.training_epoch_end", len(outputs))
+
+    def test_epoch_end(self, outputs):
+        _record("model.test_epoch_end", *(len(loader) for loader in outputs))
+        self.log("test_first_losses", torch.stack(outputs[0]).sum(), add_dataloader_idx=False)
 
 
 class EvalData(pl.LightningDataModule):

@@ -83,9 +83,9 @@ FLAGS_1_9_5 = ("track_grad_norm",)
 
 
 def follows_1_9_5(spec_: dict) -> bool:
-    """A flag only Lightning 1.9.5 has, or tests/parity/eval_models.py's EpochEndModel (1.9.5's hook)."""
+    """A flag only Lightning 1.9.5 has, or one of tests/parity/eval_models.py's modules with 1.9.5's hooks."""
     return any(flag in spec_["trainer"] for flag in FLAGS_1_9_5) or spec_["model"]["class_path"].endswith(
-        ".EpochEndModel"
+        (".EpochEndModel", ".OutputsModel", ".TwoLoaderOutputsModel")
     )
 
 
@@ -281,6 +281,15 @@ CASES = [
         writer("batch_and_epoch", "EpochEndModel", n_eval=UNEVEN, **DDP),
         [[["predict", None]]],
         [["predict"]],
+    ),
+    ("test_outputs_1_9_5", spec("OutputsModel"), [[["test", None]]], [["test"]]),
+    ("validate_outputs_1_9_5", spec("OutputsModel"), [[["validate", None]]], [["validate"]]),
+    ("test_two_loaders_outputs_1_9_5", spec("TwoLoaderOutputsModel", loaders=2), [[["test", None]]], [["test"]]),
+    (
+        "fit_then_test_best_outputs_1_9_5",
+        fitted(model="OutputsModel", logger=True),
+        [[["fit", None], ["test", "best"]]],
+        [["fit", "--test", "best"]],
     ),
     (
         "best_fresh_process_1_9_5",
