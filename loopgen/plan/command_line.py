@@ -26,6 +26,10 @@ class CommandLine:
     seed: bool  # --seed replaces SEED, or the seed chosen at run time (seed_everything: true)
     commands: tuple[str, ...]  # the subcommands beside fit ("fit" first), none when fit is the only one
     test_after_fit: bool  # fit --test CKPT: test once fit ends
+    # with the subcommands: --help's description, less its end (" as loopgen rendered it."), and what
+    # --ckpt-path gives the evaluation subcommands, less its end (" (default: the model as built)")
+    description: str
+    weights_help: str
 
     @property
     def enabled(self) -> bool:
@@ -64,6 +68,9 @@ def resolve_command_line(
         weights_only=loads,
         commands=evaluation.commands if evaluation.enabled else (),
         test_after_fit=evaluation.has("test"),
+        description=f"{', '.join(evaluation.commands)} {build.model.cls},",
+        weights_help=f"{', '.join(evaluation.commands[1:])}: the weights to use, a path"
+        + (', "last" or "best"' if checkpointing.checkpoints else ""),
         max_epochs=bounded and bounds.loop_until in ("epochs", "epochs_and_steps"),
         max_steps=bounded and bounds.step_limit,
         seed=build.seeds,
