@@ -165,6 +165,7 @@ def resolve_evaluation(
     limits = {"val": limit_val, "test": t.limit_test_batches, "predict": t.limit_predict_batches}
     if t.fast_dev_run:  # fast_dev_run=N limits every loop to N batches (Lightning)
         limits = {"val": limit_val, "test": t.fast_dev_run, "predict": t.fast_dev_run}
+    legacy = follows_1_9_5(spec, model)  # the runs follow Lightning 1.9.5's loops where they differ
     stages = []
     for command, (prefix, step, infix) in STAGES.items():
         loader_owner = owner(f"{prefix}_dataloader")
@@ -191,8 +192,8 @@ def resolve_evaluation(
                 model_train_hook=command != "predict" and model.defines(f"on_{infix}_model_train"),
                 model_hooks=model_hooks,
                 returns_metrics=command != "predict",
-                after=("eval" if command == "predict" else "train") if follows_1_9_5(spec, model) else "restore",
-                epoch_end_outputs=command == "predict" and follows_1_9_5(spec, model),
+                after=("eval" if command == "predict" else "train") if legacy else "restore",
+                epoch_end_outputs=command == "predict" and legacy,
                 step_end=command != "predict" and model.defines(f"{infix}_step_end"),
                 epoch_end=command != "predict" and model.defines(f"{infix}_epoch_end"),
                 callbacks=tuple(c for c in user.callbacks if c.hooks & names or (c.writer and command == "predict")),
@@ -264,10 +265,11 @@ def unserved_reason(spec: Spec, model: ClassFacts, distributed: Distributed) -> 
     process, DDP's and XLA's processes under Lightning 2.x, and one process under Lightning 1.9.5 (its flags)."""
     if distributed.kind in ("dp", "horovod"):  # Lightning 1.9.5's strategies
         return f"strategy {distributed.kind}"
+    legacy = follows_1_9_5(spec, model)
     hooks = [hook for hook in OUTPUT_HOOKS_1_9_5 if model.defines(hook)]
-    if hooks and not follows_1_9_5(spec, model):
+    if hooks and not legacy:
         return f"a `{hooks[0]}` hook (Lightning 1.9.5's; 2.x refuses it in evaluation)"
-    if follows_1_9_5(spec, model) and distributed.kind not in (None, "ddp"):
+    if legacy and distributed.kind not in (None, "ddp"):
         return f"a Lightning 1.9.5 flag or hook with strategy {distributed.kind}"
     return None
 
@@ -294,14 +296,13 @@ def evaluation_variables(
         names += [c.var for c in stage.callbacks]
         names += ["progress_bar"] if evaluation.bar else []
         names += ["world_size", "global_rank"] if evaluation.shards else []
-        names += ["is_global_zero"] if evaluation.rank_zero_gates and stage.returns_metrics else []
         names += ["profiler"] if profiling.enabled else []
     if evaluation.enabled and logging.enabled:  # the hyperparameters, the graph (as fit's start_logging)
         names += ["loggers"]
         names += ["data"] if logging.hparams_data else []
         names += ["device"] if logging.graphs and device.moves else []
     if evaluation.enabled:
-        names += ["is_global_zero"] if evaluation.rank_zero_gates else []  # evaluate() says which weights it loads
+        names += ["is_global_zero"] if evaluation.rank_zero_gates else []  # evaluate() and the tables print on rank 0
         names += ["trainer"] if checkpointing.load_hook_callbacks or sets_state else []
         names += [c.var for c in (*checkpointing.load_hook_callbacks, *checkpointing.stateful_callbacks)]
         names += [c.var for c in checkpointing.checkpoints]

@@ -55,11 +55,11 @@ class Profiling:
     # the actions of the loop's own parts, under Lightning's names for the same code
     @property
     def training_step(self) -> str:
-        return f"[Strategy]{self.strategy_class}.training_step"
+        return self.step_action("training_step")
 
     @property
     def validation_step(self) -> str:
-        return f"[Strategy]{self.strategy_class}.validation_step"
+        return self.step_action("validation_step")
 
     @property
     def backward(self) -> str:
@@ -70,8 +70,8 @@ class Profiling:
         return f"[Strategy]{self.strategy_class}.batch_to_device"
 
     def step_action(self, step: str) -> str:
-        """An evaluation run's step (validation_step, test_step, predict_step): the action Lightning's strategy
-        runs it in."""
+        """A step (training_step, validation_step, test_step, predict_step): the action Lightning's strategy runs
+        it in."""
         return f"[Strategy]{self.strategy_class}.{step}"
 
     @staticmethod
