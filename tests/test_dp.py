@@ -6,6 +6,7 @@ the training they make. It has not run on real GPUs."""
 from __future__ import annotations
 
 import json
+import runpy
 import subprocess
 import sys
 
@@ -137,3 +138,80 @@ def test_the_header_says_how_a_dp_script_runs(tmp_path, monkeypatch):
     assert "strategy=dp over 2 GPUs" in header and "torch.nn.DataParallel" in header
     assert "Run: `python train.py`" in header
     assert "torchrun" not in header and "strategy=ddp" not in header
+
+
+# a module without a step of its own to evaluate has the subcommands listed
+PREDICTS = {"subcommands": ["fit", "predict"]}
+
+
+def run_dp_command(tmp_path, monkeypatch, model: str, *arguments: str, loop=PREDICTS) -> tuple[list[tuple], object]:
+    """The DP script of `model` run with `arguments` (a subcommand) on the stand-ins: its calls, and what it
+    returned."""
+    monkeypatch.chdir(ROOT)
+    spec = {**BASE, "model": model, "trainer": {**BASE["trainer"], **DP}, "loop": loop}
+    script = tmp_path / "train.py"
+    script.write_text(render(spec, tmp_path))
+    out, returned = tmp_path / "calls.json", tmp_path / "returned.pt"
+    result = subprocess.run(
+        [sys.executable, "-m", "tests.standins.fake_dp", str(script), str(out), str(returned), "--", *arguments],
+        cwd=ROOT,
+        env=env_with_root(ROOT / "tests" / "standins"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    calls = [tuple(c) for c in json.loads(out.read_text()) if c[0] != "tensor.to"]
+    return calls, torch.load(returned, weights_only=False)
+
+
+def test_dp_tests_through_dataparallel_and_its_hooks_get_the_gathered_outputs(tmp_path, monkeypatch):
+    """Lightning 1.9.5's DataParallelStrategy runs test_step through DataParallel on each GPU's slice of the
+    batch, under inference mode; its test_step_end leaves the gathered outputs (a loss per GPU) as they are, and
+    on_test_batch_end and test_epoch_end get them; the hooks get the whole batch, never moved (DataParallel
+    scatters it)."""
+    model = "tests.standins.models.ProbeEvaluates195"
+    calls, results = run_dp_command(tmp_path, monkeypatch, model, "test", loop={"subcommands": ["fit", "test"]})
+    assert calls == [
+        ("module.to", "cuda"),
+        ("DataParallel", "DataParallelStep", [0, 1]),
+        ("DataParallel.forward", "test_step", 2),
+        ("test_step", 2, False, True),
+        ("test_step", 2, False, True),
+        ("on_test_batch_end", [2], 4, 0),
+        ("DataParallel.forward", "test_step", 2),
+        ("test_step", 2, False, True),
+        ("test_step", 1, False, True),
+        ("on_test_batch_end", [2], 3, 1),
+        ("test_epoch_end", [[2], [2]], False),
+        ("on_test_end", False),
+    ]
+    assert results == [{}]  # nothing logged (self.log is refused under dp)
+
+
+@pytest.mark.parametrize("model", ["ProbeEvaluates195", "ProbePredicts"])
+def test_dp_predictions_are_the_gathered_slices_of_each_batch(tmp_path, monkeypatch, model):
+    """predict through DataParallel: each batch's predictions gathered from the GPUs' slices, on the CPU, as one
+    device predicts them; without a predict_step, the module itself on each slice (Lightning's default)."""
+    calls, predictions = run_dp_command(tmp_path, monkeypatch, f"tests.standins.models.{model}", "predict")
+    step = "predict_step" if model == "ProbeEvaluates195" else "__call__"
+    assert [c for c in calls if c[0] == "DataParallel.forward"] == [("DataParallel.forward", step, 2)] * 2
+    sizes = [c[1] for c in calls if c[0] in ("predict_step", "forward")]
+    assert sizes == [2, 2, 2, 1]
+    one_device = tmp_path / "one_device"
+    one_device.mkdir()
+    flags = {"accelerator": "cpu"}
+    spec = {
+        **BASE,
+        "model": f"tests.standins.models.{model}",
+        "trainer": {**BASE["trainer"], **flags},
+        "loop": PREDICTS,
+    }
+    script = one_device / "train.py"
+    script.write_text(render(spec, one_device))
+    namespace = runpy.run_path(str(script), run_name="one_device")
+    sys.argv = [str(script), "predict"]
+    expected = namespace["main"]()
+    assert [p.shape for p in predictions] == [torch.Size([4, 1]), torch.Size([3, 1])]
+    for ours, theirs in zip(predictions, expected, strict=True):
+        torch.testing.assert_close(ours, theirs, rtol=0, atol=1e-7)

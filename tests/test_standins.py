@@ -11,6 +11,7 @@ import pytest
 
 from tests.helpers import ROOT, env_with_root, render
 
+PROBE_EVALUATES = "tests.standins.models.ProbeEvaluates"
 BASE = {
     "seed_everything": 0,
     "model": "tests.standins.models.Probe",
@@ -24,10 +25,12 @@ BASE = {
 }
 
 
-def run_with_stand_ins(tmp_path, monkeypatch, trainer: dict, weights=None, arguments=()) -> list[tuple]:
+def run_with_stand_ins(
+    tmp_path, monkeypatch, trainer: dict, weights=None, arguments=(), model: str = BASE["model"]
+) -> list[tuple]:
     """Render a spec with `trainer`'s flags and run it as if CUDA were there: the calls it made, in order."""
     monkeypatch.chdir(ROOT)
-    spec = {**BASE, "trainer": {**BASE["trainer"], **trainer}}
+    spec = {**BASE, "model": model, "trainer": {**BASE["trainer"], **trainer}}
     script = tmp_path / "train.py"
     script.write_text(render(spec, tmp_path))
     out = tmp_path / "calls.json"
@@ -91,6 +94,27 @@ def test_cuda_16_mixed_order_of_calls(tmp_path, monkeypatch):
         ("optimizer.step",),
         ("scaler.update",),
     ]
+
+
+@pytest.mark.parametrize("lightning", ["2.x", "1.9.5"])
+def test_cuda_16_mixed_evaluation_moves_the_batches_and_steps_under_autocast(tmp_path, monkeypatch, lightning):
+    """test and predict on CUDA with float16 AMP: each batch moved, each step under autocast (Lightning's
+    test_step_context / predict_step_context; 1.9.5's autocast keeps its cache), in inference mode; no scaler
+    call (nothing is optimized)."""
+    flags = {"accelerator": "cuda", "precision": "16-mixed", **({"track_grad_norm": 2} if lightning == "1.9.5" else {})}
+    cache = lightning == "1.9.5"
+    for command, step in (("test", "test_step"), ("predict", "predict_step")):
+        calls = run_with_stand_ins(tmp_path, monkeypatch, flags, arguments=[command], model=PROBE_EVALUATES)
+        first = next(i for i, call in enumerate(calls) if call[0] == step)
+        assert calls[first - 3 : first + 2] == [
+            ("tensor.to", "cuda", True),
+            ("tensor.to", "cuda", True),
+            ("autocast.enter", "cuda", "torch.float16", cache),
+            (step, 2, False, True),
+            ("autocast.exit",),
+        ]
+        assert len([call for call in calls if call[0] == step]) == 4  # 7 samples in batches of 2
+        assert not [call for call in calls if call[0].startswith(("scaler.", "optimizer.", "backward"))]
 
 
 def test_auto_accelerator_picks_cuda_when_available(tmp_path, monkeypatch):

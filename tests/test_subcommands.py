@@ -175,9 +175,10 @@ def test_what_evaluation_does_not_serve_yet_keeps_fit_only_and_says_so(project: 
         assert commands(text) == ["validate", "test"] and not notices, flags
 
 
-def test_ddp_evaluates_on_each_process_share_and_other_engines_keep_fit_only(project: Path) -> None:
+def test_ddp_evaluates_on_each_process_share_and_so_do_lightning_1_9_5s_strategies(project: Path) -> None:
     """DDP's runs read each process's share of the loaders (predict's unrepeated), under torch.no_grad in a gloo
-    group; the engines whose evaluation is not written yet keep fit only, and say so."""
+    group; DataParallel's run the steps through its wrapper, Horovod's read their shares in inference mode (no
+    torch.distributed group)."""
     text, notices = render_spec(write(project, "Tests", strategy="ddp", devices=2, accelerator="cpu"))
     assert commands(text) == ["validate", "test"] and not notices
     run_test = "".join(text[text.index("def run_test(") : text.index("def loaders_of(")].split())
@@ -187,8 +188,11 @@ def test_ddp_evaluates_on_each_process_share_and_other_engines_keep_fit_only(pro
     text, _ = render_spec(write(project, "Tests", strategy="ddp", devices=2, accelerator="auto"))
     assert 'torch.no_grad() if dist.get_backend() == "gloo" else torch.inference_mode()' in text
     text, notices = render_spec(write(project, "Tests", strategy="dp", devices=2, accelerator="gpu"))
-    assert commands(text) == []
-    assert any("not written for strategy dp yet: it has fit only" in n for n in notices), notices
+    assert commands(text) == ["validate", "test"] and not notices
+    assert 'dp_model("test_step", *args)' in text and "torch.inference_mode()" in text
+    text, notices = render_spec(write(project, "Tests", strategy="horovod", devices=2, accelerator="cpu"))
+    assert commands(text) == ["validate", "test"] and not notices
+    assert "with torch.inference_mode():" in text and "dist." not in text
 
 
 def run(project: Path, *args: str) -> subprocess.CompletedProcess[str]:

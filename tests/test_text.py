@@ -155,6 +155,57 @@ class EvaluatingEpochEnd(Evaluating):
 
     def training_epoch_end(self, outputs):
         pass
+
+
+class EvaluatingOutputs(torch.nn.Module):
+    """Lightning 1.9.5's output hooks, and no self.log (DataParallel's scripts refuse it)."""
+
+    def __init__(self):
+        super().__init__()
+        self.layer = torch.nn.Linear(4, 1)
+
+    def train_dataloader(self):
+        g = torch.Generator().manual_seed(0)
+        return DataLoader(TensorDataset(torch.randn(20, 4, generator=g), torch.randn(20, 1, generator=g)), batch_size=4)
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.1)
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        return torch.nn.functional.mse_loss(self.layer(x), y)
+
+    def training_epoch_end(self, outputs):
+        pass
+
+    def validation_step(self, batch, batch_idx):
+        x, y = batch
+        return torch.nn.functional.mse_loss(self.layer(x), y)
+
+    def validation_step_end(self, output):
+        return output.mean()
+
+    def validation_epoch_end(self, outputs):
+        pass
+
+    def val_dataloader(self):
+        return self.train_dataloader()
+
+    def test_step(self, batch, batch_idx):
+        x, y = batch
+        return torch.nn.functional.mse_loss(self.layer(x), y)
+
+    def test_epoch_end(self, outputs):
+        pass
+
+    def test_dataloader(self):
+        return self.train_dataloader()
+
+    def predict_step(self, batch, batch_idx):
+        return self.layer(batch[0])
+
+    def predict_dataloader(self):
+        return self.train_dataloader()
 '''
 
 SEED_MODEL = '''
@@ -569,6 +620,10 @@ FLAG_SETS = {
     },
     "evaluation_ddp_1_9_5": {"strategy": "ddp", "devices": 2, "enable_checkpointing": True, "logger": True},
     "evaluation_1_9_5_profiler": {"profiler": {"class_path": "PyTorchProfiler", "init_args": {"filename": "p"}}},
+    # ... and under Horovod (Lightning 1.9.5's strategy)
+    "evaluation_horovod": {"strategy": "horovod", "devices": 2, "enable_checkpointing": True, "logger": True},
+    "evaluation_dp": {"strategy": "dp", "devices": 2, "accelerator": "cuda", "enable_checkpointing": True},
+    "evaluation_tpu_1_9_5": {"accelerator": "tpu", "devices": 8, "enable_checkpointing": True},
     "ddp_entry_accumulate_auto": {
         "strategy": {
             "class_path": "pytorch_lightning.strategies.DDPStrategy",
@@ -673,6 +728,9 @@ def spec_with(project: Path, name: str, flags: dict) -> Path:
         "evaluation_ddp_profiler": "proj.models.Evaluating",
         "evaluation_ddp_1_9_5": "proj.models.EvaluatingEpochEnd",
         "evaluation_1_9_5_profiler": "proj.models.EvaluatingEpochEnd",
+        "evaluation_horovod": "proj.models.Evaluating",
+        "evaluation_dp": "proj.models.EvaluatingOutputs",
+        "evaluation_tpu_1_9_5": "proj.models.EvaluatingOutputs",
         "fp16_true_auto": "proj.models.Modern",
     }
     model = special.get(name, "proj.seed.SeedRich" if name.startswith("seed") else BASE["model"])
@@ -756,6 +814,7 @@ TRACES = {
         'xm.rendezvous("end-process")',
         "xmp.spawn(run_process)",
     ],
+    "evaluation_dp": ['output = dp_model("validation_step", *args)', 'output = dp_model("predict_step", *args)'],
     "tpu_files": [
         "content = xm._maybe_convert_to_cpu(content, convert=True)",
         'xm.rendezvous("Trainer.save_checkpoint")',

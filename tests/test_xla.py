@@ -98,6 +98,28 @@ def test_test_and_predict_on_several_devices(tmp_path, monkeypatch):
     assert [c for c in calls if c[0] == "predict_step"] == [("predict_step", 2, False, False)] * 2
 
 
+def test_lightning_1_9_5_evaluation_on_several_devices(tmp_path, monkeypatch):
+    """A module with Lightning 1.9.5's test_epoch_end: the runs follow 1.9.5 (its TPUSpawnStrategy's
+    DistributedSamplerWrapper over the loader's own sampler, the outputs to test_epoch_end, every submodule in
+    train mode after the run) with the XLA engine's processes, loaders and no_grad."""
+    model = "tests.standins.models.ProbeEvaluates195"
+    calls, _, text = run_xla(tmp_path, monkeypatch, 2, model=model, args=["test"], devices=2)
+    assert [c for c in calls if c[0] == "MpDeviceLoader"] == [("MpDeviceLoader", "cpu", "SamplerShards")]
+    # ordinal 0 of 2: 4 of the 7 samples (padded to 8), one batch of 4
+    assert [c for c in calls if c[0].startswith(("test_", "on_test_"))] == [
+        ("test_step", 4, False, False),
+        ("on_test_batch_end", [], 4, 0),
+        ("test_epoch_end", [[]], False),
+        ("on_test_end", False),
+    ]
+    assert "Lightning 1.9.5's on_test_model_train" in text
+    calls, _, _ = run_xla(tmp_path, monkeypatch, 2, model=model, devices=2)  # fit: the train loader wrapped too
+    assert [c[2] for c in calls if c[0] == "MpDeviceLoader"] == ["SamplerShards", "SamplerShards"]
+    calls, _, _ = run_xla(tmp_path, monkeypatch, 2, model=model, args=["predict"], devices=2)
+    assert [c for c in calls if c[0] == "MpDeviceLoader"] == [("MpDeviceLoader", "cpu", "UnrepeatedShards")]
+    assert [c for c in calls if c[0] == "predict_step"] == [("predict_step", 4, False, False)]
+
+
 def test_test_on_one_device(tmp_path, monkeypatch):
     """SingleDeviceXLAStrategy: the loader as it is, the batches moved to the device, torch.no_grad."""
     calls, _, text = run_xla(tmp_path, monkeypatch, 1, model="tests.standins.models.ProbeEvaluates", args=["test"])

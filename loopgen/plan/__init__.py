@@ -185,7 +185,8 @@ def resolve_helpers(
     return Helpers(
         map_tensors=precision.casts
         or optimization.tbptt
-        or (device.moves_batches and not hooks.model_has("transfer_batch_to_device")),
+        or (device.moves_batches and not hooks.model_has("transfer_batch_to_device"))
+        or (device.moves and evaluation.has("predict")),  # the predictions, to the CPU
         # main() seeds numpy (and reseeds it under DDP) and keeps its state across the sanity check
         numpy=build.seeds or validation.sanity,
         loads_checkpoints=checkpointing.resumes or evaluation.enabled,

@@ -103,6 +103,9 @@ class Evaluation:
     unrepeated: bool = False  # ... and predict's shares repeat no sample (Lightning's UnrepeatedDistributedSampler)
     rank_zero_gates: bool = False  # several processes: printing is the first process's
     feeds_device: bool = False  # several TPU devices: each loader becomes an MpDeviceLoader (XLAStrategy's)
+    # strategy dp: each step runs through the DataParallel wrapper (dp_model) on every GPU's slice of the batch,
+    # the outputs gathered (Lightning 1.9.5's DataParallelStrategy runs its evaluation steps as its training steps)
+    data_parallel: bool = False
     # the results table is rich's, as Lightning prints it when rich is installed (the spec's RichProgressBar brings
     # rich; else the plain-text table)
     rich_table: bool = False
@@ -165,7 +168,7 @@ def resolve_evaluation(
     limits = {"val": limit_val, "test": t.limit_test_batches, "predict": t.limit_predict_batches}
     if t.fast_dev_run:  # fast_dev_run=N limits every loop to N batches (Lightning)
         limits = {"val": limit_val, "test": t.fast_dev_run, "predict": t.fast_dev_run}
-    legacy = follows_1_9_5(spec, model)  # the runs follow Lightning 1.9.5's loops where they differ
+    legacy = evaluates_as_1_9_5(spec, model, distributed)  # the runs follow Lightning 1.9.5's loops where they differ
     stages = []
     for command, (prefix, step, infix) in STAGES.items():
         loader_owner = owner(f"{prefix}_dataloader")
@@ -233,16 +236,24 @@ def resolve_evaluation(
         rank_zero_gates=bool(served) and distributed.rank_zero_gates,
         rich_table=progress.kind == "rich" and any(stage.returns_metrics for stage in served),
         feeds_device=bool(served) and distributed.xla and distributed.several_processes,
+        data_parallel=bool(served) and distributed.kind == "dp",
         limit_constants=constants,
     )
 
 
+def evaluates_as_1_9_5(spec: Spec, model: ClassFacts, distributed: Distributed) -> bool:
+    """The runs follow Lightning 1.9.5's loops where they differ from 2.x's: the spec uses a flag or hook only
+    1.9.5 has, or one of its strategies (horovod, dp)."""
+    return follows_1_9_5(spec, model) or distributed.kind in STRATEGIES_1_9_5
+
+
 def grad_context(inference_mode: bool, distributed: Distributed) -> str:
     """torch.inference_mode as the flag asks, but torch.no_grad in a gloo process group (Lightning's
-    _no_grad_context: inference mode does not work with gloo's collectives), and on TPUs."""
+    _no_grad_context: inference mode does not work with gloo's collectives), and on TPUs. Horovod's processes
+    have no torch.distributed group: inference mode (Lightning 1.9.5's _evaluation_context)."""
     if not inference_mode or distributed.backend == "gloo" or distributed.xla:
         return "no_grad"
-    if distributed.several_processes and distributed.backend is None:
+    if distributed.several_processes and distributed.backend is None and distributed.kind != "horovod":
         return "by_backend"
     return "inference_mode"
 
@@ -258,19 +269,18 @@ def needs(spec: Spec, command: str) -> str:
 # the evaluation hooks Lightning 1.9.5 has and 2.x removed (its trainer.validate / test refuse a module with them):
 # served when the spec follows 1.9.5, refused as 2.x refuses them otherwise
 OUTPUT_HOOKS_1_9_5 = ("validation_step_end", "validation_epoch_end", "test_step_end", "test_epoch_end")
+# the strategies only Lightning 1.9.5 has: their runs follow 1.9.5's loops
+STRATEGIES_1_9_5 = ("horovod", "dp")
 
 
 def unserved_reason(spec: Spec, model: ClassFacts, distributed: Distributed) -> str | None:
-    """What keeps the script to fit although the module could evaluate: the evaluation runs are written for one
-    process, DDP's and XLA's processes under Lightning 2.x, and one process under Lightning 1.9.5 (its flags)."""
-    if distributed.kind in ("dp", "horovod"):  # Lightning 1.9.5's strategies
-        return f"strategy {distributed.kind}"
-    legacy = follows_1_9_5(spec, model)
+    """What keeps the script to fit although the module could evaluate: a hook of Lightning 1.9.5's evaluation
+    outputs in a spec that follows 2.x, whose validate and test refuse it. Every engine evaluates, under
+    Lightning 2.x's semantics or 1.9.5's (its flags, hooks and strategies)."""
+    legacy = evaluates_as_1_9_5(spec, model, distributed)
     hooks = [hook for hook in OUTPUT_HOOKS_1_9_5 if model.defines(hook)]
     if hooks and not legacy:
         return f"a `{hooks[0]}` hook (Lightning 1.9.5's; 2.x refuses it in evaluation)"
-    if legacy and distributed.kind not in (None, "ddp"):
-        return f"a Lightning 1.9.5 flag or hook with strategy {distributed.kind}"
     return None
 
 
@@ -291,6 +301,7 @@ def evaluation_variables(
     for stage in evaluation.stages:
         names += ["data"] if stage.owner == "data" else []
         names += ["device"] if device.moves_batches else []
+        names += ["dp_model"] if evaluation.data_parallel else []
         names += ["metrics"] if collects_metrics else []
         names += ["trainer"] if stage.callbacks or checkpointing.load_hook_callbacks else []
         names += [c.var for c in stage.callbacks]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from loopgen.errors import Problem
+from loopgen.plan.common import follows_1_9_5
 from loopgen.plan.distributed import (
     CLOSURE_INSTEAD,
     CLOSURE_STEP,
@@ -129,6 +130,9 @@ def resolve_xla(parts: EngineParts) -> Distributed:
         ranks_from="xla" if several else None,
         rank_zero_gates=several,
         replaces_samplers=several,
+        # following Lightning 1.9.5 (a hook or flag only it has): its DistributedSamplerWrapper over every sampler,
+        # as 1.9.5's TPUSpawnStrategy had it
+        wraps_samplers=several and follows_1_9_5(spec, parts.model),
         # several devices: XLAStrategy's rank-0 files (XLACheckpointIO), broadcasts (xm.collective_broadcast),
         # barriers (xm.rendezvous) and decisions (xm.mesh_reduce); one device needs none of them
         reduces_decisions=several and bool(parts.checkpointing.early_stopping),

@@ -2,6 +2,7 @@
 
     python -m tests.parity.evaluation_runner lightning|loopgen CASE.json INDEX OUT.pt
     torchrun --standalone --nproc_per_node=2 -m tests.parity.evaluation_runner ... (strategy ddp)
+    horovodrun -np 2 -H localhost:2 python -m tests.parity.evaluation_runner ... (strategy horovod)
 
 CASE.json holds {"spec", "lightning", "loopgen"}: the spec (loopgen's shape, LightningCLI's config), and for each
 side its processes, run in order in the case's directory (each side has its own). A Lightning process is a list
@@ -9,8 +10,8 @@ of Trainer calls, [method, ckpt_path], made on one Trainer as a script using Lig
 (`trainer.fit(model, datamodule=data)`, then `trainer.test(model, datamodule=data, ckpt_path="best")`); a loopgen
 process is the generated script's command line. INDEX picks the process. OUT.pt gets a list with one entry per
 call: {"result": what the call returned, "table": the results table it printed, "calls": the hooks recorded
-(tests/parity/eval_models.py), "callback_metrics"}. Under torchrun, each process saves its own list, to
-OUT.rank<RANK>.pt; the script is rendered before the launch (train.py in the directory).
+(tests/parity/eval_models.py), "callback_metrics"}. Under torchrun or horovodrun, each process saves its own
+list, to OUT.rank<RANK>.pt; the script is rendered before the launch (train.py in the directory).
 """
 
 from __future__ import annotations
@@ -93,8 +94,9 @@ def main(side: str, case_path: str, index: str, out: str) -> int:
     case = json.loads(Path(case_path).read_text(encoding="utf-8"))
     directory = Path(out).resolve().parent
     os.chdir(directory)
-    if "RANK" in os.environ:  # one of torchrun's processes
-        out = str(Path(out).with_suffix(f".rank{os.environ['RANK']}.pt"))
+    rank = os.environ.get("HOROVOD_RANK", os.environ.get("RANK"))
+    if rank is not None:  # one of torchrun's (or horovodrun's) processes
+        out = str(Path(out).with_suffix(f".rank{rank}.pt"))
     process = case[side][int(index)]
     if side == "lightning":
         results = run_lightning(case["spec"], process)

@@ -36,6 +36,8 @@ CHECKPOINTS = {
 
 # two processes on the CPU, under torchrun; 37 samples per loader, which a DistributedSampler pads to 38
 DDP = {"strategy": "ddp", "devices": 2, "accelerator": "cpu"}
+# two processes on the CPU, under horovodrun (Lightning 1.9.5's HorovodStrategy, against 1.9.5)
+HOROVOD = {**DDP, "strategy": "horovod"}
 UNEVEN = 37
 
 
@@ -83,9 +85,12 @@ FLAGS_1_9_5 = ("track_grad_norm",)
 
 
 def follows_1_9_5(spec_: dict) -> bool:
-    """A flag only Lightning 1.9.5 has, or one of tests/parity/eval_models.py's modules with 1.9.5's hooks."""
-    return any(flag in spec_["trainer"] for flag in FLAGS_1_9_5) or spec_["model"]["class_path"].endswith(
-        (".EpochEndModel", ".OutputsModel", ".TwoLoaderOutputsModel")
+    """A flag or strategy only Lightning 1.9.5 has, or one of tests/parity/eval_models.py's modules with 1.9.5's
+    hooks."""
+    return (
+        any(flag in spec_["trainer"] for flag in FLAGS_1_9_5)
+        or spec_["trainer"].get("strategy") == "horovod"
+        or spec_["model"]["class_path"].endswith((".EpochEndModel", ".OutputsModel", ".TwoLoaderOutputsModel"))
     )
 
 
@@ -239,6 +244,17 @@ CASES = [
         [[["test", None]]],
         [["test"]],
     ),
+    # the precisions: the steps in Lightning's step context (autocast; the cast dtype as the default, the batch
+    # converted), as fit's
+    ("test_bf16_mixed", spec("HookedEvalModel", precision="bf16-mixed"), [[["test", None]]], [["test"]]),
+    ("predict_bf16_true", spec(precision="bf16-true"), [[["predict", None]]], [["predict"]]),
+    (
+        "validate_two_loaders_64",
+        spec("TwoLoaderModel", loaders=2, precision="64-true"),
+        [[["validate", None]]],
+        [["validate"]],
+    ),
+    ("test_bf16_mixed_1_9_5", spec(precision="bf16", track_grad_norm=2), [[["test", None]]], [["test"]]),
     # a submodule in eval mode before the run: its mode after the run (2.x restores it)
     ("test_partly_frozen", spec("PartlyFrozen"), [[["test", None]]], [["test"]]),
     ("predict_partly_frozen", spec("PartlyFrozen"), [[["predict", None]]], [["predict"]]),
@@ -279,6 +295,26 @@ CASES = [
     (
         "ddp_predict_writer_1_9_5",
         writer("batch_and_epoch", "EpochEndModel", n_eval=UNEVEN, **DDP),
+        [[["predict", None]]],
+        [["predict"]],
+    ),
+    # Horovod (Lightning 1.9.5's strategy, against 1.9.5): the shares as 1.9.5 wraps the samplers, sync_dist
+    # values not reduced (1.9.5 reduces them only in a torch.distributed group), rank 0's table and files
+    (
+        "horovod_fit_then_test_best_csv_logs",
+        fitted(sync_dist=True, n_eval=UNEVEN, logger=True, max_epochs=2, **HOROVOD),
+        [[["fit", None], ["test", "best"]]],
+        [["fit", "--test", "best"]],
+    ),
+    (
+        "horovod_validate_two_loaders_hooks_callback",
+        spec("TwoLoaderModel", loaders=2, callback=True, sync_dist=True, n_eval=UNEVEN, **HOROVOD),
+        [[["validate", None]]],
+        [["validate"]],
+    ),
+    (
+        "horovod_predict_writer_two_loaders",
+        writer("batch_and_epoch", "TwoLoaderModel", loaders=2, n_eval=UNEVEN, **HOROVOD),
         [[["predict", None]]],
         [["predict"]],
     ),
@@ -324,10 +360,16 @@ def run_side(side: str, case: dict, directory: Path) -> list[list[list[dict]]]:
 
         python = str(venv195())
     prefix = [python, "-m"]
-    if processes > 1:  # torchrun; the script is rendered once, before its processes start
+    if processes > 1 and case["spec"]["trainer"].get("strategy") == "horovod":
+        from tests.test_horovod import horovodrun, venv195_python
+
+        if side == "lightning" and venv195_python() is None:
+            pytest.skip("no Lightning 1.9.5 venv with horovod: run `bash .ci/setup --lightning-1.9.5`")
+        prefix = [horovodrun(), "-np", str(processes), "-H", f"localhost:{processes}", *prefix]
+    elif processes > 1:  # torchrun
         prefix += ["torch.distributed.run", "--standalone", f"--nproc_per_node={processes}", "-m"]
-        if side == "loopgen":
-            render(case["spec"], directory)
+    if processes > 1 and side == "loopgen":  # the script is rendered once, before its processes start
+        render(case["spec"], directory)
     outputs = []
     for index in range(len(case[side])):
         out = directory / f"out{index}.pt"

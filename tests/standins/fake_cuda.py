@@ -130,8 +130,8 @@ def main() -> None:
     model = namespace["main"]()
     with open(out, "w") as f:
         json.dump(CALLS, f)
-    if len(arguments) > 2:
-        torch.save(model.state_dict(), arguments[2])
+    if len(arguments) > 2:  # fit's final weights, or what an evaluation run returned
+        torch.save(model.state_dict() if isinstance(model, torch.nn.Module) else model, arguments[2])
 
 
 if __name__ == "__main__":

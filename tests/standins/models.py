@@ -82,3 +82,57 @@ class ProbeEvaluates(Probe):
         x, _ = batch
         CALLS.append(("predict_step", len(x), torch.is_grad_enabled(), torch.is_inference_mode_enabled()))
         return self.layer(x)
+
+
+class ProbeEvaluates195(Probe):
+    """Probe with validate, test and predict runs over 7 samples in batches of 4 (slices of 2 and 2, then 2 and 1
+    over two GPUs), without self.log (refused under dp): each step records its batch's (or slice's) size and
+    whether gradients and inference mode were on; test_step returns the loss, which on_test_batch_end and
+    test_epoch_end get (under dp gathered over the GPUs). Its training_epoch_end, a hook only Lightning 1.9.5
+    has, makes the spec follow 1.9.5 on any engine."""
+
+    def training_epoch_end(self, outputs):
+        CALLS.append(("training_epoch_end", len(outputs)))
+
+    def test_dataloader(self):
+        return seven_in_fours()
+
+    def predict_dataloader(self):
+        return seven_in_fours()
+
+    def test_step(self, batch, batch_idx):
+        x, y = batch
+        CALLS.append(("test_step", len(x), torch.is_grad_enabled(), torch.is_inference_mode_enabled()))
+        return nn.functional.mse_loss(self.layer(x), y)
+
+    def on_test_batch_end(self, outputs, batch, batch_idx):
+        CALLS.append(("on_test_batch_end", list(outputs.shape), len(batch[0]), batch_idx))
+
+    def test_epoch_end(self, outputs):
+        CALLS.append(("test_epoch_end", [list(output.shape) for output in outputs], self.training))
+
+    def on_test_end(self):
+        CALLS.append(("on_test_end", self.training))
+
+    def predict_step(self, batch, batch_idx):
+        x, _ = batch
+        CALLS.append(("predict_step", len(x), torch.is_grad_enabled(), torch.is_inference_mode_enabled()))
+        return self.layer(x)
+
+
+def seven_in_fours():
+    g = torch.Generator().manual_seed(1)
+    return DataLoader(TensorDataset(torch.randn(7, 2, generator=g), torch.randn(7, 1, generator=g)), batch_size=4)
+
+
+class ProbePredicts(Probe):
+    """ProbeEvaluates195's predict run without a predict_step: Lightning's default calls the module on the
+    batch."""
+
+    def predict_dataloader(self):
+        return seven_in_fours()
+
+    def forward(self, batch):
+        x, _ = batch
+        CALLS.append(("forward", len(x)))
+        return self.layer(x)
