@@ -117,6 +117,16 @@ def test_cuda_16_mixed_evaluation_moves_the_batches_and_steps_under_autocast(tmp
         assert not [call for call in calls if call[0].startswith(("scaler.", "optimizer.", "backward"))]
 
 
+def test_cuda_predictions_come_back_to_the_cpu_when_the_module_moves_its_batches(tmp_path, monkeypatch):
+    """A module with transfer_batch_to_device moves its batches itself; the predictions still go to the CPU."""
+    model = "tests.standins.models.ProbeTransfers"
+    calls = run_with_stand_ins(tmp_path, monkeypatch, {"accelerator": "cuda"}, arguments=["predict"], model=model)
+    assert [call for call in calls if call[0] == "transfer_batch_to_device"] == [
+        ("transfer_batch_to_device", "cuda", 0)
+    ] * 4
+    assert len([call for call in calls if call[0] == "predict_step"]) == 4
+
+
 def test_auto_accelerator_picks_cuda_when_available(tmp_path, monkeypatch):
     calls = run_with_stand_ins(tmp_path, monkeypatch, {"accelerator": "auto", "precision": "16-mixed"})
     assert ("module.to", "cuda") in calls

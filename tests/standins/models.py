@@ -136,3 +136,11 @@ class ProbePredicts(Probe):
         x, _ = batch
         CALLS.append(("forward", len(x)))
         return self.layer(x)
+
+
+class ProbeTransfers(ProbeEvaluates):
+    """ProbeEvaluates moving its batches itself (transfer_batch_to_device)."""
+
+    def transfer_batch_to_device(self, batch, device, dataloader_idx):
+        CALLS.append(("transfer_batch_to_device", str(device), dataloader_idx))
+        return [t.to(device) for t in batch]
