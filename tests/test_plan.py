@@ -207,8 +207,40 @@ def test_every_problem_is_reported_together(tmp_path: Path) -> None:
             "dict",
             [("scheduler", "step", 1, True, "val_loss")],
         ),
+        (
+            # a name rebound to a dict around its own earlier value (Hugging Face-style modules)
+            (
+                "optimizer = torch.optim.AdamW(self.parameters(), lr=0.1)\n"
+                "scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 0.9 ** step)\n"
+                "scheduler = {'scheduler': scheduler, 'interval': 'step', 'frequency': 1}\n"
+                "return [optimizer], [scheduler]"
+            ),
+            "lists",
+            [("scheduler", "step", 1, False, None)],
+        ),
+        (
+            # the optimizer rebound after the scheduler took the first one: the scheduler's is the first
+            (
+                "opt = torch.optim.SGD(self.parameters(), lr=0.1)\n"
+                "sched = torch.optim.lr_scheduler.StepLR(opt, 1)\n"
+                "opt: torch.optim.Optimizer = opt\n"
+                "opt = opt\n"
+                "return {'optimizer': opt, 'lr_scheduler': sched}"
+            ),
+            "dict",
+            [("scheduler", "epoch", 1, False, None)],
+        ),
     ],
-    ids=["optimizer", "list", "lists", "lists-of-dicts", "dict-plateau", "dict-with-scheduler-dict"],
+    ids=[
+        "optimizer",
+        "list",
+        "lists",
+        "lists-of-dicts",
+        "dict-plateau",
+        "dict-with-scheduler-dict",
+        "rebound-scheduler-dict",
+        "rebound-optimizer",
+    ],
 )
 def test_configure_optimizers_shape(tmp_path: Path, body: str, form: str, schedulers: list) -> None:
     plan = plan_of(tmp_path, configure_optimizers=body)

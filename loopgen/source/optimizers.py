@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import copy
 from collections.abc import Mapping
 from typing import Any
 
@@ -33,35 +34,60 @@ def read_optimizers(fn: Function, source: Source) -> OptimizersFacts | str:
     returns.walk(fn.body)
     if returns.count != 1:
         return "configure_optimizers returns from more than one place"
+    # each assignment binds a new version of its name ("scheduler#2"), and the names an expression reads are
+    # those bound before it: `scheduler = {"scheduler": scheduler, ...}` reads the scheduler built above it
     names: dict[str, ast.expr] = {}
+    current: dict[str, str] = {}
     returned: ast.expr | None = None
+
+    def bind(name: str, value: ast.expr) -> None:
+        version = f"{name}#{len(names)}"
+        names[version] = value
+        current[name] = version
+
     for statement in fn.body:
         if isinstance(statement, (*FUNCTIONS, ast.ClassDef)):
             continue
         if isinstance(statement, _COMPOUND):
             return "configure_optimizers' return depends on control flow (if, for, with, try)"
         if isinstance(statement, ast.Return):
-            returned = statement.value
+            returned = _Versions(current).read(statement.value)
         elif isinstance(statement, ast.Assign):
+            value = _Versions(current).read(statement.value)
             for target in statement.targets:
                 if isinstance(target, ast.Name):
-                    names[target.id] = statement.value
+                    bind(target.id, value)  # type: ignore[arg-type]
                 else:
-                    _forget_targets(target, names)
+                    _forget_targets(target, current)
         elif (
             isinstance(statement, ast.AnnAssign)
             and statement.value is not None
             and isinstance(statement.target, ast.Name)
         ):
-            names[statement.target.id] = statement.value
+            bind(statement.target.id, _Versions(current).read(statement.value))  # type: ignore[arg-type]
         elif isinstance(statement, (ast.AugAssign, ast.AnnAssign)):
-            _forget_targets(statement.target, names)
+            _forget_targets(statement.target, current)
     if returned is None:
         return "configure_optimizers returns nothing"
     try:
         return _Shape(names, source, fn).read(returned)
     except _Unknown as unknown:
         return str(unknown)
+
+
+class _Versions(ast.NodeTransformer):
+    """A copy of an expression whose names read the versions bound so far (their source positions kept)."""
+
+    def __init__(self, current: Mapping[str, str]) -> None:
+        self.current = current
+
+    def read(self, node: ast.expr | None) -> ast.expr | None:
+        return None if node is None else self.visit(copy.deepcopy(node))
+
+    def visit_Name(self, node: ast.Name) -> ast.Name:
+        if isinstance(node.ctx, ast.Load) and node.id in self.current:
+            return ast.copy_location(ast.Name(id=self.current[node.id], ctx=node.ctx), node)
+        return node
 
 
 class _Unknown(Exception):
@@ -84,7 +110,7 @@ class _Returns(Visitor):
         return False
 
 
-def _forget_targets(target: ast.expr, names: dict[str, ast.expr]) -> None:
+def _forget_targets(target: ast.expr, names: dict[str, str]) -> None:
     elements = target.elts if isinstance(target, (ast.Tuple, ast.List)) else []
     for node in (target, *(e.value if isinstance(e, ast.Starred) else e for e in elements)):
         if isinstance(node, ast.Name):

@@ -191,6 +191,18 @@ class StepEvery3Model(MLP):
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": warmup, "interval": "step", "frequency": 3}}
 
 
+class ReboundSchedulerModel(MLP):
+    """The scheduler's name rebound to its config dict around its own value (Hugging Face-style modules):
+    `scheduler = {"scheduler": scheduler, "interval": "step"}`, in Lightning's lists form."""
+
+    def configure_optimizers(self):
+        optimizer = torch.optim.AdamW(self.parameters(), lr=self.lr)
+        self.remember(optimizer)
+        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 0.9**step)
+        scheduler = {"scheduler": scheduler, "interval": "step", "frequency": 1}
+        return [optimizer], [scheduler]
+
+
 class HelperOptimizerModel(MLP):
     """configure_optimizers returns what a helper returns: its source does not show the shape."""
 
