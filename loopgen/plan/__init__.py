@@ -28,7 +28,7 @@ from loopgen.plan.engine import resolve_engine
 from loopgen.plan.epoch import Epoch, resolve_epoch
 from loopgen.plan.evaluation import Evaluation, evaluation_variables, resolve_evaluation
 from loopgen.plan.header import Header, resolve_header
-from loopgen.plan.hooks import Hooks, check_model, resolve_user_code
+from loopgen.plan.hooks import Hooks, check_callbacks, check_model, resolve_user_code
 from loopgen.plan.loggers import Logging, check_logger_experiments, resolve_logging
 from loopgen.plan.manual import Manual, resolve_manual
 from loopgen.plan.metrics import Metrics, resolve_metrics
@@ -99,6 +99,7 @@ def make_plan(
     problems: list[Problem] = []
     notices: list[str] = []
     check_model(spec, model, problems)
+    check_callbacks(spec, callbacks, problems)
     user_callbacks = tuple(facts for facts in callbacks if facts is not None)
     user = resolve_user_code(spec, model, data, callbacks)
     device = resolve_device(spec)

@@ -127,6 +127,26 @@ def check_model(spec: Spec, model: ClassFacts, problems: list[Problem]) -> None:
             problems.append(Problem(model.defined_at.get(hook, where), message))
 
 
+# the Lightning callback classes a user's callback may subclass: their hooks do nothing of their own (Callback), or
+# the script calls the subclass's write_on_* as Lightning's base class does (BasePredictionWriter)
+SUBCLASSED_CALLBACKS = frozenset({"Callback", "BasePredictionWriter"})
+
+
+def check_callbacks(spec: Spec, callbacks: tuple[ClassFacts | None, ...], problems: list[Problem]) -> None:
+    """A user's callback that subclasses another of Lightning's callbacks (BaseFinetuning, ModelCheckpoint, ...):
+    the script would run the subclass's own methods only, never the base's behaviour (nothing frozen, nothing
+    saved), so it is refused."""
+    for ref, facts in zip(spec.trainer.callbacks, callbacks):
+        bases = [name for name in facts.lightning_bases if name not in SUBCLASSED_CALLBACKS] if facts else []
+        if bases:
+            message = (
+                f"{ref.class_path} subclasses Lightning's {bases[0]}, whose own behaviour the script does not run (it would"
+                f" call only the methods {ref.name} defines): subclassing {bases[0]} is not supported by loopgen;"
+                " subclass Callback and write the behaviour in its hooks"
+            )
+            problems.append(Problem("trainer.callbacks", message, ref.line))
+
+
 def resolve_user_code(
     spec: Spec, model: ClassFacts, data: ClassFacts | None, callbacks: tuple[ClassFacts | None, ...]
 ) -> UserCode:

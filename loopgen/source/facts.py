@@ -18,6 +18,8 @@ class ClassFacts:
     is_lightning_module: bool  # a base is pytorch_lightning's / lightning's LightningModule
     is_lightning_callback: bool  # a base is Lightning's Callback
     is_prediction_writer: bool = False  # a base is Lightning's BasePredictionWriter
+    # the Lightning classes among its bases, by their names ("Callback", "BaseFinetuning", "LightningModule", ...)
+    lightning_bases: tuple[str, ...] = ()
     # methods defined by the class or its bases in the user's code (not Lightning's),
     # each with its parameter names after `self` (keyword-only included; *args/**kwargs as "*args"/"**kwargs")
     methods: Mapping[str, tuple[str, ...]] = field(default_factory=dict)

@@ -115,6 +115,9 @@ def inspect_class(
         is_lightning_module=any(_is_lightning(name, "LightningModule") for name in outside),
         is_lightning_callback=is_callback,
         is_prediction_writer=writer,
+        lightning_bases=tuple(
+            dict.fromkeys(name.rpartition(".")[2] for name in outside if name.split(".")[0] in _LIGHTNING_PACKAGES)
+        ),
         methods=methods,
         uses_log=uses_log,
         saves_hyperparameters=saves_hparams,
