@@ -93,3 +93,16 @@ def test_unknown_scheduler_name_is_refused_where_read(tmp_path: Path) -> None:
     message = refusal(tmp_path, source)
     assert "reads trainer.lr_scheduler_configs, which the script cannot serve" in message
     assert 'gives a scheduler a "name" its source does not show' in message
+
+
+def test_trainer_model_is_the_module_and_refused_where_lightning_wraps_it(tmp_path: Path) -> None:
+    """trainer.model: on one device Lightning's strategy.model is the module itself (compared with Lightning by
+    the TrainerAttributesRecorder parity cases); under ddp and dp it is Lightning's own wrapper, which the script
+    does not have: refused, at the line that reads it."""
+    source = reading(AUTOMATIC, "        print(self.trainer.model.training)\n")
+    assert "    model=model,  # Lightning's strategy.model" in render(tmp_path, source)
+    found = refusal(
+        tmp_path, source, "seed_everything: 1\ntrainer:\n  strategy: ddp\n  devices: 2\n  accelerator: cpu\n"
+    )
+    assert "models.py:" in found and "trainer.model with strategy ddp is not supported by loopgen" in found
+    assert "read trainer.lightning_module" in found

@@ -13,7 +13,7 @@ TRAINER_ATTRIBUTES = (
     "logged_metrics", "is_global_zero", "ckpt_path",
     # constant in a one-process run, or set once
     "world_size", "global_rank", "local_rank", "node_rank", "num_devices", "num_nodes", "lightning_module",
-    "datamodule", "precision", "default_root_dir", "estimated_stepping_batches", "training",
+    "model", "datamodule", "precision", "default_root_dir", "estimated_stepping_batches", "training",
     # the loggers, and the run's state (fn, status, stage)
     "logger", "loggers", "log_dir", "state",
     # the values logged with prog_bar=True, computed when read; the LR schedulers' configs

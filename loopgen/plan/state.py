@@ -195,8 +195,20 @@ def resolve_state(
                 for name in sorted(reads & LOGGER_ATTRIBUTES)
             ]
         )
-    # a trainer passed on gets everything but the estimate (which would move the training data's loading)
-    attributes = frozenset(TRAINER_ATTRIBUTES) - {"estimated_stepping_batches"} if everything else frozenset(reads)
+    wrapped = distributed.kind in ("ddp", "dp")  # Lightning's trainer.model: its wrapper around the module
+    if wrapped and "model" in reads:
+        where = {name: at for facts in (model, *callbacks) for name, at in facts.trainer_read_at.items()}
+        message = refusal(
+            f"trainer.model with strategy {distributed.kind}",
+            "Lightning's is its own wrapper around the module (DistributedDataParallel or DataParallel over"
+            " its _LightningModuleWrapperBase), whose names and state_dict keys the script's wrapper does not have",
+            "read trainer.lightning_module",
+        )
+        raise LoopgenError(Problem(where.get("model", ""), message))
+    # a trainer passed on gets everything but the estimate (which would move the training data's loading), and
+    # under ddp and dp but `model`
+    skipped = {"estimated_stepping_batches", *(["model"] if wrapped else [])}
+    attributes = frozenset(TRAINER_ATTRIBUTES) - skipped if everything else frozenset(reads)
     if dummy_logger:
         attributes -= LOGGER_ATTRIBUTES
     if not metrics.collect:

@@ -51,6 +51,7 @@ class TrainerAttributesRecorder(pl.Callback):
             "num_devices": trainer.num_devices,
             "num_nodes": trainer.num_nodes,
             "lightning_module": trainer.lightning_module is pl_module,
+            "model": trainer.model is pl_module,  # on one device, the module itself (no wrapper)
             "datamodule": None if datamodule is None else type(datamodule).__name__,
             "precision": trainer.precision,
             "default_root_dir": trainer.default_root_dir == os.getcwd(),
