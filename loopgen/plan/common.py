@@ -10,7 +10,7 @@ from loopgen.spec.model import ClassRef, Spec
 TRAINER_ATTRIBUTES = (
     "current_epoch", "global_step", "max_epochs", "max_steps", "num_training_batches", "num_val_batches",
     "accumulate_grad_batches", "optimizers", "sanity_checking", "should_stop", "callback_metrics",
-    "logged_metrics", "is_global_zero", "ckpt_path",
+    "logged_metrics", "is_global_zero", "ckpt_path", "is_last_batch",
     # constant in a one-process run, or set once
     "world_size", "global_rank", "local_rank", "node_rank", "num_devices", "num_nodes", "lightning_module",
     "model", "datamodule", "precision", "default_root_dir", "estimated_stepping_batches", "training",

@@ -194,6 +194,16 @@ CASES = [
     case("on_train_batch_start_minus_one", "SkipRestOfEpochModel", max_epochs=3),
     case("minus_one_then_plateau", "SkipRestOfEpochPlateauModel", max_epochs=3),
     # --- stop requests from a callback ----------------------------------------------------------
+    # what a callback reads from the trainer at each hook (tests/parity/trainer_attributes.py), is_last_batch
+    # among it: with accumulation and a limit, and with the epoch-end validation every second epoch
+    case(
+        "trainer_attributes_accumulate_limit",
+        max_epochs=3,
+        accumulate_grad_batches=3,
+        limit_train_batches=5,
+        check_val_every_n_epoch=2,
+        callbacks=[{"class_path": "tests.parity.trainer_attributes.TrainerAttributesRecorder"}],
+    ),
     case("callback_stop", max_epochs=3, callbacks=stop_request(at_epoch=0, at_batch=3)),
     case("callback_stop_before_min_epochs", max_epochs=4, min_epochs=2, callbacks=stop_request(at_epoch=0, at_batch=3)),
     case("callback_stop_before_min_steps", max_epochs=4, min_steps=25, callbacks=stop_request(at_step=2)),

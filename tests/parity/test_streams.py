@@ -26,6 +26,13 @@ CASES = [
     stream_case("iterable_max_steps", {"passes": None}, max_steps=12),
     # a finite stream: epochs end when the iterator does, validation at each epoch's end (the prefetched last batch)
     stream_case("iterable_epochs_validation_at_end", {"passes": 1}, max_epochs=3),
+    # trainer.is_last_batch (and the rest a callback reads) when the loader has no length: the fetcher's `done`
+    stream_case(
+        "iterable_trainer_attributes",
+        {"passes": 1},
+        max_epochs=2,
+        callbacks=[{"class_path": "tests.parity.trainer_attributes.TrainerAttributesRecorder"}],
+    ),
     # an int val_check_interval counts batches (no validation at the end of a 5-batch epoch)
     stream_case("iterable_int_val_check_interval", {"passes": 1}, max_epochs=2, val_check_interval=2),
     # an int limit_train_batches bounds the epochs of an endless stream (no prefetching: the loader has a length)

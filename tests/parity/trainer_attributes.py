@@ -43,6 +43,7 @@ class TrainerAttributesRecorder(pl.Callback):
             "num_val_batches": list(trainer.num_val_batches),
             "sanity_checking": trainer.sanity_checking,
             "should_stop": trainer.should_stop,
+            "is_last_batch": trainer.is_last_batch,
             "is_global_zero": trainer.is_global_zero,
             "world_size": trainer.world_size,
             "global_rank": trainer.global_rank,
