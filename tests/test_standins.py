@@ -26,11 +26,12 @@ BASE = {
 
 
 def run_with_stand_ins(
-    tmp_path, monkeypatch, trainer: dict, weights=None, arguments=(), model: str = BASE["model"]
+    tmp_path, monkeypatch, trainer: dict, weights=None, arguments=(), model: str | None = None
 ) -> list[tuple]:
-    """Render a spec with `trainer`'s flags and run it as if CUDA were there: the calls it made, in order."""
+    """Render a spec with `trainer`'s flags (and `model`, else BASE's) and run it as if CUDA were there: the calls
+    it made, in order."""
     monkeypatch.chdir(ROOT)
-    spec = {**BASE, "model": model, "trainer": {**BASE["trainer"], **trainer}}
+    spec = {**BASE, "model": model or BASE["model"], "trainer": {**BASE["trainer"], **trainer}}
     script = tmp_path / "train.py"
     script.write_text(render(spec, tmp_path))
     out = tmp_path / "calls.json"

@@ -68,6 +68,8 @@ class ManualAccumulateClip(MLP):
 
     def training_step(self, batch, batch_idx):
         opt = self.optimizers()
+        if batch_idx == 0:  # Lightning's wrapper is an instance of the optimizer's class
+            self.events.append(("optimizer", type(opt).__name__, isinstance(opt, torch.optim.SGD)))
         x, y = batch
         loss = F.cross_entropy(self(x), y)
         self.manual_backward(loss / self.accumulate)
