@@ -145,6 +145,7 @@ LIGHTNING_CALLBACKS = {
     "ModelSummary": "model_summary",
     "TQDMProgressBar": "progress",
     "RichProgressBar": "progress",
+    "GradientAccumulationScheduler": "gradient_accumulation_scheduler",
 }
 CALLBACK_PACKAGES = ("pytorch_lightning.callbacks", "lightning.pytorch.callbacks")
 # Keys of a checkpoint file that are not compared: Lightning's version, and the script's own state (its key's

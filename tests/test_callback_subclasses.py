@@ -5,6 +5,7 @@ word), so such a callback is refused at render time, at its entry."""
 
 from __future__ import annotations
 
+import re
 import textwrap
 from pathlib import Path
 
@@ -99,3 +100,55 @@ def test_a_subclass_of_a_lightning_callback_is_refused_at_its_entry(tmp_path: Pa
 def test_callback_and_prediction_writer_subclasses_render(tmp_path: Path, callback: str) -> None:
     text = render(spec(tmp_path, f"cbproj.callbacks.{callback}"), tmp_path)
     assert f"from cbproj.callbacks import {callback}" in text
+
+
+# --- Lightning's GradientAccumulationScheduler as a callbacks entry: the script's accumulation schedule (its
+# training is compared with Lightning 2.6.6's in tests/parity/test_parity.py, accumulation_scheduler_entry)
+
+SCHEDULER = {"class_path": "GradientAccumulationScheduler", "init_args": {"scheduling": {2: 3}}}
+
+
+def test_a_gradient_accumulation_scheduler_entry_is_the_schedule(tmp_path: Path) -> None:
+    base = spec(tmp_path, "cbproj.callbacks.Plain")
+    entry = {**base, "trainer": {**base["trainer"], "callbacks": [SCHEDULER, "cbproj.callbacks.Plain"]}}
+    flag = {**base, "trainer": {**base["trainer"], "accumulate_grad_batches": {2: 3}}}
+    assert "ACCUMULATE_GRAD_BATCHES = {0: 1, 2: 3}" in render(entry, tmp_path)
+    assert render(entry, tmp_path).split('"""', 2)[2] == render(flag, tmp_path).split('"""', 2)[2]
+
+
+@pytest.mark.parametrize(
+    ("trainer", "message"),
+    [
+        ({"accumulate_grad_batches": 2}, "You have set `accumulate_grad_batches` and are using the"),
+        ({"callbacks": [SCHEDULER, SCHEDULER]}, "a second GradientAccumulationScheduler: give one schedule"),
+        (
+            {"callbacks": [{"class_path": "GradientAccumulationScheduler", "init_args": {"scheduling": {1: 0}}}]},
+            "accumulation factors must be integers >= 1",
+        ),
+        (
+            {"callbacks": [{"class_path": "GradientAccumulationScheduler", "init_args": {"schedule": {1: 2}}}]},
+            "unknown argument of GradientAccumulationScheduler (did you mean 'scheduling'?)",
+        ),
+        ({"profiler": "simple"}, "a profiler with a GradientAccumulationScheduler entry is not supported by loopgen"),
+    ],
+)
+def test_what_a_scheduler_entry_cannot_serve_is_refused(tmp_path: Path, trainer: dict, message: str) -> None:
+    base = spec(tmp_path, "cbproj.callbacks.Plain")
+    case = {**base, "trainer": {**base["trainer"], "callbacks": [SCHEDULER], **trainer}}
+    with pytest.raises(LoopgenError, match=re.escape(message)):
+        render(case, tmp_path)
+
+
+def test_reading_the_scheduled_factor_with_an_entry_is_refused_where_read(tmp_path: Path) -> None:
+    base = spec(tmp_path, "cbproj.callbacks.Reads")
+    (tmp_path / "cbproj" / "callbacks.py").write_text(
+        CALLBACKS + "\n\nclass Reads(pl.Callback):\n    def on_train_epoch_start(self, trainer, pl_module):\n"
+        "        print(trainer.accumulate_grad_batches)\n"
+    )
+    case = {**base, "trainer": {**base["trainer"], "callbacks": [SCHEDULER, "cbproj.callbacks.Reads"]}}
+    with pytest.raises(LoopgenError) as excinfo:
+        render(case, tmp_path)
+    assert "callbacks.py:" in str(excinfo.value)
+    assert "trainer.accumulate_grad_batches with a GradientAccumulationScheduler entry is not supported" in str(
+        excinfo.value
+    )

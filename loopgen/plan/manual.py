@@ -80,7 +80,13 @@ def resolve_manual(
             " with self.clip_gradients)"
         )
         problems.append(flag_problem(spec, "gradient_clip_val", message))
-    if t.accumulate_grad_batches != 1:
+    if spec.accumulation_callback:
+        message = (  # Lightning's, raised in the callback's on_train_start
+            "Automatic gradient accumulation and the `GradientAccumulationScheduler` is not supported for manual"
+            " optimization. Please remove the callback or switch to automatic optimization."
+        )
+        problems.append(Problem("trainer.callbacks", message, spec.line("trainer.callbacks")))
+    elif t.accumulate_grad_batches != 1:
         message = (
             "Automatic gradient accumulation is not supported for manual optimization. Remove"
             f" `accumulate_grad_batches: {t.accumulate_grad_batches}` or switch to automatic optimization"

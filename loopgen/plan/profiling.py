@@ -12,6 +12,7 @@ from loopgen.plan.common import flag_problem
 from loopgen.plan.distributed import engine_kind
 from loopgen.plan.loggers import Logging
 from loopgen.plan.objects import Callback
+from loopgen.spec.kinds import refusal
 from loopgen.spec.model import ClassRef, Spec
 
 
@@ -151,6 +152,13 @@ def resolve_profiling(spec: Spec, logging: Logging, problems: list[Problem], not
         directory = None
     else:
         directory = logging.log_dir
+    if kind is not None and spec.accumulation_callback:
+        message = refusal(
+            "a profiler with a GradientAccumulationScheduler entry",
+            "Lightning's report times the callback's hooks, for which the script has no code of its own",
+            "give the schedule as `accumulate_grad_batches: {epoch: factor}`, or profile without it",
+        )
+        problems.append(flag_problem(spec, "profiler", message))
     ddp = engine_kind(spec) == "ddp" and kind is not None
     strategy_class = "DDPStrategy" if ddp else "SingleDeviceStrategy"
     trace = kind == "pytorch" and args["export_to_chrome"]

@@ -195,6 +195,16 @@ def resolve_state(
                 for name in sorted(reads & LOGGER_ATTRIBUTES)
             ]
         )
+    if spec.accumulation_callback and "accumulate_grad_batches" in reads:
+        where = {name: at for facts in (model, *callbacks) for name, at in facts.trainer_read_at.items()}
+        message = refusal(
+            "trainer.accumulate_grad_batches with a GradientAccumulationScheduler entry",
+            "Lightning 2.x changes it where the entry stands among the callbacks, and it is 1 until the first"
+            " epoch starts; the script sets it after all of your callbacks' on_train_epoch_start",
+            "give the schedule as `accumulate_grad_batches: {epoch: factor}`, whose value the script gives as"
+            " Lightning 1.9.5 does",
+        )
+        raise LoopgenError(Problem(where.get("accumulate_grad_batches", ""), message))
     wrapped = distributed.kind in ("ddp", "dp")  # Lightning's trainer.model: its wrapper around the module
     if wrapped and "model" in reads:
         where = {name: at for facts in (model, *callbacks) for name, at in facts.trainer_read_at.items()}

@@ -44,6 +44,8 @@ from loopgen.spec.model import (
 from loopgen.spec.support import (
     LIGHTNING_LOGGERS,
     PROFILER_NAMES,
+    accumulate_kind,
+    accumulation_scheduler,
     callback_support,
     lightning_callback,
     lightning_logger,
@@ -51,6 +53,14 @@ from loopgen.spec.support import (
     logger_support,
     profiler_support,
 )
+
+
+def lightning_callback_or_scheduler(class_path: str) -> str | None:
+    """pytorch_lightning.callbacks.NAME for a callback loopgen serves, GradientAccumulationScheduler included."""
+    if accumulation_scheduler(class_path):
+        return "pytorch_lightning.callbacks.GradientAccumulationScheduler"
+    return lightning_callback(class_path)
+
 
 _TOP_LEVEL_HINTS = {
     "fit": "this is a LightningCLI main config; use the contents of its `fit:` section as the spec",
@@ -189,6 +199,8 @@ class _Reader:
         self.notices: list[Problem] = []  # notices are reported like problems: key path, line, message
         self.trainer_given: set[str] = set()
         self.progress_bar_refresh_rate: int | None = None
+        # a GradientAccumulationScheduler entry of trainer.callbacks: (its key path, its schedule)
+        self.accumulation_entries: list[tuple[KeyPath, dict[int, int]]] = []
 
     # --- reporting
 
@@ -247,6 +259,7 @@ class _Reader:
             notices=tuple(str(notice) for notice in sorted(self.notices, key=_by_line)),
             trainer_given=frozenset(self.trainer_given),
             progress_bar_refresh_rate=self.progress_bar_refresh_rate,
+            accumulation_callback=bool(self.accumulation_entries),
             lines={dotted(key): line for key, line in self.lines.items()},
         )
 
@@ -435,6 +448,16 @@ class _Reader:
             else:
                 values[flag.name] = self.flag_value(flag, key, own + added)
 
+        for where, schedule in self.accumulation_entries[1:]:
+            self.problem(where, "a second GradientAccumulationScheduler: give one schedule")
+        for where, schedule in self.accumulation_entries[:1]:
+            if values["accumulate_grad_batches"] != 1:  # Lightning's check, in the callback's on_train_start
+                self.problem(
+                    where,
+                    "You have set `accumulate_grad_batches` and are using the `GradientAccumulationScheduler`"
+                    " callback. Either remove `accumulate_grad_batches` from the Trainer or remove the callback.",
+                )
+            values["accumulate_grad_batches"] = schedule  # the script's schedule, as the {epoch: factor} flag's
         if len(self.problems) > problems_before:
             return None
         self.trainer_given = given
@@ -491,9 +514,12 @@ class _Reader:
         refs = []
         for where, entry in entries:
             named = entry if isinstance(entry, str) else entry.get("class_path") if isinstance(entry, dict) else None
-            own = not isinstance(named, str) or lightning_callback(named) is None  # the user's: may take objects
-            ref = self.class_ref(where, entry, canonical=lightning_callback, objects=own)
+            own = not isinstance(named, str) or lightning_callback_or_scheduler(named) is None  # may take objects
+            ref = self.class_ref(where, entry, canonical=lightning_callback_or_scheduler, objects=own)
             if ref is None:
+                continue
+            if accumulation_scheduler(ref.class_path):
+                self.accumulation_entry(where if isinstance(entry, str) else (*where, "init_args"), ref)
                 continue
             reason = callback_support(ref.class_path)
             if reason:
@@ -504,6 +530,26 @@ class _Reader:
             else:
                 refs.append(ref)
         return tuple(refs)
+
+    def accumulation_entry(self, path: KeyPath, ref: ClassRef) -> None:
+        """Lightning's GradientAccumulationScheduler(scheduling={epoch: factor}): the script's accumulation
+        schedule (the trainer's `accumulate_grad_batches` set from it at each epoch's start)."""
+        unknown = [name for name in ref.init_args if name != "scheduling"]
+        for name in unknown:
+            self.problem(
+                (*path, name), f"unknown argument of GradientAccumulationScheduler{did_you_mean(name, ['scheduling'])}"
+            )
+        raw = ref.init_args.get("scheduling")
+        if not isinstance(raw, dict):
+            self.problem((*path, "scheduling"), f"expected a mapping {{epoch: factor}}, {got(raw)}")
+            return
+        try:
+            schedule = accumulate_kind().parse(raw)
+        except FlagError as error:
+            self.problem((*path, "scheduling", *error.at), error.message)
+            return
+        if not unknown:
+            self.accumulation_entries.append((path, schedule))
 
     def loggers(self, flag: Flag, key: KeyPath, raw: Any) -> bool | tuple[ClassRef, ...]:
         """`trainer.logger`: true (Lightning's default logger), false, or entries of Lightning's loggers (each

@@ -115,6 +115,9 @@ class Spec:
     notices: tuple[str, ...] = ()  # one-line notices (seed-era spellings, defaults not implemented, ...)
     trainer_given: frozenset[str] = frozenset()  # the trainer flags the spec sets (null counts only where nullable)
     progress_bar_refresh_rate: int | None = None  # the seed's `progress_bar_refresh_rate: n` (n >= 1)
+    # the accumulation schedule came from a GradientAccumulationScheduler entry of trainer.callbacks (Lightning 2.x's
+    # form of the {epoch: factor} flag)
+    accumulation_callback: bool = False
     lines: Mapping[str, int] = field(default_factory=dict)  # the YAML line of each key, by its dotted path
 
     def line(self, key: str) -> int | None:

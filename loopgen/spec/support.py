@@ -530,9 +530,18 @@ def lightning_callback(class_path: str) -> str | None:
     return f"pytorch_lightning.callbacks.{name}" if module in spellings else None
 
 
+def accumulation_scheduler(class_path: str) -> bool:
+    """Lightning's GradientAccumulationScheduler, however spelled: the spec's accumulation schedule."""
+    module, _, name = class_path.rpartition(".")
+    packages = ("pytorch_lightning.callbacks", "lightning.pytorch.callbacks")
+    spellings = {"", *packages, *(f"{package}.gradient_accumulation_scheduler" for package in packages)}
+    return name == "GradientAccumulationScheduler" and module in spellings
+
+
 def callback_support(class_path: str) -> str | None:
-    """Whether loopgen implements a `callbacks` entry (its class path canonicalised by `lightning_callback`)."""
-    if lightning_callback(class_path) is not None:
+    """Whether loopgen implements a `callbacks` entry (its class path canonicalised by `lightning_callback`); a
+    GradientAccumulationScheduler is the spec's accumulation schedule."""
+    if lightning_callback(class_path) is not None or accumulation_scheduler(class_path):
         return None
     if class_path.startswith(LIGHTNING_PACKAGES):
         nearest = _NEAREST_CALLBACKS.get(class_path.rpartition(".")[2], "")
@@ -546,7 +555,6 @@ def callback_support(class_path: str) -> str | None:
 
 # What a few of Lightning's other callbacks do that loopgen serves otherwise
 _NEAREST_CALLBACKS = {
-    "GradientAccumulationScheduler": "give `accumulate_grad_batches: {epoch: factor}` (the same schedule); or ",
     "RichModelSummary": "use ModelSummary (the same table, without rich); or ",
     "Timer": "bound the run with max_epochs or max_steps; or ",
 }

@@ -204,6 +204,13 @@ CASES = [
         check_val_every_n_epoch=2,
         callbacks=[{"class_path": "tests.parity.trainer_attributes.TrainerAttributesRecorder"}],
     ),
+    # Lightning 2.x's form of the accumulation schedule: a GradientAccumulationScheduler entry
+    case(
+        "accumulation_scheduler_entry",
+        "StepScheduleModel",
+        max_epochs=4,
+        callbacks=[{"class_path": "GradientAccumulationScheduler", "init_args": {"scheduling": {1: 2, 3: 3}}}],
+    ),
     case("callback_stop", max_epochs=3, callbacks=stop_request(at_epoch=0, at_batch=3)),
     case("callback_stop_before_min_epochs", max_epochs=4, min_epochs=2, callbacks=stop_request(at_epoch=0, at_batch=3)),
     case("callback_stop_before_min_steps", max_epochs=4, min_steps=25, callbacks=stop_request(at_step=2)),
