@@ -26,6 +26,7 @@ class Bounds:
     holds_for_both: bool
     message_min_epochs: str  # the values Lightning's message shows
     message_min_steps: str
+    min_steps_given: int | None = None  # trainer.min_steps: the flag as given (None when not)
 
     @property
     def estimate_epochs(self) -> int:
@@ -74,4 +75,5 @@ def resolve_bounds(spec: Spec, model: ClassFacts, callbacks: tuple[ClassFacts, .
         holds_for_both=holds and bool(min_epochs) and bool(min_steps),
         message_min_epochs=str(min_epochs) if min_epochs else "0",
         message_min_steps=str(min_steps) if min_steps else "None",
+        min_steps_given=t.min_steps,
     )

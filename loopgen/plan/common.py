@@ -8,7 +8,8 @@ from loopgen.spec.model import ClassRef, Spec
 
 # What the script's `trainer` object can hold, in the order it declares them: Lightning's names and meanings.
 TRAINER_ATTRIBUTES = (
-    "current_epoch", "global_step", "max_epochs", "max_steps", "num_training_batches", "num_val_batches",
+    "current_epoch", "global_step", "max_epochs", "max_steps", "min_epochs", "min_steps", "num_training_batches",
+    "num_val_batches",
     "accumulate_grad_batches", "optimizers", "sanity_checking", "should_stop", "callback_metrics",
     "logged_metrics", "is_global_zero", "ckpt_path", "is_last_batch",
     # constant in a one-process run, or set once

@@ -199,6 +199,7 @@ CASES = [
     case(
         "trainer_attributes_accumulate_limit",
         max_epochs=3,
+        min_steps=2,
         accumulate_grad_batches=3,
         limit_train_batches=5,
         check_val_every_n_epoch=2,

@@ -39,6 +39,8 @@ class TrainerAttributesRecorder(pl.Callback):
             "global_step": trainer.global_step,
             "max_epochs": trainer.max_epochs,
             "max_steps": trainer.max_steps,
+            "min_epochs": trainer.min_epochs,
+            "min_steps": trainer.min_steps,
             "num_training_batches": trainer.num_training_batches,
             "num_val_batches": list(trainer.num_val_batches),
             "sanity_checking": trainer.sanity_checking,
