@@ -6,7 +6,6 @@ the training they make. It has not run on real GPUs."""
 from __future__ import annotations
 
 import json
-import runpy
 import subprocess
 import sys
 
@@ -209,9 +208,12 @@ def test_dp_predictions_are_the_gathered_slices_of_each_batch(tmp_path, monkeypa
     }
     script = one_device / "train.py"
     script.write_text(render(spec, one_device))
-    namespace = runpy.run_path(str(script), run_name="one_device")
-    sys.argv = [str(script), "predict"]
-    expected = namespace["main"]()
+    out = one_device / "predictions.pt"
+    code = f"import runpy, sys, torch; sys.argv = [{str(script)!r}, 'predict']; torch.save(runpy.run_path(sys.argv[0])['main'](), {str(out)!r})"
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env_with_root(), capture_output=True,
+                            text=True, timeout=120)  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    expected = torch.load(out, weights_only=False)
     assert [p.shape for p in predictions] == [torch.Size([4, 1]), torch.Size([3, 1])]
     for ours, theirs in zip(predictions, expected, strict=True):
         torch.testing.assert_close(ours, theirs, rtol=0, atol=1e-7)
