@@ -100,7 +100,7 @@ def test_trainer_model_is_the_module_and_refused_where_lightning_wraps_it(tmp_pa
     the TrainerAttributesRecorder parity cases); under ddp and dp it is Lightning's own wrapper, which the script
     does not have: refused, at the line that reads it."""
     source = reading(AUTOMATIC, "        print(self.trainer.model.training)\n")
-    assert "    model=model,  # Lightning's strategy.model" in render(tmp_path, source)
+    assert "    model=model,  # Lightning's strategy.model: here the module itself" in render(tmp_path, source)
     found = refusal(
         tmp_path, source, "seed_everything: 1\ntrainer:\n  strategy: ddp\n  devices: 2\n  accelerator: cpu\n"
     )
