@@ -18,14 +18,18 @@ from tests.test_standins import BASE
 DP = {"accelerator": "cuda", "strategy": "dp", "devices": 2, "enable_model_summary": False}
 
 
-def run_dp(tmp_path, monkeypatch, model="tests.standins.models.Probe", **flags) -> tuple[list[tuple], dict]:
+def run_dp(
+    tmp_path, monkeypatch, model="tests.standins.models.Probe", arguments=(), loop=None, **flags
+) -> tuple[list[tuple], object]:
+    """The DP script of `model` run with `arguments` on the stand-ins: its calls, and fit's final weights (or what
+    a subcommand returned)."""
     monkeypatch.chdir(ROOT)
-    spec = {**BASE, "model": model, "trainer": {**BASE["trainer"], **DP, **flags}}
+    spec = {**BASE, "model": model, "trainer": {**BASE["trainer"], **DP, **flags}, **({"loop": loop} if loop else {})}
     script = tmp_path / "train.py"
     script.write_text(render(spec, tmp_path))
-    out, weights = tmp_path / "calls.json", tmp_path / "weights.pt"
+    out, returned = tmp_path / "calls.json", tmp_path / "returned.pt"
     result = subprocess.run(
-        [sys.executable, "-m", "tests.standins.fake_dp", str(script), str(out), str(weights)],
+        [sys.executable, "-m", "tests.standins.fake_dp", str(script), str(out), str(returned), "--", *arguments],
         cwd=ROOT,
         env=env_with_root(ROOT / "tests" / "standins"),
         capture_output=True,
@@ -33,7 +37,7 @@ def run_dp(tmp_path, monkeypatch, model="tests.standins.models.Probe", **flags) 
         timeout=120,
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    return [tuple(c) for c in json.loads(out.read_text())], torch.load(weights)
+    return [tuple(c) for c in json.loads(out.read_text())], torch.load(returned, weights_only=False)
 
 
 def test_dp_order_of_calls(tmp_path, monkeypatch):
@@ -144,24 +148,9 @@ PREDICTS = {"subcommands": ["fit", "predict"]}
 
 
 def run_dp_command(tmp_path, monkeypatch, model: str, *arguments: str, loop=PREDICTS) -> tuple[list[tuple], object]:
-    """The DP script of `model` run with `arguments` (a subcommand) on the stand-ins: its calls, and what it
-    returned."""
-    monkeypatch.chdir(ROOT)
-    spec = {**BASE, "model": model, "trainer": {**BASE["trainer"], **DP}, "loop": loop}
-    script = tmp_path / "train.py"
-    script.write_text(render(spec, tmp_path))
-    out, returned = tmp_path / "calls.json", tmp_path / "returned.pt"
-    result = subprocess.run(
-        [sys.executable, "-m", "tests.standins.fake_dp", str(script), str(out), str(returned), "--", *arguments],
-        cwd=ROOT,
-        env=env_with_root(ROOT / "tests" / "standins"),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    calls = [tuple(c) for c in json.loads(out.read_text()) if c[0] != "tensor.to"]
-    return calls, torch.load(returned, weights_only=False)
+    """run_dp with a subcommand: the calls but the batches' moves, and what it returned."""
+    calls, returned = run_dp(tmp_path, monkeypatch, model, arguments, loop)
+    return [call for call in calls if call[0] != "tensor.to"], returned
 
 
 def test_dp_tests_through_dataparallel_and_its_hooks_get_the_gathered_outputs(tmp_path, monkeypatch):
