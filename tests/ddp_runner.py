@@ -81,6 +81,16 @@ def main() -> None:
         directory.mkdir(parents=True, exist_ok=True)
         os.environ["DDP_SAVE"] = str(directory)
         (lightning if side == "lightning" else loopgen)(job)
+    finish()
+
+
+def finish() -> None:
+    """Destroy the process group the jobs started, as a script's `__main__` block does: a process that exits with
+    Gloo's threads still running may abort ("terminate called without an active exception")."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
 
 
 if __name__ == "__main__":

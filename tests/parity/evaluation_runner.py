@@ -89,6 +89,7 @@ def run_loopgen(spec: dict[str, Any], argv: list[str], directory: Path) -> list[
 
 def main(side: str, case_path: str, index: str, out: str) -> int:
     import torch
+    import torch.distributed
 
     os.environ.update(LOGGER_ENVIRONMENT)
     case = json.loads(Path(case_path).read_text(encoding="utf-8"))
@@ -103,6 +104,8 @@ def main(side: str, case_path: str, index: str, out: str) -> int:
     else:
         results = run_loopgen(case["spec"], process, directory)
     torch.save(results, out)
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        torch.distributed.destroy_process_group()  # as a script's `__main__` block does: no abort at exit
     return 0
 
 
