@@ -206,3 +206,10 @@ def test_dp_predictions_are_the_gathered_slices_of_each_batch(tmp_path, monkeypa
     assert [p.shape for p in predictions] == [torch.Size([4, 1]), torch.Size([3, 1])]
     for ours, theirs in zip(predictions, expected, strict=True):
         torch.testing.assert_close(ours, theirs, rtol=0, atol=1e-7)
+
+
+def test_the_trainer_gives_dp_ranks_as_lightnings_data_parallel_strategy(tmp_path, monkeypatch):
+    """Lightning 1.9.5's DataParallelStrategy: one process, rank 0 of 1 on node 0, over the two GPUs (a trainer
+    read through getattr gets every attribute)."""
+    calls, _ = run_dp(tmp_path, monkeypatch, callbacks=["tests.standins.models.RankReader"])
+    assert ("ranks", 1, 0, 0, 0, True, 2) in calls

@@ -26,9 +26,9 @@ from loopgen.plan.data import Data, resolve_data
 from loopgen.plan.distributed import Distributed
 from loopgen.plan.engine import resolve_engine
 from loopgen.plan.epoch import Epoch, resolve_epoch
-from loopgen.plan.evaluation import Evaluation, evaluation_variables, resolve_evaluation
+from loopgen.plan.evaluation import Evaluation, evaluation_variables, resolve_evaluation, with_trainer_attributes
 from loopgen.plan.header import Header, resolve_header
-from loopgen.plan.hooks import Hooks, check_callbacks, check_model, resolve_user_code
+from loopgen.plan.hooks import Hooks, check_callbacks, check_model, resolve_user_code, with_base_reads
 from loopgen.plan.loggers import Logging, check_logger_experiments, resolve_logging
 from loopgen.plan.manual import Manual, resolve_manual
 from loopgen.plan.metrics import Metrics, resolve_metrics
@@ -99,7 +99,8 @@ def make_plan(
     problems: list[Problem] = []
     notices: list[str] = []
     check_model(spec, model, problems)
-    check_callbacks(spec, callbacks, problems)
+    check_callbacks(spec, model, callbacks, problems)
+    callbacks = tuple(None if facts is None else with_base_reads(facts) for facts in callbacks)
     user_callbacks = tuple(facts for facts in callbacks if facts is not None)
     user = resolve_user_code(spec, model, data, callbacks)
     device = resolve_device(spec)
@@ -138,8 +139,8 @@ def make_plan(
     command_line = resolve_command_line(spec, build, bounds, checkpointing, evaluation)
     helpers = resolve_helpers(build, device, precision, optimization, validation, hooks, data_plan, checkpointing,
                               evaluation)  # fmt: skip
-    sets_state = state.has("training") or state.has("state")
-    variables = evaluation_variables(evaluation, device, metrics.collect, checkpointing, logging, profiling, sets_state)
+    evaluation = with_trainer_attributes(evaluation, state.attributes)
+    variables = evaluation_variables(evaluation, device, metrics.collect, checkpointing, logging, profiling)
     evaluation = replace(evaluation, variables=variables)
     profiling = replace(profiling, stages=profiling.enabled and evaluation.enabled)
     return Plan(

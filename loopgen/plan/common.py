@@ -9,12 +9,16 @@ from loopgen.spec.model import ClassRef, Spec
 # What the script's `trainer` object can hold, in the order it declares them: Lightning's names and meanings.
 TRAINER_ATTRIBUTES = (
     "current_epoch", "global_step", "max_epochs", "max_steps", "min_epochs", "min_steps", "num_training_batches",
-    "num_val_batches",
+    "num_val_batches", "num_test_batches", "num_predict_batches",
+    # the loaders (Lightning's: each stage's as its *_dataloader() hook returned them), whether fit validates
+    "train_dataloader", "val_dataloaders", "test_dataloaders", "enable_validation",
     "accumulate_grad_batches", "optimizers", "sanity_checking", "should_stop", "callback_metrics",
     "logged_metrics", "is_global_zero", "ckpt_path", "is_last_batch",
     # constant in a one-process run, or set once
     "world_size", "global_rank", "local_rank", "node_rank", "num_devices", "num_nodes", "lightning_module",
-    "model", "datamodule", "precision", "default_root_dir", "estimated_stepping_batches", "training",
+    "model", "datamodule", "precision", "default_root_dir", "estimated_stepping_batches",
+    # the run's stage (Lightning's trainer.state.stage), as flags
+    "training", "validating", "testing", "predicting", "evaluating",
     # the loggers, and the run's state (fn, status, stage)
     "logger", "loggers", "log_dir", "state",
     # the values logged with prog_bar=True, computed when read; the LR schedulers' configs
@@ -22,7 +26,23 @@ TRAINER_ATTRIBUTES = (
 )  # fmt: skip
 
 
+# Trainer attributes the script refuses for a reason of their own (the others: not provided), with what to read
+# instead
+UNSERVED_TRAINER_ATTRIBUTES = {
+    "accelerator": "a Lightning object the script has none of; read `pl_module.device`",
+    "strategy": "a Lightning object the script has none of; read `trainer.world_size`, `global_rank`",
+    "precision_plugin": "a Lightning object the script has none of; read `trainer.precision`",
+    "predict_dataloaders": (
+        "Lightning's are its own copies of the loaders (batch_size None, a batch sampler that records the"
+        " indices); keep the loaders your predict_dataloader() returns"
+    ),
+}
+
+
 LOGGER_ATTRIBUTES = frozenset({"logger", "loggers", "log_dir"})
+
+
+LOADER_ATTRIBUTES = frozenset({"train_dataloader", "val_dataloaders", "test_dataloaders"})
 
 
 METRIC_ATTRIBUTES = frozenset({"callback_metrics", "logged_metrics", "progress_bar_metrics"})

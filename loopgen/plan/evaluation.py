@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from loopgen.errors import Problem
 from loopgen.plan.checkpointing import Checkpointing
@@ -56,6 +56,27 @@ class Stage:
     step_end: bool
     epoch_end: bool
     callbacks: tuple[Callback, ...]  # the user's callbacks with hooks of this stage
+    # the trainer's attributes of this stage that something reads (set by make_plan once `trainer` is known):
+    # its number of batches per loader (num_val_batches, ...) and its loaders (val_dataloaders, ...)
+    sets_batches: bool = False
+    sets_loaders: bool = False
+
+    @property
+    def takes_trainer(self) -> bool:
+        """The stage's function gets `trainer`: for the callbacks' hooks, or to set its attributes."""
+        return bool(self.callbacks) or self.sets_batches or self.sets_loaders
+
+    @property
+    def batches_attribute(self) -> str:
+        """The trainer's number of batches per loader of this stage (Lightning's property)."""
+        return {"validate": "num_val_batches", "test": "num_test_batches", "predict": "num_predict_batches"}[
+            self.command
+        ]
+
+    @property
+    def loaders_attribute(self) -> str:
+        """The trainer's loaders of this stage (Lightning's property)."""
+        return f"{self.prefix}_dataloaders"
 
     @property
     def writers(self) -> tuple[Callback, ...]:
@@ -136,6 +157,11 @@ class Evaluation:
     @property
     def writes_predictions(self) -> bool:
         return any(s.writers for s in self.stages)
+
+    @property
+    def sets_loaders(self) -> bool:
+        """A stage sets the trainer's loaders (their structure rebuilt by the as_returned helper)."""
+        return any(stage.sets_loaders for stage in self.stages)
 
 
 def resolve_evaluation(
@@ -284,6 +310,20 @@ def unserved_reason(spec: Spec, model: ClassFacts, distributed: Distributed) -> 
     return None
 
 
+def with_trainer_attributes(evaluation: Evaluation, attributes: frozenset[str]) -> Evaluation:
+    """Each stage sets the trainer's attributes of its own that the user's code reads (the trainer's
+    `attributes`)."""
+    stages = tuple(
+        replace(
+            stage,
+            sets_batches=stage.batches_attribute in attributes and stage.limit != 0,
+            sets_loaders=stage.loaders_attribute in attributes and stage.limit != 0,
+        )
+        for stage in evaluation.stages
+    )
+    return replace(evaluation, stages=stages)
+
+
 def evaluation_variables(
     evaluation: Evaluation,
     device: Device,
@@ -291,19 +331,17 @@ def evaluation_variables(
     checkpointing: Checkpointing,
     logging: Logging,
     profiling: Profiling,
-    sets_state: bool,
 ) -> tuple[str, ...]:
     """main()'s variables evaluate() takes besides the model: what its stages' functions take, and what loading a
     checkpoint touches (the callbacks' states, `trainer` for their on_load_checkpoint, the ModelCheckpoint whose
-    directory "best" and "last" are looked for in); `trainer` too when it has `training` or `state`
-    (`sets_state`), which evaluate() sets."""
+    directory "best" and "last" are looked for in)."""
     names: list[str] = []
     for stage in evaluation.stages:
         names += ["data"] if stage.owner == "data" else []
         names += ["device"] if device.moves_batches else []
         names += ["dp_model"] if evaluation.data_parallel else []
         names += ["metrics"] if collects_metrics else []
-        names += ["trainer"] if stage.callbacks or checkpointing.load_hook_callbacks else []
+        names += ["trainer"] if stage.takes_trainer or checkpointing.load_hook_callbacks else []
         names += [c.var for c in stage.callbacks]
         names += ["progress_bar"] if evaluation.bar else []
         names += ["world_size", "global_rank"] if evaluation.shards else []
@@ -314,7 +352,7 @@ def evaluation_variables(
         names += ["device"] if logging.graphs and device.moves else []
     if evaluation.enabled:
         names += ["is_global_zero"] if evaluation.rank_zero_gates else []  # evaluate() and the tables print on rank 0
-        names += ["trainer"] if checkpointing.load_hook_callbacks or sets_state else []
+        names += ["trainer"] if checkpointing.load_hook_callbacks else []
         names += [c.var for c in (*checkpointing.load_hook_callbacks, *checkpointing.stateful_callbacks)]
         names += [c.var for c in checkpointing.checkpoints]
     return tuple(dict.fromkeys(names))

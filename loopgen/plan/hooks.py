@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 
 from loopgen.errors import Problem
 from loopgen.plan.common import follows_1_9_5
 from loopgen.plan.objects import Callback, check_unique_names, construct_of
 from loopgen.source.facts import ClassFacts
-from loopgen.spec.model import Spec
+from loopgen.spec.kinds import refusal
+from loopgen.spec.model import ClassRef, Spec
 
 # Hooks of the model a generated script may call (Lightning's names).
 MODEL_HOOKS = (
@@ -127,15 +129,39 @@ def check_model(spec: Spec, model: ClassFacts, problems: list[Problem]) -> None:
             problems.append(Problem(model.defined_at.get(hook, where), message))
 
 
-# the Lightning callback classes a user's callback may subclass: their hooks do nothing of their own (Callback), or
-# the script calls the subclass's write_on_* as Lightning's base class does (BasePredictionWriter)
-SUBCLASSED_CALLBACKS = frozenset({"Callback", "BasePredictionWriter"})
+# The Lightning callback classes a user's callback may subclass, each with the hooks of its own the script calls
+# on the subclass, where Lightning calls them (they run as Lightning's code, or the subclass's override): Callback's
+# do nothing; the script calls a BasePredictionWriter's write_on_* as its base class does; BaseFinetuning's freeze
+# the modules in setup (the script calls freeze_before_training there), restore the optimizers' groups on resume
+# (on_fit_start), call finetune_function and record the groups it adds (on_train_epoch_start), and keep them in the
+# checkpoint (state_dict / load_state_dict).
+SUBCLASSED_CALLBACKS: Mapping[str, frozenset[str]] = {
+    "Callback": frozenset(),
+    "BasePredictionWriter": frozenset(),
+    "BaseFinetuning": frozenset({"setup", "on_fit_start", "on_train_epoch_start", "state_dict", "load_state_dict"}),
+}
+# what those hooks read from the trainer
+BASE_TRAINER_READS: Mapping[str, frozenset[str]] = {"BaseFinetuning": frozenset({"optimizers", "current_epoch"})}
 
 
-def check_callbacks(spec: Spec, callbacks: tuple[ClassFacts | None, ...], problems: list[Problem]) -> None:
-    """A user's callback that subclasses another of Lightning's callbacks (BaseFinetuning, ModelCheckpoint, ...):
-    the script would run the subclass's own methods only, never the base's behaviour (nothing frozen, nothing
-    saved), so it is refused."""
+def with_base_reads(facts: ClassFacts) -> ClassFacts:
+    """A user's callback's facts, with what its Lightning base class's hooks read from the trainer."""
+    reads = frozenset().union(*(BASE_TRAINER_READS.get(name, frozenset()) for name in facts.lightning_bases))
+    if not reads or facts.trainer_reads is None:
+        return facts
+    return replace(facts, trainer_reads=facts.trainer_reads | reads)
+
+
+def finetuning(facts: ClassFacts) -> bool:
+    return "BaseFinetuning" in facts.lightning_bases
+
+
+def check_callbacks(
+    spec: Spec, model: ClassFacts, callbacks: tuple[ClassFacts | None, ...], problems: list[Problem]
+) -> None:
+    """A user's callback that subclasses another of Lightning's callbacks (ModelCheckpoint, EarlyStopping, ...):
+    the script would run the subclass's own methods only, never the base's behaviour (nothing saved), so it is
+    refused. A BaseFinetuning subclass is served as Lightning 2.x's, where its base's hooks can run."""
     for ref, facts in zip(spec.trainer.callbacks, callbacks):
         bases = [name for name in facts.lightning_bases if name not in SUBCLASSED_CALLBACKS] if facts else []
         if bases:
@@ -145,6 +171,36 @@ def check_callbacks(spec: Spec, callbacks: tuple[ClassFacts | None, ...], proble
                 " subclass Callback and write the behaviour in its hooks"
             )
             problems.append(Problem("trainer.callbacks", message, ref.line))
+        elif facts is not None and finetuning(facts):
+            check_finetuning(spec, model, ref, facts, problems)
+
+
+def check_finetuning(spec: Spec, model: ClassFacts, ref: ClassRef, facts: ClassFacts, problems: list[Problem]) -> None:
+    """What the script cannot serve of a BaseFinetuning subclass, refused where it stands."""
+    where = ref.line
+    if follows_1_9_5(spec, model):
+        message = refusal(
+            f"{ref.class_path} (a BaseFinetuning) in a spec that follows Lightning 1.9.5",
+            "1.9.5's base calls finetune_function with each optimizer's index, by the optimizer frequencies",
+            "follow Lightning 2.x",
+        )
+        problems.append(Problem("trainer.callbacks", message, where))
+    if facts.defines("setup"):
+        message = refusal(
+            f"{ref.class_path} overriding BaseFinetuning.setup",
+            "Lightning's setup reads trainer.strategy, which the script has none of; the script calls"
+            " freeze_before_training where Lightning's setup does",
+            "move that work to freeze_before_training or on_fit_start",
+        )
+        problems.append(Problem(facts.defined_at.get("setup", "trainer.callbacks"), message))
+    params = [p for p in facts.methods.get("finetune_function", ()) if not p.startswith("*")]
+    if len(params) > 3:
+        message = refusal(
+            f"{ref.class_path}.finetune_function with {len(params)} parameters",
+            "Lightning 2.x calls it with the module, the epoch and the optimizer (1.9.5 also passed opt_idx)",
+            "define finetune_function(self, pl_module, epoch, optimizer)",
+        )
+        problems.append(Problem(facts.defined_at.get("finetune_function", "trainer.callbacks"), message))
 
 
 def resolve_user_code(
@@ -161,9 +217,10 @@ def resolve_user_code(
                 h
                 for h in (*CALLBACK_HOOKS, *EVALUATION_CALLBACK_HOOKS, *CALLBACK_CHECKPOINT_METHODS)
                 if facts.defines(h)
-            ),
+            ).union(*(SUBCLASSED_CALLBACKS.get(name, ()) for name in facts.lightning_bases)),
             state_key=None if facts.defines("state_key") or facts.is_lightning_callback else ref.name,
             writer=facts.is_prediction_writer,
+            finetuning=finetuning(facts),
         )
         for i, (ref, facts) in enumerate(zip(refs, callbacks))
         if facts is not None

@@ -67,6 +67,7 @@ class Callback:
     dirpath: str | None = None  # a ModelCheckpoint's directory from the spec (None: the default directory)
     state_key: str | None = None  # the key of its state in a checkpoint; None: its `state_key` attribute
     writer: bool = False  # a subclass of Lightning's BasePredictionWriter: predict calls its write_on_* methods
+    finetuning: bool = False  # a subclass of Lightning's BaseFinetuning: setup calls its freeze_before_training
 
     @property
     def keyed_at_run_time(self) -> bool:

@@ -8,7 +8,15 @@ from typing import Any
 
 from loopgen.errors import LoopgenError, Problem
 from loopgen.plan.checkpointing import Checkpointing
-from loopgen.plan.common import LOGGER_ATTRIBUTES, METRIC_ATTRIBUTES, TRAINER_ATTRIBUTES, flag_problem
+from loopgen.plan.common import (
+    LOADER_ATTRIBUTES,
+    LOGGER_ATTRIBUTES,
+    METRIC_ATTRIBUTES,
+    TRAINER_ATTRIBUTES,
+    UNSERVED_TRAINER_ATTRIBUTES,
+    flag_problem,
+    follows_1_9_5,
+)
 from loopgen.plan.distributed import Distributed
 from loopgen.plan.metrics import Metrics
 from loopgen.plan.optimization import Optimization
@@ -171,13 +179,14 @@ def resolve_state(
     unknown = sorted(reads - set(TRAINER_ATTRIBUTES) - {"_trainer"})
     if unknown:
         supported = ", ".join(TRAINER_ATTRIBUTES)
+        instead = f"compute it in your code or remove the read (the script's trainer provides {supported})"
         where = {name: at for facts in (model, *callbacks) for name, at in facts.trainer_read_at.items()}
         raise LoopgenError(
             [
                 Problem(
                     where.get(name, ""),
-                    f"reads trainer.{name}, which the script's trainer does not provide: compute it in your code"
-                    f" or remove the read (the script's trainer provides {supported})",
+                    f"reads trainer.{name}, which the script's trainer does not provide: "
+                    + UNSERVED_TRAINER_ATTRIBUTES.get(name, instead),
                 )
                 for name in unknown
             ]
@@ -215,9 +224,19 @@ def resolve_state(
             "read trainer.lightning_module",
         )
         raise LoopgenError(Problem(where.get("model", ""), message))
-    # a trainer passed on gets everything but the estimate (which would move the training data's loading), and
-    # under ddp and dp but `model`
-    skipped = {"estimated_stepping_batches", *(["model"] if wrapped else [])}
+    seed_loop = follows_1_9_5(spec, model)
+    if seed_loop and reads & LOADER_ATTRIBUTES:
+        where = {name: at for facts in (model, *callbacks) for name, at in facts.trainer_read_at.items()}
+        name = min(reads & LOADER_ATTRIBUTES)
+        message = refusal(
+            f"trainer.{name} in a spec that follows Lightning 1.9.5",
+            "1.9.5's are its own CombinedLoader (training) and lists of loaders, which the script does not build",
+            "keep the loader your *_dataloader() hook returns, or follow Lightning 2.x",
+        )
+        raise LoopgenError(Problem(where.get(name, ""), message))
+    # a trainer passed on gets everything but the estimate (which would move the training data's loading), under
+    # ddp and dp but `model`, and following Lightning 1.9.5 but the loaders
+    skipped = {"estimated_stepping_batches", *(["model"] if wrapped else []), *(LOADER_ATTRIBUTES if seed_loop else [])}
     attributes = frozenset(TRAINER_ATTRIBUTES) - skipped if everything else frozenset(reads)
     if dummy_logger:
         attributes -= LOGGER_ATTRIBUTES

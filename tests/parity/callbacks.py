@@ -1,7 +1,8 @@
 """User Callbacks for the parity cases: StopRequest records the hooks it sees and requests a stop,
-TrainerStateRecorder records what the trainer reports to a callback."""
+TrainerStateRecorder records what the trainer reports to a callback, FreezeUnfreeze fine-tunes a backbone."""
 
 import pytorch_lightning as pl
+from pytorch_lightning.callbacks import BaseFinetuning
 
 
 class StopRequest(pl.Callback):
@@ -84,3 +85,22 @@ def _plain(value):
     if isinstance(value, list):
         return [_plain(item) for item in value]
     return value.item() if hasattr(value, "item") else value
+
+
+class FreezeUnfreeze(BaseFinetuning):
+    """Lightning's fine-tuning pattern: the module's backbone frozen before training (its BatchNorm too, unless
+    `train_bn`); at epoch `unfreeze_at_epoch` the backbone joins the optimizer as a new group, at a tenth of the
+    learning rate. Records the groups' learning rates at each epoch's start in the model's `events`."""
+
+    def __init__(self, unfreeze_at_epoch: int = 1, train_bn: bool = False) -> None:
+        super().__init__()
+        self.unfreeze_at_epoch = unfreeze_at_epoch
+        self.train_bn = train_bn
+
+    def freeze_before_training(self, pl_module):
+        self.freeze(pl_module.backbone, train_bn=self.train_bn)
+
+    def finetune_function(self, pl_module, current_epoch, optimizer):
+        if current_epoch == self.unfreeze_at_epoch:
+            self.unfreeze_and_add_param_group(modules=pl_module.backbone, optimizer=optimizer, train_bn=True)
+        pl_module.events.append(("finetune", current_epoch, [group["lr"] for group in optimizer.param_groups]))

@@ -12,6 +12,7 @@ from torch.nn import functional as F
 from torch.utils.data import DataLoader
 
 from tests.parity.data import BATCH_SIZE, CLASSES, FEATURES, make_classification
+from tests.parity.trainer_attributes import describe_loaders
 
 CALLS = []
 
@@ -26,6 +27,12 @@ def _record(name, *args):
 def _stage(stage):
     """setup's and teardown's stage as text: Lightning passes its TrainerFn (a str enum), the script a str."""
     return getattr(stage, "value", stage)
+
+
+def _stage_flags(trainer):
+    """The trainer's stage flags that are true, as text: e.g. " [validating evaluating]"."""
+    names = ("training", "validating", "testing", "predicting", "sanity_checking", "evaluating")
+    return " [" + " ".join(name for name in names if getattr(trainer, name)) + "]"
 
 
 class EvalModel(pl.LightningModule):
@@ -217,13 +224,15 @@ class TwoLoaderOutputsModel(TwoLoaderModel):
 
 
 class EvalData(pl.LightningDataModule):
-    """Train, validation, test and predict loaders (`loaders` of each evaluation stage); records its hooks."""
+    """Train, validation, test and predict loaders (`loaders` of each evaluation stage: a loader, or a list of
+    them, or a dict with `named`); records its hooks."""
 
-    def __init__(self, loaders: int = 1, n_eval: int = 40, drop_last: bool = False):
+    def __init__(self, loaders: int = 1, n_eval: int = 40, drop_last: bool = False, named: bool = False):
         super().__init__()
         self.loaders = loaders
         self.n_eval = n_eval
         self.drop_last = drop_last
+        self.named = named
 
     def prepare_data(self):
         _record("data.prepare_data")
@@ -241,6 +250,8 @@ class EvalData(pl.LightningDataModule):
 
     def _loaders(self):
         loaders = [DataLoader(s, batch_size=BATCH_SIZE, drop_last=self.drop_last) for s in self.eval_sets]
+        if self.named:
+            return {f"set_{i}": loader for i, loader in enumerate(loaders)}
         return loaders[0] if self.loaders == 1 else loaders
 
     def val_dataloader(self):
@@ -254,67 +265,85 @@ class EvalData(pl.LightningDataModule):
 
 
 class EvalCallback(pl.Callback):
-    """Records the hooks a user's callback gets, with their batch_idx / dataloader_idx."""
+    """Records the hooks a user's callback gets, with their batch_idx / dataloader_idx and the trainer's stage
+    flags at each."""
 
     def setup(self, trainer, pl_module, stage):
-        _record(f"callback.setup:{_stage(stage)}")
+        _record(f"callback.setup:{_stage(stage)}{_stage_flags(trainer)}")
 
     def teardown(self, trainer, pl_module, stage):
-        _record(f"callback.teardown:{_stage(stage)}")
+        _record(f"callback.teardown:{_stage(stage)}{_stage_flags(trainer)}")
 
     def on_validation_start(self, trainer, pl_module):
-        _record("callback.on_validation_start")
+        _record(f"callback.on_validation_start{_stage_flags(trainer)}")
 
     def on_validation_epoch_start(self, trainer, pl_module):
-        _record("callback.on_validation_epoch_start")
+        _record(f"callback.on_validation_epoch_start{_stage_flags(trainer)}")
 
     def on_validation_batch_start(self, trainer, pl_module, batch, batch_idx, dataloader_idx=0):
-        _record("callback.on_validation_batch_start", batch_idx, dataloader_idx)
+        _record(f"callback.on_validation_batch_start{_stage_flags(trainer)}", batch_idx, dataloader_idx)
 
     def on_validation_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0):
-        _record("callback.on_validation_batch_end", batch_idx, dataloader_idx)
+        _record(f"callback.on_validation_batch_end{_stage_flags(trainer)}", batch_idx, dataloader_idx)
 
     def on_validation_epoch_end(self, trainer, pl_module):
-        _record("callback.on_validation_epoch_end")
+        _record(f"callback.on_validation_epoch_end{_stage_flags(trainer)}")
 
     def on_validation_end(self, trainer, pl_module):
-        _record("callback.on_validation_end")
+        _record(f"callback.on_validation_end{_stage_flags(trainer)}")
 
     def on_test_start(self, trainer, pl_module):
-        _record("callback.on_test_start")
+        _record(f"callback.on_test_start{_stage_flags(trainer)}")
 
     def on_test_epoch_start(self, trainer, pl_module):
-        _record("callback.on_test_epoch_start")
+        _record(f"callback.on_test_epoch_start{_stage_flags(trainer)}")
 
     def on_test_batch_start(self, trainer, pl_module, batch, batch_idx, dataloader_idx=0):
-        _record("callback.on_test_batch_start", batch_idx, dataloader_idx)
+        _record(f"callback.on_test_batch_start{_stage_flags(trainer)}", batch_idx, dataloader_idx)
 
     def on_test_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0):
-        _record("callback.on_test_batch_end", batch_idx, dataloader_idx)
+        _record(f"callback.on_test_batch_end{_stage_flags(trainer)}", batch_idx, dataloader_idx)
 
     def on_test_epoch_end(self, trainer, pl_module):
-        _record("callback.on_test_epoch_end")
+        _record(f"callback.on_test_epoch_end{_stage_flags(trainer)}")
 
     def on_test_end(self, trainer, pl_module):
-        _record("callback.on_test_end")
+        _record(f"callback.on_test_end{_stage_flags(trainer)}")
 
     def on_predict_start(self, trainer, pl_module):
-        _record("callback.on_predict_start")
+        _record(f"callback.on_predict_start{_stage_flags(trainer)}")
 
     def on_predict_epoch_start(self, trainer, pl_module):
-        _record("callback.on_predict_epoch_start")
+        _record(f"callback.on_predict_epoch_start{_stage_flags(trainer)}")
 
     def on_predict_batch_start(self, trainer, pl_module, batch, batch_idx, dataloader_idx=0):
-        _record("callback.on_predict_batch_start", batch_idx, dataloader_idx)
+        _record(f"callback.on_predict_batch_start{_stage_flags(trainer)}", batch_idx, dataloader_idx)
 
     def on_predict_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0):
-        _record("callback.on_predict_batch_end", batch_idx, dataloader_idx)
+        _record(f"callback.on_predict_batch_end{_stage_flags(trainer)}", batch_idx, dataloader_idx)
 
     def on_predict_epoch_end(self, trainer, pl_module):
-        _record("callback.on_predict_epoch_end")
+        _record(f"callback.on_predict_epoch_end{_stage_flags(trainer)}")
 
     def on_predict_end(self, trainer, pl_module):
-        _record("callback.on_predict_end")
+        _record(f"callback.on_predict_end{_stage_flags(trainer)}")
+
+
+class LoadersCallback(pl.Callback):
+    """Records the trainer's loaders and numbers of batches of each stage when it starts (and of fit's when
+    validation starts; predict's numbers only: the script refuses trainer.predict_dataloaders)."""
+
+    def on_validation_start(self, trainer, pl_module):
+        loaders = describe_loaders(trainer.val_dataloaders)
+        _record(f"loaders.on_validation_start {trainer.num_val_batches} {loaders} {trainer.enable_validation}")
+        _record(f"loaders.train {trainer.num_training_batches} {describe_loaders(trainer.train_dataloader)}")
+
+    def on_test_start(self, trainer, pl_module):
+        _record(f"loaders.on_test_start {trainer.num_test_batches} {describe_loaders(trainer.test_dataloaders)}")
+        _record(f"loaders.val {trainer.num_val_batches} {describe_loaders(trainer.val_dataloaders)}")
+
+    def on_predict_start(self, trainer, pl_module):
+        _record(f"loaders.on_predict_start {trainer.num_predict_batches}")
 
 
 def _plain(value):

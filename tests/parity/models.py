@@ -125,6 +125,21 @@ class MLP(Classifier):
         return DataLoader(make_classification(self.n_val, seed=1), batch_size=self.batch_size)
 
 
+class BackboneModel(MLP):
+    """A backbone (with BatchNorm) and a head. configure_optimizers gives SGD only the parameters that require
+    gradients (the head's while a BaseFinetuning callback keeps the backbone frozen), with a StepLR."""
+
+    def make_net(self, hidden: int, dropout: float) -> nn.Module:
+        self.backbone = nn.Sequential(nn.Linear(FEATURES, hidden), nn.BatchNorm1d(hidden), nn.ReLU())
+        self.head = nn.Sequential(nn.Dropout(dropout), nn.Linear(hidden, CLASSES))
+        return nn.Sequential(self.backbone, self.head)
+
+    def configure_optimizers(self):
+        optimizer = torch.optim.SGD(filter(lambda p: p.requires_grad, self.parameters()), lr=self.lr, momentum=0.9)
+        self.remember(optimizer)
+        return [optimizer], [torch.optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=0.5)]
+
+
 class BatchNormNet(MLP):
     """BatchNorm between the layers: running statistics (buffers) must update in training only."""
 

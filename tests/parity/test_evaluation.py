@@ -39,6 +39,7 @@ DDP = {"strategy": "ddp", "devices": 2, "accelerator": "cpu"}
 # two processes on the CPU, under horovodrun (Lightning 1.9.5's HorovodStrategy, against 1.9.5)
 HOROVOD = {**DDP, "strategy": "horovod"}
 UNEVEN = 37
+LOADERS = f"{MODELS}.LoadersCallback"
 
 
 def spec(
@@ -48,6 +49,7 @@ def spec(
     sync_dist: bool = False,
     n_eval: int = 40,
     drop_last: bool = False,
+    named: bool = False,
     **flags,
 ) -> dict:
     trainer = {"max_epochs": 3, "enable_model_summary": False, **flags}
@@ -58,7 +60,7 @@ def spec(
         "model": {"class_path": f"{MODELS}.{model}", "init_args": {"sync_dist": sync_dist}},
         "data": {
             "class_path": f"{MODELS}.EvalData",
-            "init_args": {"loaders": loaders, "n_eval": n_eval, "drop_last": drop_last},
+            "init_args": {"loaders": loaders, "n_eval": n_eval, "drop_last": drop_last, "named": named},
         },
         "trainer": trainer,
     }
@@ -66,7 +68,7 @@ def spec(
 
 def fitted(**flags) -> dict:
     """A spec whose fit keeps checkpoints: the best two by val_loss, and the last."""
-    return spec(callbacks=[CHECKPOINTS], **flags)
+    return spec(callbacks=[CHECKPOINTS, *flags.pop("callbacks", [])], **flags)
 
 
 def writer(interval: str, model: str = "EvalModel", loaders: int = 1, **flags) -> dict:
@@ -119,6 +121,28 @@ CASES = [
     ("test_limit_zero", spec(limit_test_batches=0), [[["test", None]]], [["test"]]),
     ("fit_then_test_best", fitted(), [[["fit", None], ["test", "best"]]], [["fit", "--test", "best"]]),
     ("fit_then_test_last", fitted(), [[["fit", None], ["test", "last"]]], [["--test", "last"]]),
+    # the stage flags (trainer.training, validating, sanity_checking, testing, evaluating) at every hook of fit's
+    # sanity check and validations, then of the test after it
+    (
+        "fit_then_test_stage_flags",
+        fitted(model="HookedEvalModel", callback=True, callbacks=[LOADERS]),
+        [[["fit", None], ["test", "best"]]],
+        [["fit", "--test", "best"]],
+    ),
+    # the trainer's loaders and numbers of batches of each stage, as the hooks returned them (a dict), and
+    # predict's numbers of batches
+    (
+        "validate_named_loaders_attributes",
+        spec("TwoLoaderModel", loaders=2, named=True, callbacks=[LOADERS]),
+        [[["validate", None]]],
+        [["validate"]],
+    ),
+    (
+        "predict_two_loaders_attributes",
+        spec("TwoLoaderModel", loaders=2, limit_predict_batches=2, callbacks=[LOADERS]),
+        [[["predict", None]]],
+        [["predict"]],
+    ),
     ("best_fresh_process", fitted(), [[["fit", None], ["test", "best"]]], [["fit"], ["test", "--ckpt-path", "best"]]),
     (
         "last_fresh_process",

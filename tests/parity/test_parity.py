@@ -194,6 +194,30 @@ CASES = [
     case("on_train_batch_start_minus_one", "SkipRestOfEpochModel", max_epochs=3),
     case("minus_one_then_plateau", "SkipRestOfEpochPlateauModel", max_epochs=3),
     # --- stop requests from a callback ----------------------------------------------------------
+    # a BaseFinetuning subclass: the backbone frozen, then added to the optimizer as a new group at epoch 1 (its
+    # groups kept in the checkpoint)
+    case(
+        "finetuning_unfreezes_the_backbone",
+        "BackboneModel",
+        callbacks=[
+            {"class_path": "tests.parity.callbacks.FreezeUnfreeze", "init_args": {"unfreeze_at_epoch": 1}},
+            {"class_path": "ModelCheckpoint", "init_args": {"dirpath": "ck", "save_last": True}},
+        ],
+        max_epochs=3,
+    ),
+    case(
+        "finetuning_batch_norm_trains_clipped",
+        "BackboneModel",
+        callbacks=[
+            {
+                "class_path": "tests.parity.callbacks.FreezeUnfreeze",
+                "init_args": {"unfreeze_at_epoch": 2, "train_bn": True},
+            }
+        ],
+        max_epochs=3,
+        gradient_clip_val=0.5,
+        accumulate_grad_batches=2,
+    ),
     # what a callback reads from the trainer at each hook (tests/parity/trainer_attributes.py), is_last_batch
     # among it: with accumulation and a limit, and with the epoch-end validation every second epoch
     case(

@@ -43,6 +43,9 @@ class TrainerAttributesRecorder(pl.Callback):
             "min_steps": trainer.min_steps,
             "num_training_batches": trainer.num_training_batches,
             "num_val_batches": list(trainer.num_val_batches),
+            "train_dataloader": describe_loaders(trainer.train_dataloader),
+            "val_dataloaders": describe_loaders(trainer.val_dataloaders),
+            "enable_validation": trainer.enable_validation,
             "sanity_checking": trainer.sanity_checking,
             "should_stop": trainer.should_stop,
             "is_last_batch": trainer.is_last_batch,
@@ -59,6 +62,7 @@ class TrainerAttributesRecorder(pl.Callback):
             "precision": trainer.precision,
             "default_root_dir": trainer.default_root_dir == os.getcwd(),
             "training": trainer.training,
+            "stage": [trainer.validating, trainer.testing, trainer.predicting, trainer.evaluating],
             # the loggers (the module's own self.logger and self.loggers are the trainer's), the state
             "logger": _logger(trainer.logger),
             "loggers": [_logger(logger) for logger in trainer.loggers],
@@ -78,3 +82,20 @@ def _logger(logger):
     here = os.getcwd()
     directories = [os.path.relpath(logger.save_dir, here), os.path.relpath(logger.log_dir, here)]
     return [type(logger).__name__, logger.name, logger.version, *directories]
+
+
+def describe_loaders(loaders):
+    """Loaders as comparable values: for each, its class, length, batch size and sampler's class, in the structure
+    given (a loader, a list, tuple or dict of them)."""
+    if loaders is None:
+        return None
+    if isinstance(loaders, dict):
+        return {key: describe_loaders(value) for key, value in loaders.items()}
+    if isinstance(loaders, (list, tuple)):
+        return [type(loaders).__name__, *(describe_loaders(loader) for loader in loaders)]
+    try:
+        length = len(loaders)
+    except TypeError:  # a loader of an iterable dataset without a length
+        length = None
+    sampler = getattr(loaders, "sampler", None)
+    return [type(loaders).__name__, length, getattr(loaders, "batch_size", None), type(sampler).__name__]

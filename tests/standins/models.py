@@ -144,3 +144,11 @@ class ProbeTransfers(ProbeEvaluates):
     def transfer_batch_to_device(self, batch, device, dataloader_idx):
         CALLS.append(("transfer_batch_to_device", str(device), dataloader_idx))
         return [t.to(device) for t in batch]
+
+
+class RankReader:
+    """A callback that records the ranks the trainer gives it when training starts."""
+
+    def on_train_start(self, trainer, pl_module):
+        names = ("world_size", "global_rank", "local_rank", "node_rank", "is_global_zero", "num_devices")
+        CALLS.append(("ranks", *(getattr(trainer, name) for name in names)))

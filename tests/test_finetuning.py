@@ -1,0 +1,69 @@
+"""A user's BaseFinetuning subclass resumes as under Lightning: the optimizer groups its finetune_function added
+come back from the checkpoint (the base's load_state_dict, then on_fit_start, before the optimizer's state), and
+training goes on with them. Both sides resume from the same checkpoint, which Lightning's Trainer wrote; the
+uninterrupted runs are compared by the parity cases `finetuning_*` (tests/parity/test_parity.py)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.helpers import ROOT, env_with_root
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("pytorch_lightning")
+
+pytestmark = pytest.mark.slow
+
+
+def spec(max_epochs: int, ckpt_path: str | None = None) -> dict:
+    return {
+        "seed_everything": 42,
+        "model": {"class_path": "tests.parity.models.BackboneModel"},
+        "trainer": {
+            "max_epochs": max_epochs,
+            "callbacks": [
+                {"class_path": "tests.parity.callbacks.FreezeUnfreeze", "init_args": {"unfreeze_at_epoch": 1}},
+                {"class_path": "ModelCheckpoint", "init_args": {"dirpath": "ck", "save_last": True}},
+            ],
+        },
+        **({"ckpt_path": ckpt_path} if ckpt_path else {}),
+    }
+
+
+def train(side: str, case: dict, directory: Path) -> dict:
+    directory.mkdir(parents=True)
+    spec_path = directory / "spec.yaml"
+    spec_path.write_text(yaml.safe_dump(case, sort_keys=False), encoding="utf-8")
+    out = directory / "out.pt"
+    result = subprocess.run(
+        [sys.executable, "-m", "tests.parity.runner", side, str(spec_path), str(out)],
+        cwd=ROOT,
+        env=env_with_root(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+    return torch.load(out, weights_only=False)
+
+
+def test_a_resumed_finetuning_run_trains_as_lightnings(tmp_path: Path) -> None:
+    train("lightning", spec(max_epochs=2), tmp_path / "first")
+    last = tmp_path / "first" / "ck" / "last.ckpt"
+    saved = torch.load(last, weights_only=False)
+    # the backbone was added at epoch 1: two groups, kept by the callback's state under its name
+    assert len(saved["optimizer_states"][0]["param_groups"]) == 2
+    groups = saved["callbacks"]["FreezeUnfreeze"]["internal_optimizer_metadata"][0]
+    assert [len(group["params"]) for group in groups] == [2, 4]
+
+    theirs = train("lightning", spec(max_epochs=3, ckpt_path=str(last)), tmp_path / "lightning")
+    ours = train("loopgen", spec(max_epochs=3, ckpt_path=str(last)), tmp_path / "loopgen")
+    assert ours["records"]["events"] == theirs["records"]["events"]
+    different = [key for key, value in theirs["state_dict"].items() if not torch.equal(value, ours["state_dict"][key])]
+    assert not different
+    assert ours["checkpoints"] == theirs["checkpoints"]
