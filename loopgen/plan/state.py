@@ -176,11 +176,12 @@ def resolve_state(
     if model.is_lightning_module:
         reads |= module_counters & counters  # a LightningModule's counters are read through its trainer
         reads |= module_loggers  # ... and its self.logger, self.loggers
+    # where each attribute is first read, for the refusals below
+    where = {name: at for facts in (model, *callbacks) for name, at in facts.trainer_read_at.items()}
     unknown = sorted(reads - set(TRAINER_ATTRIBUTES) - {"_trainer"})
     if unknown:
         supported = ", ".join(TRAINER_ATTRIBUTES)
         instead = f"compute it in your code or remove the read (the script's trainer provides {supported})"
-        where = {name: at for facts in (model, *callbacks) for name, at in facts.trainer_read_at.items()}
         raise LoopgenError(
             [
                 Problem(
@@ -193,7 +194,6 @@ def resolve_state(
         )
     dummy_logger = bool(spec.trainer.fast_dev_run) and spec.trainer.logger is not False
     if dummy_logger and reads & LOGGER_ATTRIBUTES:
-        where = {name: at for facts in (model, *callbacks) for name, at in facts.trainer_read_at.items()}
         raise LoopgenError(
             [
                 Problem(
@@ -205,7 +205,6 @@ def resolve_state(
             ]
         )
     if spec.accumulation_callback and "accumulate_grad_batches" in reads:
-        where = {name: at for facts in (model, *callbacks) for name, at in facts.trainer_read_at.items()}
         message = refusal(
             "trainer.accumulate_grad_batches with a GradientAccumulationScheduler entry",
             "Lightning 2.x changes it where the entry stands among the callbacks, and it is 1 until the first"
@@ -216,7 +215,6 @@ def resolve_state(
         raise LoopgenError(Problem(where.get("accumulate_grad_batches", ""), message))
     wrapped = distributed.kind in ("ddp", "dp")  # Lightning's trainer.model: its wrapper around the module
     if wrapped and "model" in reads:
-        where = {name: at for facts in (model, *callbacks) for name, at in facts.trainer_read_at.items()}
         message = refusal(
             f"trainer.model with strategy {distributed.kind}",
             "Lightning's is its own wrapper around the module (DistributedDataParallel or DataParallel over"
@@ -226,7 +224,6 @@ def resolve_state(
         raise LoopgenError(Problem(where.get("model", ""), message))
     seed_loop = follows_1_9_5(spec, model)
     if seed_loop and reads & LOADER_ATTRIBUTES:
-        where = {name: at for facts in (model, *callbacks) for name, at in facts.trainer_read_at.items()}
         name = min(reads & LOADER_ATTRIBUTES)
         message = refusal(
             f"trainer.{name} in a spec that follows Lightning 1.9.5",
