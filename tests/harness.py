@@ -146,6 +146,7 @@ LIGHTNING_CALLBACKS = {
     "TQDMProgressBar": "progress",
     "RichProgressBar": "progress",
     "GradientAccumulationScheduler": "gradient_accumulation_scheduler",
+    "Timer": "timer",
 }
 CALLBACK_PACKAGES = ("pytorch_lightning.callbacks", "lightning.pytorch.callbacks")
 # Keys of a checkpoint file that are not compared: Lightning's version, and the script's own state (its key's

@@ -603,7 +603,6 @@ def test_lightning_values_outside_the_contract_are_refused(tmp_path: Path, flags
         ("barebones: true", "true", "turn the parts off one by one"),
         ("use_distributed_sampler: false", "false", "leave it true"),
         ("enable_autolog_hparams: false", "false", "leave it true"),
-        ("max_time: '00:01:00:00'", "00:01:00:00", "bound the run with max_epochs or max_steps"),
         ("plugins: [my.Plugin]", '["my.Plugin"]', "set the precision with `precision:`"),
         ("model_registry: hub", "hub", "leave it null"),
     ],
@@ -787,12 +786,42 @@ def test_other_lightning_callbacks_are_refused(tmp_path: Path) -> None:
     text = trainer_problem(tmp_path, "callbacks: [pytorch_lightning.callbacks.StochasticWeightAveraging]")
     assert text.startswith("trainer.callbacks[0] (line 3): StochasticWeightAveraging is not supported by loopgen (")
     assert text.endswith(
-        "; use ModelCheckpoint, EarlyStopping, LearningRateMonitor, ModelSummary, TQDMProgressBar, RichProgressBar,"
-        " or a callback class of your own with the same hooks"
+        "; use ModelCheckpoint, EarlyStopping, LearningRateMonitor, ModelSummary, Timer, TQDMProgressBar,"
+        " RichProgressBar, or a callback class of your own with the same hooks"
     )
 
 
 # --- seed-era spellings
+
+
+@pytest.mark.parametrize(
+    ("given", "seconds"),
+    [
+        ("'00:01:00:00'", 3600.0),
+        ("' 2:00:00:30 '", 172830.0),  # Lightning strips the string
+        ("{hours: 1, minutes: 30}", 5400.0),
+        ("{days: 1, milliseconds: 500}", 86400.5),
+    ],
+)
+def test_max_time_and_timer_durations_are_lightnings(tmp_path: Path, given: str, seconds: float) -> None:
+    spec = load(tmp_path, f"model: pkg.Net\ntrainer:\n  max_time: {given}\n")
+    assert spec.trainer.max_time == seconds
+    entry = f"model: pkg.Net\ntrainer:\n  callbacks:\n  - class_path: Timer\n    init_args: {{duration: {given}}}\n"
+    assert load(tmp_path, entry).trainer.callbacks[0].init_args["duration"] == seconds
+
+
+@pytest.mark.parametrize(
+    ("given", "problem"),
+    [
+        ("'01:00:00'", 'expected "DD:HH:MM:SS"'),  # Lightning's pattern has four fields
+        ("'1:0:0:0'", 'expected "DD:HH:MM:SS"'),  # ... two digits each but the days
+        ("3600", 'expected "DD:HH:MM:SS"'),
+        ("{hour: 1}", "unknown timedelta argument (did you mean 'hours'?)"),
+        ("{hours: -1}", "expected a number >= 0"),
+    ],
+)
+def test_durations_lightning_would_not_take_are_errors(tmp_path: Path, given: str, problem: str) -> None:
+    assert problem in trainer_problem(tmp_path, f"max_time: {given}")
 
 
 def test_seed_era_spellings_become_modern_flags_with_a_notice(tmp_path: Path) -> None:

@@ -39,6 +39,7 @@ from loopgen.plan.profiling import Profiling, resolve_profiling
 from loopgen.plan.progress import Progress, resolve_progress
 from loopgen.plan.state import State, resolve_state
 from loopgen.plan.summary import Summary, resolve_summary
+from loopgen.plan.timer import Timer, resolve_timer
 from loopgen.plan.validation import Validation, resolve_validation
 from loopgen.source.facts import ClassFacts
 from loopgen.spec.model import Spec
@@ -70,6 +71,7 @@ class Plan:
     metrics: Metrics
     hooks: Hooks
     checkpointing: Checkpointing
+    timer: Timer | None
     logging: Logging
     summary: Summary
     profiling: Profiling
@@ -113,24 +115,37 @@ def make_plan(
     logging = resolve_logging(
         spec, model, data, user_callbacks, validation, optimizers, optimization, problems, notices
     )
-    checkpointing = resolve_checkpointing(spec, model, data, user, validation, optimization, bounds, logging, problems)
+    timer = resolve_timer(spec, problems, notices)
+    checkpointing = resolve_checkpointing(
+        spec, model, data, user, validation, optimization, bounds, logging, timer, problems
+    )
     summary, summaries = resolve_summary(spec, model, user, device, precision)
     profiling = resolve_profiling(spec, logging, problems, notices)
     progress = resolve_progress(spec, model, user_callbacks, bounds, validation, logging, problems, notices)
     distributed = resolve_engine(spec, model, precision, optimizers, optimization, data_plan,
-                                 checkpointing, logging, profiling, progress, problems)  # fmt: skip
+                                 checkpointing, logging, profiling, progress, timer, problems)  # fmt: skip
     manual = resolve_manual(spec, model, user, distributed, problems)
     if problems:
         raise LoopgenError(problems)
     evaluation = resolve_evaluation(spec, model, data, user, data_plan, distributed, logging, progress, problems,
                                     notices)  # fmt: skip
-    hooks = resolve_hooks(spec, user, checkpointing, logging, summaries, progress)
+    hooks = resolve_hooks(spec, user, checkpointing, logging, summaries, progress, timer)
     metrics = resolve_metrics(spec, model, user_callbacks, hooks, optimizers, optimization, checkpointing, logging,
                               progress, distributed, evaluation, problems)  # fmt: skip
     if problems:
         raise LoopgenError(problems)
     state = resolve_state(
-        spec, model, user_callbacks, device, optimizers, optimization, metrics, checkpointing, profiling, distributed
+        spec,
+        model,
+        user_callbacks,
+        device,
+        optimizers,
+        optimization,
+        metrics,
+        checkpointing,
+        timer,
+        profiling,
+        distributed,
     )
     check_logger_experiments(model, user_callbacks, logging)
     epoch = resolve_epoch(hooks, optimization, checkpointing, state)
@@ -158,6 +173,7 @@ def make_plan(
         metrics=metrics,
         hooks=hooks,
         checkpointing=checkpointing,
+        timer=timer,
         logging=logging,
         summary=summary,
         profiling=profiling,

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from loopgen.plan.common import early_stopping_checks, reads_trainer
 from loopgen.plan.data import Data
 from loopgen.plan.objects import is_lightning
+from loopgen.plan.timer import timer_stops
 from loopgen.source.facts import ClassFacts
 from loopgen.spec.model import Spec
 
@@ -53,7 +54,7 @@ def resolve_bounds(spec: Spec, model: ClassFacts, callbacks: tuple[ClassFacts, .
         any(early_stopping_checks(ref, spec, validates) for ref in t.callbacks if is_lightning(ref, "EarlyStopping"))
         and not t.fast_dev_run
     )
-    stop_requests = stop_requests or stops_early
+    stop_requests = stop_requests or stops_early or timer_stops(spec)
     if max_epochs != -1 and max_steps != -1:
         loop_until = "epochs_and_steps"
     elif max_epochs != -1:

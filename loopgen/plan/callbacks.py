@@ -8,6 +8,7 @@ from loopgen.plan.hooks import VALIDATION_CALLBACK_HOOKS, Hooks, UserCode
 from loopgen.plan.loggers import Logging
 from loopgen.plan.objects import Callback, is_lightning, numbered_name
 from loopgen.plan.progress import Progress, is_progress_bar, progress_callback
+from loopgen.plan.timer import Timer
 from loopgen.spec.model import Spec
 
 
@@ -18,10 +19,12 @@ def resolve_hooks(
     logging: Logging,
     summaries: tuple[Callback, ...],
     progress: Progress,
+    timer: Timer | None,
 ) -> Hooks:
     """All the callbacks in the order Lightning calls them: the spec's order, then the default progress bar (a
     TQDMProgressBar or RichProgressBar the spec names stays where it is) and the default ModelSummary, with every
-    ModelCheckpoint (the default one included) moved to the end."""
+    ModelCheckpoint (the default one included) moved to the end. A Timer entry stays where it is; max_time's comes
+    after the spec's callbacks."""
     users = iter(user.callbacks)
     stoppers = {cb.var: cb for cb in checkpointing.early_stopping}  # by name: one that does nothing is left out
     count = sum(is_lightning(ref, "EarlyStopping") for ref in spec.trainer.callbacks)
@@ -37,11 +40,15 @@ def resolve_hooks(
                 ordered.append(logging.lr_monitor.callback)
         elif is_lightning(ref, "ModelSummary"):
             ordered.append(next(summary))
+        elif is_lightning(ref, "Timer"):
+            ordered.append(timer.callback if timer is not None else None)
         elif is_progress_bar(ref):
             ordered.append(bar)
             bar = None
         elif not is_lightning(ref, "ModelCheckpoint"):
             ordered.append(next(users))
+    if timer is not None and timer.entry is None:
+        ordered.append(timer.callback)
     ordered += [bar, *summary, *checkpointing.checkpoints]
     callbacks = tuple(cb for cb in ordered if cb is not None)
     return Hooks(

@@ -14,6 +14,7 @@ from loopgen.plan.hooks import UserCode
 from loopgen.plan.loggers import Logging
 from loopgen.plan.objects import Callback, Construct, callback_defaults, is_lightning, numbered_name
 from loopgen.plan.optimization import Optimization
+from loopgen.plan.timer import Timer
 from loopgen.plan.validation import Validation
 from loopgen.source.facts import ClassFacts
 from loopgen.spec.model import ClassRef, Spec
@@ -127,6 +128,7 @@ def resolve_checkpointing(
     optimization: Optimization,
     bounds: Bounds,
     logging: Logging,
+    timer: Timer | None,
     problems: list[Problem],
 ) -> Checkpointing:
     """ModelCheckpoint (the default one when the spec has none and checkpointing is on), EarlyStopping, and
@@ -235,7 +237,12 @@ def resolve_checkpointing(
         default_root_dir=t.default_root_dir,
         default_ckpt_path=spec.ckpt_path,
         lightning_version=LIGHTNING_VERSION,
-        stateful_callbacks=(*early_stopping, *checkpoints, *(cb for cb in user if "state_dict" in cb.hooks)),
+        stateful_callbacks=(
+            *early_stopping,
+            *checkpoints,
+            *(cb for cb in user if "state_dict" in cb.hooks),
+            *([timer.callback] if timer is not None else []),
+        ),
         save_hook_callbacks=tuple(cb for cb in user if "on_save_checkpoint" in cb.hooks),
         load_hook_callbacks=tuple(cb for cb in user if "on_load_checkpoint" in cb.hooks),
         hyperparameters=model.is_lightning_module and model.saves_hyperparameters,

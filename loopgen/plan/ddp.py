@@ -86,7 +86,7 @@ def resolve_ddp(parts: EngineParts) -> Distributed:
         wraps_samplers=follows_1_9_5(spec, parts.model),
         no_sync=parts.optimization.accumulates,
         reduces_decisions=bool(parts.checkpointing.early_stopping),
-        broadcasts=parts.checkpointing.saves or parts.logging.versions,
+        broadcasts=parts.checkpointing.saves or parts.logging.versions or parts.timed_stop,
         saves_on_rank_zero=parts.checkpointing.saves,
         logs_on_rank_zero=parts.logging.enabled,
         silent_bar=parts.progress.enabled,

@@ -171,6 +171,9 @@ TIMED_CHECKPOINT = "ModelCheckpoint(train_time_interval=...)"
 TIMED_CHECKPOINT_INSTEAD = "save every_n_train_steps or every_n_epochs"
 
 
+TIMED_STOP_INSTEAD = "bound the run with max_epochs or max_steps"
+
+
 def strategy_args(strategy: Any) -> tuple[str, dict[str, Any]]:
     """The `strategy` flag's value as (name, DDPStrategy's init_args): ddp_find_unused_parameters_true is "ddp"
     with find_unused_parameters, a DDPStrategy entry is "ddp" with its init_args."""

@@ -17,6 +17,7 @@ from loopgen.plan.optimizers import Optimizers
 from loopgen.plan.precision import Precision
 from loopgen.plan.profiling import Profiling
 from loopgen.plan.progress import Progress
+from loopgen.plan.timer import Timer
 from loopgen.plan.xla import resolve_xla
 from loopgen.source.facts import ClassFacts
 from loopgen.spec.model import Spec
@@ -33,6 +34,7 @@ def resolve_engine(
     logging: Logging,
     profiling: Profiling,
     progress: Progress,
+    timer: Timer | None,
     problems: list[Problem],
 ) -> Distributed:
     """accelerator, strategy, devices, num_nodes: which engine runs the loop (one process on one device, DDP,
@@ -40,7 +42,7 @@ def resolve_engine(
     t = spec.trainer
     kind = engine_kind(spec)
     parts = EngineParts(spec, model, precision, optimizers, optimization, data, checkpointing, logging, profiling,
-                        progress, problems)  # fmt: skip
+                        progress, timer, problems)  # fmt: skip
     if kind == "dp":
         return resolve_dp(parts)
     if kind == "xla":

@@ -13,6 +13,7 @@ from loopgen.plan.optimizers import Optimizers
 from loopgen.plan.precision import Precision
 from loopgen.plan.profiling import Profiling
 from loopgen.plan.progress import Progress
+from loopgen.plan.timer import Timer
 from loopgen.source.facts import ClassFacts
 from loopgen.spec.model import Spec
 
@@ -21,6 +22,11 @@ from loopgen.spec.model import Spec
 class EngineParts:
     """One argument for the four engine resolvers (ddp, dp, horovod, xla), which each read most of these;
     `problems` collects what they refuse."""
+
+    @property
+    def timed_stop(self) -> bool:
+        """A Timer stops training: rank 0's clock decides for every process (Lightning broadcasts it)."""
+        return self.timer is not None and self.timer.stops
 
     spec: Spec
     model: ClassFacts
@@ -32,4 +38,5 @@ class EngineParts:
     logging: Logging
     profiling: Profiling
     progress: Progress
+    timer: Timer | None
     problems: list[Problem]

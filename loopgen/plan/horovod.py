@@ -12,6 +12,7 @@ from loopgen.plan.distributed import (
     SEVERAL_OPTIMIZERS_INSTEAD,
     TIMED_CHECKPOINT,
     TIMED_CHECKPOINT_INSTEAD,
+    TIMED_STOP_INSTEAD,
     Distributed,
     refuser,
     steps_every_batch,
@@ -92,6 +93,13 @@ def resolve_horovod(parts: EngineParts) -> Distributed:
             "several optimizers",
             "Lightning 1.9's loop over several optimizers is not written for hvd.DistributedOptimizer",
             SEVERAL_OPTIMIZERS_INSTEAD,
+        )
+    if parts.timed_stop:
+        refuse(
+            "callbacks" if parts.timer.entry is not None else "max_time",
+            "a Timer (max_time)",
+            "each process's clock would decide on its own, where Lightning broadcasts rank 0's decision",
+            f"{TIMED_STOP_INSTEAD}, or use ddp, which follows rank 0's clock",
         )
     if parts.checkpointing.time_triggered:
         refuse(

@@ -23,6 +23,7 @@ from loopgen.plan.optimization import Optimization
 from loopgen.plan.optimizers import Optimizers
 from loopgen.plan.precision import Device
 from loopgen.plan.profiling import Profiling
+from loopgen.plan.timer import Timer
 from loopgen.source.facts import ClassFacts
 from loopgen.spec.kinds import refusal
 from loopgen.spec.model import Spec
@@ -148,6 +149,7 @@ def resolve_state(
     optimization: Optimization,
     metrics: Metrics,
     checkpointing: Checkpointing,
+    timer: Timer | None,
     profiling: Profiling,
     distributed: Distributed,
 ) -> State:
@@ -159,6 +161,8 @@ def resolve_state(
         reads |= {"callback_metrics"} if checkpointing.reads_metrics else set()
     if checkpointing.early_stopping:  # ... and its EarlyStopping
         reads |= {"current_epoch", "sanity_checking", "should_stop", "callback_metrics"}
+    if timer is not None and timer.stops:  # ... and its Timer
+        reads.add("should_stop")
     if model.manual_optimization:  # the wrapped optimizers count global_step; toggle_optimizer reads optimizers
         reads |= {"global_step", "current_epoch"}  # the loop's counters live on the trainer then
         reads |= {"optimizers"} if model.attributes_read & {"toggle_optimizer", "untoggle_optimizer"} else set()

@@ -12,6 +12,7 @@ from loopgen.plan.distributed import (
     ONE_DEVICE_TBPTT,
     TIMED_CHECKPOINT,
     TIMED_CHECKPOINT_INSTEAD,
+    TIMED_STOP_INSTEAD,
     Distributed,
     refuser,
     strategy_args,
@@ -122,6 +123,13 @@ def resolve_xla(parts: EngineParts) -> Distributed:
                 f"{TIMED_CHECKPOINT} on several devices",
                 "each process's clock would decide on its own, where Lightning broadcasts process 0's decision",
                 TIMED_CHECKPOINT_INSTEAD,
+            )
+        if parts.timed_stop:
+            refuse(
+                "callbacks" if parts.timer.entry is not None else "max_time",
+                "a Timer (max_time) on several devices",
+                "each process's clock would decide on its own, where Lightning broadcasts process 0's decision",
+                TIMED_STOP_INSTEAD,
             )
     return Distributed(
         kind="xla",

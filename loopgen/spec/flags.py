@@ -52,6 +52,7 @@ from loopgen.spec.support import (
     deterministic_kind,
     devices_kind,
     devices_support,
+    duration_kind,
     fast_dev_run_kind,
     gradient_clip_val_kind,
     line_count,
@@ -137,10 +138,9 @@ FLAGS: tuple[Flag, ...] = (
          support=implemented),
     Flag("min_steps", integer(0), None, "train at least this many optimizer steps",
          support=implemented),
-    _lightning_only("max_time", anything(), None, "stop after this much time",
-                    why="the script does not time the run: Lightning's Timer callback reads the clock after every"
-                        " batch and epoch, and keeps the elapsed time in checkpoints",
-                    instead="bound the run with max_epochs or max_steps"),
+    Flag("max_time", duration_kind(), None, 'stop training after this much time: "DD:HH:MM:SS" or'
+         " {hours: 1, minutes: 30} (Lightning's Timer, checked after every batch)", support=implemented,
+         nullable=True),
     Flag("limit_train_batches", batch_limit(), 1.0, "fraction (float) or number (int) of training batches per epoch",
          support=implemented),
     Flag("limit_val_batches", batch_limit(), 1.0, "fraction (float) or number (int) of validation batches",
@@ -290,6 +290,13 @@ CALLBACK_ARGS: Mapping[str, tuple[Flag, ...]] = {
     ),
     "ModelSummary": (
         _arg("max_depth", integer(-1, "-1: every level, 0: no summary"), 1, "the deepest level of submodules listed"),
+    ),
+    "Timer": (
+        _arg("duration", duration_kind(), None, 'stop training after this much time: "DD:HH:MM:SS" or'
+             " {hours: 1, minutes: 30} (null: only time the loops)", nullable=True),
+        _arg("interval", choice("step", "epoch"), "step", "check the time after every batch (step) or at each"
+             " epoch's end (epoch)"),
+        _arg("verbose", boolean(), True, "say when the time is up"),
     ),
     "TQDMProgressBar": (
         _arg("refresh_rate", integer(0, "0: no bar"), 1, "redraw every n batches"),

@@ -5,7 +5,9 @@ profilers, callbacks.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
+from datetime import timedelta
 from typing import Any
 
 from loopgen.errors import did_you_mean, got, kind_of, show
@@ -511,6 +513,7 @@ LIGHTNING_CALLBACKS = {
     "EarlyStopping": ("early_stopping",),
     "LearningRateMonitor": ("lr_monitor",),
     "ModelSummary": ("model_summary",),
+    "Timer": ("timer",),
     "TQDMProgressBar": ("progress", "progress.tqdm_progress"),
     "RichProgressBar": ("progress", "progress.rich_progress"),
 }
@@ -556,7 +559,6 @@ def callback_support(class_path: str) -> str | None:
 # What a few of Lightning's other callbacks do that loopgen serves otherwise
 _NEAREST_CALLBACKS = {
     "RichModelSummary": "use ModelSummary (the same table, without rich); or ",
-    "Timer": "bound the run with max_epochs or max_steps; or ",
 }
 
 
@@ -592,6 +594,32 @@ def save_last_kind() -> Kind:
 
 
 _TIMEDELTA_KEYS = ("weeks", "days", "hours", "minutes", "seconds", "milliseconds", "microseconds")
+
+
+def duration_kind() -> Kind:
+    """Lightning's Timer duration (and max_time), normalised to seconds: "DD:HH:MM:SS" (Lightning's pattern), or
+    datetime.timedelta's keyword arguments ({hours: 1, minutes: 30})."""
+    expected = 'expected "DD:HH:MM:SS" or a mapping of timedelta arguments ({hours: 1, minutes: 30})'
+
+    def parse(raw: Any) -> float:
+        if isinstance(raw, str):
+            match = re.fullmatch(r"(\d+):(\d\d):(\d\d):(\d\d)", raw.strip())
+            if match is None:
+                raise FlagError(f"{expected}, {got(raw)}")
+            days, hours, minutes, seconds = (int(group) for group in match.groups())
+            return timedelta(days=days, hours=hours, minutes=minutes, seconds=seconds).total_seconds()
+        if isinstance(raw, dict) and raw:
+            for key, value in raw.items():
+                if key not in _TIMEDELTA_KEYS:
+                    raise FlagError(
+                        f"unknown timedelta argument{did_you_mean(str(key), _TIMEDELTA_KEYS)}", (show(key),)
+                    )
+                if not is_number(value) or value < 0:
+                    raise FlagError(f"expected a number >= 0, {got(value)}", (show(key),))
+            return timedelta(**raw).total_seconds()
+        raise FlagError(f"{expected}, {got(raw)}")
+
+    return Kind(parse, {"anyOf": [{"type": "string", "pattern": r"^\s*\d+:\d\d:\d\d:\d\d\s*$"}, {"type": "object"}]})
 
 
 def timedelta_kind() -> Kind:

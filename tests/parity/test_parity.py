@@ -218,6 +218,52 @@ CASES = [
         gradient_clip_val=0.5,
         accumulate_grad_batches=2,
     ),
+    # Lightning's Timer on a clock that the steps move (ClockModel: a training step is a second, a validation
+    # step a quarter): max_time stops after the batch that reaches it, and validates there; the times in its
+    # checkpoint state are compared
+    case(
+        "max_time_stops_after_the_batch_that_reaches_it",
+        "ClockModel",
+        callbacks=[model_checkpoint(dirpath="ck", save_last=True, every_n_train_steps=3)],
+        max_epochs=3,
+        max_time={"seconds": 13},
+    ),
+    # ... checked at each epoch's end, held back by min_steps (the clock is up after epoch 0)
+    case(
+        "timer_epoch_interval_held_by_min_steps",
+        "ClockModel",
+        callbacks=[
+            {
+                "class_path": "lightning.pytorch.callbacks.Timer",
+                "init_args": {"duration": "00:00:00:07", "interval": "epoch", "verbose": False},
+            },
+            model_checkpoint(dirpath="ck", save_last=True),
+        ],
+        max_epochs=4,
+        min_steps=15,
+    ),
+    # ... up at fit's start (a zero duration; Lightning checks there whatever the interval), held back by
+    # min_steps, then validating where it stops mid-epoch; a Timer entry wins over max_time, as in Lightning
+    case(
+        "timer_up_at_fit_start_held_by_min_steps",
+        "ClockModel",
+        callbacks=[
+            {"class_path": "Timer", "init_args": {"duration": {"minutes": 0}, "interval": "epoch"}},
+            model_checkpoint(dirpath="ck", save_last=True),
+        ],
+        max_epochs=5,
+        min_epochs=0,  # (min_steps alone makes it 1)
+        min_steps=7,
+        val_check_interval=0.5,
+        max_time="01:00:00:00",
+    ),
+    # ... with no duration: it only times the loops, for the checkpoints
+    case(
+        "timer_without_duration_only_times",
+        "ClockModel",
+        callbacks=[{"class_path": "Timer"}, model_checkpoint(dirpath="ck", save_last=True)],
+        max_epochs=2,
+    ),
     # what a callback reads from the trainer at each hook (tests/parity/trainer_attributes.py), is_last_batch
     # among it: with accumulation and a limit, and with the epoch-end validation every second epoch
     case(
