@@ -492,7 +492,8 @@ class _Reader:
                 return _INVALID
         reason = flag.support(value)
         if reason:
-            refused = f"{value['class_path'] if isinstance(value, dict) else show(value)} is {reason}"
+            named = isinstance(value, dict) and "class_path" in value  # a class entry (a strategy): its class
+            refused = f"{value['class_path'] if named else show(value)} is {reason}"
             self.problem(where, refused if where == key else f"{flag.name}: {refused}")
             return _INVALID
         return value
