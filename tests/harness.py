@@ -143,6 +143,7 @@ LIGHTNING_CALLBACKS = {
     "EarlyStopping": "early_stopping",
     "LearningRateMonitor": "lr_monitor",
     "ModelSummary": "model_summary",
+    "RichModelSummary": "rich_model_summary",
     "TQDMProgressBar": "progress",
     "RichProgressBar": "progress",
     "GradientAccumulationScheduler": "gradient_accumulation_scheduler",

@@ -66,7 +66,7 @@ def table_refusals() -> list[tuple[str, Any, str]]:
 
 
 def class_refusals() -> list[tuple[str, Any, str]]:
-    callbacks = ["StochasticWeightAveraging", "BackboneFinetuning", "RichModelSummary", "OnExceptionCheckpoint"]
+    callbacks = ["StochasticWeightAveraging", "BackboneFinetuning", "ModelPruning", "OnExceptionCheckpoint"]
     found = [("callbacks", name, callback_support(f"pytorch_lightning.callbacks.{name}")) for name in callbacks]
     found.append(("logger", "my.Logger", logger_support("my.Logger")))
     for name in (*LIGHTNING_PROFILERS, "my.Timer"):

@@ -549,12 +549,8 @@ def test_profiler_names_and_entries_are_read_as_lightningcli_writes_them(tmp_pat
             "trainer.callbacks[0].init_args.max_depth (line 3): expected an integer >= -1 (-1: every level, 0: no",
         ),
         (
-            "callbacks: [{class_path: pytorch_lightning.callbacks.RichModelSummary}]",
-            (
-                "trainer.callbacks[0] (line 3): RichModelSummary is not supported by loopgen (the script has no"
-                " Lightning: it carries its own code for each of Lightning's callbacks it serves, and has none for this"
-                " one); use ModelSummary (the same table, without rich); or use ModelCheckpoint,"
-            ),
+            "callbacks: [{class_path: pytorch_lightning.callbacks.RichModelSummary, init_args: {depth: 2}}]",
+            "trainer.callbacks[0].init_args.depth (line 3): unknown argument of RichModelSummary (did you mean",
         ),
     ],
 )
@@ -786,8 +782,8 @@ def test_other_lightning_callbacks_are_refused(tmp_path: Path) -> None:
     text = trainer_problem(tmp_path, "callbacks: [pytorch_lightning.callbacks.StochasticWeightAveraging]")
     assert text.startswith("trainer.callbacks[0] (line 3): StochasticWeightAveraging is not supported by loopgen (")
     assert text.endswith(
-        "; use ModelCheckpoint, EarlyStopping, LearningRateMonitor, ModelSummary, Timer, TQDMProgressBar,"
-        " RichProgressBar, or a callback class of your own with the same hooks"
+        "; use ModelCheckpoint, EarlyStopping, LearningRateMonitor, ModelSummary, RichModelSummary, Timer,"
+        " TQDMProgressBar, RichProgressBar, or a callback class of your own with the same hooks"
     )
 
 

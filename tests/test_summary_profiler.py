@@ -264,6 +264,42 @@ def test_summary_is_lightnings_table(project: Path, model: str) -> None:
     assert "In sizes" in printed.getvalue() if model == "WithExample" else "In sizes" not in printed.getvalue()
 
 
+@pytest.mark.parametrize("model", ["Nested", "WithExample", "Own"])
+def test_rich_summary_is_lightnings_rich_table(project: Path, model: str) -> None:
+    """RichModelSummary entries: Lightning's RichModelSummary.summarize of the same summary, drawn by rich on the
+    same console (the script imports rich for it)."""
+    from pytorch_lightning.callbacks import RichModelSummary
+    from pytorch_lightning.utilities.model_summary import summarize
+
+    callbacks = [{"class_path": "RichModelSummary", "init_args": {"max_depth": depth}} for depth in DEPTHS]
+    script = rendered(project, f"rich_summary_{model}", spec(model, callbacks=callbacks))
+    assert "from rich import get_console" in script.read_text()
+    print_summary = script_namespace(script)["print_model_summary"]
+    cls = getattr(models_module(project), model)
+    for depth in DEPTHS:
+        ours, theirs = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(ours):
+            print_summary(cls(), depth)
+        with contextlib.redirect_stdout(theirs):
+            summary = summarize(cls(), max_depth=depth)
+            RichModelSummary.summarize(
+                summary._get_summary_data(),
+                summary.total_parameters,
+                summary.trainable_parameters,
+                summary.model_size,
+                summary.total_training_modes,
+                total_flops=summary.total_flops,
+            )
+        assert ours.getvalue() == theirs.getvalue(), depth
+        assert "Total FLOPs" in ours.getvalue()
+
+
+def test_a_model_summary_with_a_rich_one_is_refused(project: Path) -> None:
+    callbacks = [{"class_path": "ModelSummary"}, {"class_path": "RichModelSummary", "init_args": {"max_depth": 2}}]
+    with pytest.raises(Exception, match="a ModelSummary with a RichModelSummary is not supported by loopgen"):
+        rendered(project, "mixed_summaries", spec("Nested", callbacks=callbacks))
+
+
 def test_counts_are_written_as_lightning_writes_them(project: Path) -> None:
     from pytorch_lightning.utilities.model_summary.model_summary import get_human_readable_count
 

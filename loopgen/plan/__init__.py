@@ -119,7 +119,7 @@ def make_plan(
     checkpointing = resolve_checkpointing(
         spec, model, data, user, validation, optimization, bounds, logging, timer, problems
     )
-    summary, summaries = resolve_summary(spec, model, user, device, precision)
+    summary, summaries = resolve_summary(spec, model, user, device, precision, problems)
     profiling = resolve_profiling(spec, logging, problems, notices)
     progress = resolve_progress(spec, model, user_callbacks, bounds, validation, logging, problems, notices)
     distributed = resolve_engine(spec, model, precision, optimizers, optimization, data_plan,

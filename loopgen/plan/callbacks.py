@@ -8,6 +8,7 @@ from loopgen.plan.hooks import VALIDATION_CALLBACK_HOOKS, Hooks, UserCode
 from loopgen.plan.loggers import Logging
 from loopgen.plan.objects import Callback, is_lightning, numbered_name
 from loopgen.plan.progress import Progress, is_progress_bar, progress_callback
+from loopgen.plan.summary import is_summary
 from loopgen.plan.timer import Timer
 from loopgen.spec.model import Spec
 
@@ -38,7 +39,7 @@ def resolve_hooks(
         elif is_lightning(ref, "LearningRateMonitor"):
             if logging.lr_monitor is not None and logging.lr_monitor.callback not in ordered:
                 ordered.append(logging.lr_monitor.callback)
-        elif is_lightning(ref, "ModelSummary"):
+        elif is_summary(ref):
             ordered.append(next(summary))
         elif is_lightning(ref, "Timer"):
             ordered.append(timer.callback if timer is not None else None)

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from loopgen.errors import Problem
+from loopgen.plan.common import flag_problem
 from loopgen.plan.hooks import UserCode
 from loopgen.plan.objects import Callback, Construct, is_lightning, numbered_name
 from loopgen.plan.precision import Device, Precision
 from loopgen.source.facts import ClassFacts
-from loopgen.spec.model import Spec
+from loopgen.spec.kinds import refusal
+from loopgen.spec.model import ClassRef, Spec
 
 
 @dataclass(frozen=True)
@@ -24,24 +27,39 @@ class Summary:
     takes_device: bool  # ... which reads `device` (the batch's transfer, or autocast's device type)
     precision_bits: int  # the bits per parameter of the size estimate (Lightning's table: 32 for mixed precision)
     unsupported_precision: str | None  # ... which Lightning warns about, naming the trainer's precision
+    rich: bool = False  # RichModelSummary entries: the table and the totals drawn with rich
 
 
 # Lightning's ModelSummary: the bits per parameter of its size estimate, by the trainer's precision
 SUMMARY_PRECISION_BITS = {"32": 32, "64": 64, "bf16-true": 16, "16-true": 16}
 
 
+def is_summary(ref: ClassRef) -> bool:
+    """Lightning's ModelSummary or RichModelSummary."""
+    return is_lightning(ref, "ModelSummary") or is_lightning(ref, "RichModelSummary")
+
+
 def resolve_summary(
-    spec: Spec, model: ClassFacts, user: UserCode, device: Device, precision: Precision
+    spec: Spec, model: ClassFacts, user: UserCode, device: Device, precision: Precision, problems: list[Problem]
 ) -> tuple[Summary, tuple[Callback, ...]]:
-    """The ModelSummary callbacks: the spec's entries, else the default one when enable_model_summary is true
-    (Lightning's callback connector; Lightning picks RichModelSummary when rich is installed, the script the
-    plain table: it does not depend on what is installed)."""
+    """The ModelSummary callbacks: the spec's entries (ModelSummary, or RichModelSummary, which draws the same table
+    with rich), else the default one when enable_model_summary is true (Lightning's callback connector; Lightning
+    picks RichModelSummary when rich is installed, the script the plain table: it does not depend on what is
+    installed)."""
     t = spec.trainer
-    given = [ref for ref in t.callbacks if is_lightning(ref, "ModelSummary")]
+    given = [ref for ref in t.callbacks if is_summary(ref)]
+    rich = any(is_lightning(ref, "RichModelSummary") for ref in given)
+    if rich and not all(is_lightning(ref, "RichModelSummary") for ref in given):
+        message = refusal(
+            "a ModelSummary with a RichModelSummary",
+            "the script prints every summary of a run one way, with rich or without",
+            "keep one kind",
+        )
+        problems.append(flag_problem(spec, "callbacks", message))
     depths = [ref.init_args["max_depth"] for ref in given] or ([1] if t.enable_model_summary else [])
     summaries = tuple(
         Callback(
-            construct=Construct("", "ModelSummary", {"max_depth": depth}),
+            construct=Construct("", "RichModelSummary" if rich else "ModelSummary", {"max_depth": depth}),
             var=numbered_name("model_summary", i, len(depths)),
             hooks=frozenset({"on_fit_start"}) if depth else frozenset(),  # max_depth 0 prints nothing
             kind="summary",
@@ -66,5 +84,6 @@ def resolve_summary(
         takes_device=example_input and (moves_batch or (precision.autocast and device.auto)),
         precision_bits=bits or 32,
         unsupported_precision=None if bits else precision.name,
+        rich=rich and bool(printing),
     )
     return summary, summaries

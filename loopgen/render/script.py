@@ -179,6 +179,8 @@ def verify(text: str, plan: Plan) -> None:
     user |= plan.logging.kinds & {"mlflow", "wandb"}  # ... (its loggers; TensorBoard's writer is torch's)
     if plan.progress.kind in ("tqdm", "rich"):
         user.add(plan.progress.kind)  # asked for by the spec (a TQDMProgressBar or RichProgressBar callback)
+    if plan.summary.rich:
+        user.add("rich")  # ... (a RichModelSummary callback)
     if plan.metrics.torchmetrics:
         user.add("torchmetrics")  # the user's module imports it (its Metric objects are logged)
     for node in ast.walk(tree):

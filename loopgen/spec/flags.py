@@ -298,6 +298,9 @@ CALLBACK_ARGS: Mapping[str, tuple[Flag, ...]] = {
              " epoch's end (epoch)"),
         _arg("verbose", boolean(), True, "say when the time is up"),
     ),
+    "RichModelSummary": (
+        _arg("max_depth", integer(-1, "-1: every level, 0: no summary"), 1, "the deepest level of submodules listed"),
+    ),
     "TQDMProgressBar": (
         _arg("refresh_rate", integer(0, "0: no bar"), 1, "redraw every n batches"),
         _arg("process_position", integer(0), 0, "draw below this many other bars"),

@@ -513,6 +513,7 @@ LIGHTNING_CALLBACKS = {
     "EarlyStopping": ("early_stopping",),
     "LearningRateMonitor": ("lr_monitor",),
     "ModelSummary": ("model_summary",),
+    "RichModelSummary": ("rich_model_summary",),
     "Timer": ("timer",),
     "TQDMProgressBar": ("progress", "progress.tqdm_progress"),
     "RichProgressBar": ("progress", "progress.rich_progress"),
@@ -547,19 +548,12 @@ def callback_support(class_path: str) -> str | None:
     if lightning_callback(class_path) is not None or accumulation_scheduler(class_path):
         return None
     if class_path.startswith(LIGHTNING_PACKAGES):
-        nearest = _NEAREST_CALLBACKS.get(class_path.rpartition(".")[2], "")
         return refused(
             "the script has no Lightning: it carries its own code for each of Lightning's callbacks it serves,"
             " and has none for this one",
-            f"{nearest}use {', '.join(LIGHTNING_CALLBACKS)}, or a callback class of your own with the same hooks",
+            f"use {', '.join(LIGHTNING_CALLBACKS)}, or a callback class of your own with the same hooks",
         )
     return None  # the user's own callback
-
-
-# What a few of Lightning's other callbacks do that loopgen serves otherwise
-_NEAREST_CALLBACKS = {
-    "RichModelSummary": "use ModelSummary (the same table, without rich); or ",
-}
 
 
 def number_kind() -> Kind:

@@ -257,11 +257,16 @@ CASES = [
         val_check_interval=0.5,
         max_time="01:00:00:00",
     ),
-    # ... with no duration: it only times the loops, for the checkpoints
+    # ... with no duration: it only times the loops, for the checkpoints (and a RichModelSummary, its place among
+    # the callbacks)
     case(
         "timer_without_duration_only_times",
         "ClockModel",
-        callbacks=[{"class_path": "Timer"}, model_checkpoint(dirpath="ck", save_last=True)],
+        callbacks=[
+            {"class_path": "Timer"},
+            {"class_path": "RichModelSummary", "init_args": {"max_depth": 2}},
+            model_checkpoint(dirpath="ck", save_last=True),
+        ],
         max_epochs=2,
     ),
     # what a callback reads from the trainer at each hook (tests/parity/trainer_attributes.py), is_last_batch
