@@ -7,6 +7,7 @@ torchrun, without a test driver) leaves them too.
 
 from __future__ import annotations
 
+import json
 import os
 import time
 
@@ -80,6 +81,20 @@ class DDPNet(pl.LightningModule):
     def on_train_end(self):
         if os.environ.get("DDP_SAVE"):
             torch.save(self.state_dict(), f"{os.environ['DDP_SAVE']}/rank{os.environ['RANK']}.pt")
+            # what this process's trainer says of the processes and the devices, to compare with Lightning's
+            trainer = self.trainer
+            seen = {
+                "ranks": [trainer.world_size, trainer.global_rank, trainer.local_rank, trainer.node_rank],
+                "device_ids": trainer.device_ids,
+                "distributed_sampler_kwargs": trainer.distributed_sampler_kwargs,
+                "num_sanity_val_batches": trainer.num_sanity_val_batches,
+                "early_stopping_callback": trainer.early_stopping_callback is not None,
+                "checkpoint_callbacks": len(trainer.checkpoint_callbacks),
+                "scaler": trainer.scaler is not None,
+                "signals": [trainer.received_sigterm, trainer.interrupted],
+            }
+            with open(f"{os.environ['DDP_SAVE']}/rank{os.environ['RANK']}.json", "w") as out:
+                json.dump(seen, out)
 
 
 class DDPManualGAN(pl.LightningModule):

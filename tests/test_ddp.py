@@ -11,6 +11,7 @@ Weights come from the models' on_train_end (tests/ddp_models.py), one file per r
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import sys
@@ -278,6 +279,17 @@ def test_weights_equal_lightnings_ddp(runs: dict, name: str) -> None:
     theirs = weights(runs["directory"] / "lightning" / name)
     assert_equal(ours[0], ours[1])  # the processes hold the same model
     assert_equal(ours[0], theirs[0])
+
+
+@pytest.mark.parametrize("name", SPECS)
+def test_trainer_attributes_equal_lightnings_ddp(runs: dict, name: str) -> None:
+    """What each process's trainer says of the processes and the devices (tests/ddp_models.py's DDPNet records it
+    at the training's end)."""
+    for rank in (0, 1):
+        ours, theirs = (runs["directory"] / side / name / f"rank{rank}.json" for side in ("loopgen", "lightning"))
+        seen = json.loads(ours.read_text())
+        assert seen == json.loads(theirs.read_text())
+        assert seen["distributed_sampler_kwargs"] == {"num_replicas": 2, "rank": rank}
 
 
 def test_two_nodes_of_one_process_train_as_one_node_of_two(runs: dict) -> None:

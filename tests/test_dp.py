@@ -213,3 +213,10 @@ def test_the_trainer_gives_dp_ranks_as_lightnings_data_parallel_strategy(tmp_pat
     read through getattr gets every attribute)."""
     calls, _ = run_dp(tmp_path, monkeypatch, callbacks=["tests.standins.models.RankReader"])
     assert ("ranks", 1, 0, 0, 0, True, 2) in calls
+
+
+def test_the_trainer_gives_dp_devices_as_lightnings_data_parallel_strategy(tmp_path, monkeypatch):
+    """trainer.device_ids: both GPUs; distributed_sampler_kwargs: Lightning's ParallelStrategy's, one replica per
+    device, rank 0."""
+    calls, _ = run_dp(tmp_path, monkeypatch, callbacks=["tests.standins.models.DeviceReader"])
+    assert ("devices", [0, 1], {"num_replicas": 2, "rank": 0}, None) in calls

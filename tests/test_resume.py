@@ -158,6 +158,7 @@ def run_to_end(script: Path, cwd: Path, *args: str) -> Path:
     status = run.finish()
     assert status == 0, f"`train.py {' '.join(args)}` failed (exit {status}):\n{tail(run.output)}"
     assert weights.is_file(), f"no final weights: on_train_end did not run:\n{tail(run.output)}"
+    assert "teardown fit sigterm=False interrupted=False" in map(str.strip, run.lines), tail(run.output)
     return weights
 
 
@@ -338,7 +339,9 @@ def test_signal_mid_epoch_saves_last_and_exits(scripts: Scripts, tmp_path: Path,
     run.release()
     status = run.finish()
     assert status == 128 + signum, f"exit status {status}, expected {128 + signum}:\n{tail(run.output)}"
-    assert any(line.startswith("teardown") for line in run.lines), f"no teardown:\n{tail(run.output)}"
+    # the hooks from the signal on see the trainer's flags: received_sigterm (SIGTERM only) and interrupted
+    flags = f"sigterm={signum == signal.SIGTERM} interrupted=True"
+    assert f"teardown fit {flags}" in map(str.strip, run.lines), f"no teardown:\n{tail(run.output)}"
     last = load(tmp_path / CKPT_DIR / "last.ckpt")
     assert last["global_step"] == step + 1, "last.ckpt must hold the step that was running when the signal came"
     if signum == signal.SIGTERM:
@@ -502,3 +505,4 @@ def test_bad_checkpoint_is_refused(scripts: Scripts, tmp_path: Path, kind: str) 
     assert re.search(expected, message, re.IGNORECASE), f"the message does not say what is wrong:\n{message}"
     assert parameter in message, f"the message does not name {parameter}:\n{message}"
     assert snapshot(tmp_path) == before, "a checkpoint file was written or modified"
+

@@ -68,6 +68,16 @@ def first_training_batch(calls: list[tuple]) -> list[tuple]:
     return calls[batch_start(first) : batch_start(calls.index(("training_step",), first + 1))]
 
 
+@pytest.mark.parametrize(
+    ("precision", "scaler"), [("16-mixed", "GradScaler"), ("bf16-mixed", None), ("32", None)], ids=str
+)
+def test_the_trainer_holds_the_scaler_of_float16_amp_on_cuda(tmp_path, monkeypatch, precision, scaler):
+    """trainer.scaler: Lightning's MixedPrecision's GradScaler, under float16 AMP only; one device, no sharding."""
+    flags = {"accelerator": "cuda", "precision": precision, "callbacks": ["tests.standins.models.DeviceReader"]}
+    calls = run_with_stand_ins(tmp_path, monkeypatch, flags)
+    assert ("devices", [0], None, scaler) in calls
+
+
 def test_cuda_16_mixed_order_of_calls(tmp_path, monkeypatch):
     calls = run_with_stand_ins(
         tmp_path, monkeypatch, {"accelerator": "cuda", "precision": "16-mixed", "gradient_clip_val": 1.0}

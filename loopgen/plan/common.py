@@ -23,6 +23,13 @@ TRAINER_ATTRIBUTES = (
     "logger", "loggers", "log_dir", "state",
     # the values logged with prog_bar=True, computed when read; the LR schedulers' configs
     "progress_bar_metrics", "lr_scheduler_configs",
+    # the callbacks Lightning finds among its own (the script's ModelCheckpoint, EarlyStopping and bar objects)
+    "checkpoint_callback", "checkpoint_callbacks", "early_stopping_callback", "early_stopping_callbacks",
+    "progress_bar_callback",
+    # the sanity check's batches per loader; whether a signal (SIGTERM) or an interruption stopped the run
+    "num_sanity_val_batches", "received_sigterm", "interrupted",
+    # the devices and the processes: the local device indices, the samplers' sharding, float16's GradScaler
+    "device_ids", "distributed_sampler_kwargs", "scaler",
 )  # fmt: skip
 
 

@@ -102,6 +102,16 @@ class Distributed:
     def xla(self) -> bool:
         return self.kind == "xla"
 
+    @property
+    def sampler_replicas(self) -> str | None:
+        """trainer.distributed_sampler_kwargs' num_replicas, where Lightning's strategy is a parallel one (its
+        value for the others, one device, is None): dp's devices, the others' processes."""
+        if self.kind == "dp":
+            return str(self.devices)
+        if self.kind in ("ddp", "horovod") or (self.kind == "xla" and self.devices > 1):
+            return "world_size"
+        return None
+
 
 def refuser(spec: Spec, problems: list[Problem], under: str) -> Callable[[str, str, str, str], None]:
     """An engine's `refuse(flag, what, why, instead)`: the problem "<what> <under> is not supported by loopgen

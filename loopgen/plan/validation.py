@@ -40,6 +40,9 @@ class Validation:
     output_used: bool  # validation_step's output is passed on
     collects_outputs: bool  # validation_epoch_end gets them
     clears_grads: bool  # Lightning 1.9.5's evaluation loop: model.zero_grad() after eval mode, every validation
+    # trainer.num_sanity_val_batches is set where the validation data loads (Lightning 2.x's property reads the
+    # loop's batches); else once, when the sanity check runs (1.9.5's attribute, never set without one)
+    sanity_batches_at_load: bool = True
 
 
 def resolve_validation(
@@ -95,4 +98,5 @@ def resolve_validation(
         # every validation, with or without accumulation: a validation in the middle of an accumulation window
         # drops the window's gradients so far (EvaluationLoop.on_run_start calls lightning_module.zero_grad())
         clears_grads=enabled and seed_loop,
+        sanity_batches_at_load=not seed_loop,
     )

@@ -379,7 +379,9 @@ class LBFGSRegression(Recorder):
     def validation_step(self, batch, batch_idx):
         x, y = batch
         loss = F.mse_loss(self.linear(x), y)
-        self._record("validation_step", batch_idx=batch_idx, loss=loss.item())
+        # 1.9.5's num_sanity_val_batches: set when its sanity check runs, else []
+        sanity = list(self.trainer.num_sanity_val_batches)
+        self._record("validation_step", batch_idx=batch_idx, loss=loss.item(), sanity_batches=sanity)
         return {"val_loss": loss}
 
     def validation_epoch_end(self, outputs: Any) -> None:

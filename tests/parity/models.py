@@ -534,7 +534,8 @@ class ResumeModel(Classifier):
     arguments.
 
     It talks to the test through its output and its environment:
-    - prints `step N` after every training batch, and `teardown STAGE` at teardown;
+    - prints `step N` after every training batch, and `teardown STAGE` at teardown with the trainer's
+      received_sigterm and interrupted;
     - $RESUME_PAUSE = "HOOK N": the first time HOOK (training_step, on_validation_start or on_train_epoch_end) runs
       at global_step N, prints `paused` and waits until a file named `release` appears in the working directory
       (a test kills or signals it meanwhile);
@@ -581,7 +582,8 @@ class ResumeModel(Classifier):
             torch.save(self.state_dict(), os.environ["RESUME_WEIGHTS"])
 
     def teardown(self, stage):
-        print(f"teardown {stage}", flush=True)
+        trainer = self.trainer
+        print(f"teardown {stage} sigterm={trainer.received_sigterm} interrupted={trainer.interrupted}", flush=True)
 
     def _pause_at(self, hook: str) -> None:
         if self.paused or os.environ.get("RESUME_PAUSE") != f"{hook} {self.global_step}":

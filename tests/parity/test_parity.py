@@ -280,6 +280,22 @@ CASES = [
         check_val_every_n_epoch=2,
         callbacks=[{"class_path": "tests.parity.trainer_attributes.TrainerAttributesRecorder"}],
     ),
+    # ... the ModelCheckpoint and EarlyStopping objects Lightning finds among its callbacks, as their state moves
+    case(
+        "trainer_attributes_checkpoints_stoppers",
+        "LoggingModel",
+        max_epochs=4,
+        limit_train_batches=3,
+        num_sanity_val_steps=1,
+        enable_progress_bar=True,
+        callbacks=[
+            {"class_path": "tests.parity.trainer_attributes.TrainerAttributesRecorder"},
+            early_stopping(monitor="val_loss", patience=1, min_delta=0.01),
+            early_stopping("EarlyStopping", monitor="val_acc", mode="max", patience=3),
+            model_checkpoint(dirpath="best", monitor="val_loss", save_top_k=2),
+            model_checkpoint(dirpath="last", save_last=True),
+        ],
+    ),
     # Lightning 2.x's form of the accumulation schedule: a GradientAccumulationScheduler entry
     case(
         "accumulation_scheduler_entry",

@@ -70,9 +70,43 @@ class TrainerAttributesRecorder(pl.Callback):
             "module_loggers": list(pl_module.loggers) == list(trainer.loggers),
             "log_dir": os.path.relpath(trainer.log_dir, os.getcwd()),
             "state": [trainer.state.fn == "fit", trainer.state.status == "running", trainer.state.stage],
+            # the callbacks Lightning finds among its own, and what they hold at this hook
+            "checkpoint_callback": _checkpoint(trainer.checkpoint_callback, hook),
+            "checkpoint_callbacks": [_checkpoint(c, hook) for c in trainer.checkpoint_callbacks],
+            "early_stopping_callback": _stopping(trainer.early_stopping_callback),
+            "early_stopping_callbacks": [_stopping(c) for c in trainer.early_stopping_callbacks],
+            "progress_bar_callback": trainer.progress_bar_callback is not None,
+            "num_sanity_val_batches": list(trainer.num_sanity_val_batches),
+            "signals": [trainer.received_sigterm, trainer.interrupted],
+            "device_ids": trainer.device_ids,
+            "distributed_sampler_kwargs": trainer.distributed_sampler_kwargs,
+            "scaler": None if trainer.scaler is None else type(trainer.scaler).__name__,
         }
         state["state"][2] = None if state["state"][2] is None else str.__str__(state["state"][2])
         pl_module.events.append((hook, state))
+
+
+def _checkpoint(callback, hook):
+    """A ModelCheckpoint's class, monitor and files, relative to the run's directory (its directory from its own
+    setup on, where Lightning resolves it)."""
+    if callback is None:
+        return None
+    here = os.getcwd()
+    files = [callback.best_model_path, callback.last_model_path, callback.kth_best_model_path]
+    described = [type(callback).__name__, callback.monitor, *(f and os.path.relpath(f, here) for f in files)]
+    score = callback.best_model_score
+    described.append(None if score is None else float(score))
+    if hook != "setup":
+        described.append(os.path.relpath(callback.dirpath, here))
+    return described
+
+
+def _stopping(callback):
+    """An EarlyStopping's class, monitor and state."""
+    if callback is None:
+        return None
+    best = float(callback.best_score)
+    return [type(callback).__name__, callback.monitor, callback.wait_count, callback.stopped_epoch, best]
 
 
 def _logger(logger):

@@ -152,3 +152,12 @@ class RankReader:
     def on_train_start(self, trainer, pl_module):
         names = ("world_size", "global_rank", "local_rank", "node_rank", "is_global_zero", "num_devices")
         CALLS.append(("ranks", *(getattr(trainer, name) for name in names)))
+
+
+class DeviceReader:
+    """A callback that records what the trainer says of the devices and the data's sharding when training
+    starts, and whether it holds a GradScaler."""
+
+    def on_train_start(self, trainer, pl_module):
+        scaler = None if trainer.scaler is None else type(trainer.scaler).__name__
+        CALLS.append(("devices", trainer.device_ids, trainer.distributed_sampler_kwargs, scaler))
