@@ -506,3 +506,39 @@ def test_bad_checkpoint_is_refused(scripts: Scripts, tmp_path: Path, kind: str) 
     assert parameter in message, f"the message does not name {parameter}:\n{message}"
     assert snapshot(tmp_path) == before, "a checkpoint file was written or modified"
 
+
+# ---------------------------------------------------------------------------------------------------------------
+# (f) a file written at an epoch's end, before that epoch's ReduceLROnPlateau step
+
+
+def test_resume_from_a_file_written_before_its_epochs_plateau_step(tmp_path: Path) -> None:
+    """ModelCheckpoint writes at an epoch's end before the epoch's ReduceLROnPlateau step: the file's optimizer
+    state holds the learning rate before the step, as Lightning's does; this script's own resume from it goes on
+    with the rate after the step, as the uninterrupted run did."""
+    from tests.helpers import render, train_script
+
+    directory = tmp_path / "ck"
+    spec = {
+        "seed_everything": 42,
+        "model": {"class_path": "tests.parity.models.LoggingModel"},
+        "trainer": {
+            "accelerator": "cpu", "max_epochs": 4, "logger": False, "enable_progress_bar": False,
+            "enable_model_summary": False,
+            "callbacks": [{"class_path": "ModelCheckpoint", "init_args": {"dirpath": str(directory), "save_top_k": -1}}],
+        },
+    }  # fmt: skip
+    script = tmp_path / "train.py"
+    script.write_text(render(spec, tmp_path))
+    uninterrupted = train_script(script, tmp_path / "full.pt", cwd=tmp_path)
+    reduced = []
+    for path in sorted(directory.glob("epoch=*.ckpt")):
+        saved = torch.load(path, weights_only=True)
+        before = saved["optimizer_states"][0]["param_groups"][0]["lr"]
+        if saved["loopgen"]["param_groups"][0][0]["lr"] < before:
+            reduced.append(path)
+    assert reduced[:-1], "no epoch before the last lowered the learning rate: the case tests nothing"
+    resumed_spec = {**spec, "ckpt_path": str(reduced[0])}
+    script.write_text(render(resumed_spec, tmp_path))
+    resumed = train_script(script, tmp_path / "resumed.pt", cwd=tmp_path)
+    for name, tensor in uninterrupted["state_dict"].items():
+        assert torch.equal(tensor, resumed["state_dict"][name]), name

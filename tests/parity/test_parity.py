@@ -296,6 +296,14 @@ CASES = [
             model_checkpoint(dirpath="last", save_last=True),
         ],
     ),
+    # a file saved at an epoch's end, before the ReduceLROnPlateau of that epoch lowers the learning rate (the
+    # file holds the rate before; this script's own resume restores the rate after)
+    case(
+        "checkpoint_before_the_plateau_step",
+        "LoggingModel",
+        max_epochs=3,
+        callbacks=[model_checkpoint(dirpath="ck", monitor="val_acc", mode="max", save_top_k=2)],
+    ),
     # Lightning 2.x's form of the accumulation schedule: a GradientAccumulationScheduler entry
     case(
         "accumulation_scheduler_entry",
