@@ -46,7 +46,7 @@ def render_spec_sources(
     from loopgen.render.script import render
     from loopgen.spec.load import load_spec
 
-    spec = load_spec(spec_path)
+    spec = with_configured_callbacks(load_spec(spec_path), roots)
     model, data, callbacks, problems = read_classes(spec, roots)
     problems.sort(key=lambda p: p.line or 0)
     if any(p.where.endswith("class_path") for p in problems):  # a class not found: no plan without it
@@ -65,6 +65,22 @@ def render_spec_sources(
     }
     cache.store(entry, text, notices, sources)
     return text, notices, tuple(sorted(sources))
+
+
+def with_configured_callbacks(spec: Any, roots: list[Path]) -> Any:
+    """The spec with the callbacks its model's configure_callbacks returns merged in (loopgen.spec.configured);
+    unchanged when the model is not found (read_classes reports it) or returns none."""
+    from loopgen.errors import LoopgenError
+    from loopgen.plan.common import follows_1_9_5
+    from loopgen.source.reader import class_lineage, inspect_class
+    from loopgen.spec.configured import with_configured_callbacks as merged
+    from loopgen.spec.load import callback_entry
+
+    try:
+        model = inspect_class(spec.model.class_path, roots, where="model.class_path")
+    except LoopgenError:
+        return spec
+    return merged(spec, model, callback_entry, lambda path: class_lineage(path, roots), follows_1_9_5(spec, model))
 
 
 def read_classes(spec: Any, roots: list[Path]) -> tuple[Any, Any, tuple[Any, ...], list[Any]]:
@@ -125,7 +141,7 @@ def read_classes(spec: Any, roots: list[Path]) -> tuple[Any, Any, tuple[Any, ...
         (
             None  # Lightning's ModelCheckpoint / EarlyStopping: the script has its own
             if lightning_callback(ref.class_path)
-            else facts(ref, f"trainer.callbacks[{i}]", callback=True)
+            else facts(ref, ref.where or f"trainer.callbacks[{i}]", callback=True)
         )
         for i, ref in enumerate(spec.trainer.callbacks)
     )

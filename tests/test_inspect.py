@@ -73,7 +73,7 @@ def test_plain_module(tmp_path: Path) -> None:
         attributes_read=frozenset({"layer", "parameters"}),
         sources=(tmp_path / "proj" / "models.py",),
         optimizers=OptimizersFacts("optimizer", ("SGD",)),
-        init=Signature(names=("hidden",)),
+        init=Signature(names=("hidden",), defaults={"hidden": 64}),
     )
     assert found.defines("training_step") and not found.defines("train_dataloader")
 

@@ -177,10 +177,10 @@ def test_an_attribute_the_script_cannot_serve_is_refused_with_its_line(tmp_path:
 
 
 def test_a_hook_lightning_calls_in_fit_and_the_script_does_not_is_refused_with_its_line(tmp_path: Path) -> None:
-    source = GAN + "\n    def configure_callbacks(self):\n        return []\n"
+    source = GAN + "\n    def configure_model(self):\n        pass\n"
     message = refusal(tmp_path, source)
-    line = source.splitlines().index("    def configure_callbacks(self):") + 1
-    assert f"models.py:{line}: pkg.models.Gan overrides configure_callbacks" in message
+    line = source.splitlines().index("    def configure_model(self):") + 1
+    assert f"models.py:{line}: pkg.models.Gan overrides configure_model" in message
 
 
 def test_manual_backward_without_manual_optimization_is_refused(tmp_path: Path) -> None:

@@ -25,7 +25,8 @@ def resolve_hooks(
     """All the callbacks in the order Lightning calls them: the spec's order, then the default progress bar (a
     TQDMProgressBar or RichProgressBar the spec names stays where it is) and the default ModelSummary, with every
     ModelCheckpoint (the default one included) moved to the end. A Timer entry stays where it is; max_time's comes
-    after the spec's callbacks."""
+    after the spec's callbacks. Those configure_callbacks returned come after these defaults, as Lightning appends
+    them when fit starts."""
     users = iter(user.callbacks)
     stoppers = {cb.var: cb for cb in checkpointing.early_stopping}  # by name: one that does nothing is left out
     count = sum(is_lightning(ref, "EarlyStopping") for ref in spec.trainer.callbacks)
@@ -33,7 +34,13 @@ def resolve_hooks(
     summary = iter(summaries)
     bar = progress_callback(progress)
     ordered: list[Callback | None] = []
-    for ref in spec.trainer.callbacks:
+    defaults_placed = False
+    for index, ref in enumerate(spec.trainer.callbacks):
+        if index == spec.callbacks_configured_at:  # Lightning appends configure_callbacks' after its defaults
+            if timer is not None and timer.entry is None:
+                ordered.append(timer.callback)
+            ordered += [bar, *summary]
+            bar, defaults_placed = None, True
         if is_lightning(ref, "EarlyStopping"):
             ordered.append(stoppers.get(next(stopper_names)))  # none under fast_dev_run
         elif is_lightning(ref, "LearningRateMonitor"):
@@ -48,7 +55,7 @@ def resolve_hooks(
             bar = None
         elif not is_lightning(ref, "ModelCheckpoint"):
             ordered.append(next(users))
-    if timer is not None and timer.entry is None:
+    if timer is not None and timer.entry is None and not defaults_placed:
         ordered.append(timer.callback)
     ordered += [bar, *summary, *checkpointing.checkpoints]
     callbacks = tuple(cb for cb in ordered if cb is not None)

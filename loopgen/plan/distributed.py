@@ -103,6 +103,13 @@ class Distributed:
         return self.kind == "xla"
 
     @property
+    def device_ids(self) -> str:
+        """trainer.device_ids: the indices of this node's devices (Lightning's, from its strategy's devices)."""
+        if self.kind == "horovod":  # 1.9.5's horovod: one device per process on this host
+            return "list(range(hvd.local_size()))"
+        return repr(list(range(self.devices)))
+
+    @property
     def sampler_replicas(self) -> str | None:
         """trainer.distributed_sampler_kwargs' num_replicas, where Lightning's strategy is a parallel one (its
         value for the others, one device, is None): dp's devices, the others' processes."""

@@ -27,7 +27,7 @@ MODEL_HOOKS = (
 
 
 # LightningModule hooks Lightning's fit calls that the script does not (a module overriding one is refused)
-UNSERVED_FIT_HOOKS = ("configure_model", "configure_sharded_model", "configure_callbacks")
+UNSERVED_FIT_HOOKS = ("configure_model", "configure_sharded_model")
 
 
 # Callback hooks (Lightning's `Callback` API) the script calls when a user callback defines them.
@@ -119,6 +119,13 @@ def check_model(spec: Spec, model: ClassFacts, problems: list[Problem]) -> None:
                 " batches), which the script does not serve: take the batch, (batch, batch_idx)"
             )
             problems.append(Problem(model.defined_at.get(step, where), message))
+    if isinstance(model.configured_callbacks, str):  # its return read from the source: merged into the spec's
+        message = refusal(
+            f"{spec.model.class_path}.configure_callbacks as written",
+            f"the script builds the callbacks it returns as its source shows them: {model.configured_callbacks}",
+            "return callbacks built with literal or self.hparams arguments, or give them in trainer.callbacks",
+        )
+        problems.append(Problem(model.defined_at.get("configure_callbacks", where), message))
     unserved = [*UNSERVED_FIT_HOOKS, *([] if model.manual_optimization else ["on_validation_model_zero_grad"])]
     for hook in unserved:
         if model.defines(hook):

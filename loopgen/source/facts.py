@@ -52,6 +52,9 @@ class ClassFacts:
     mentions_iterable_dataset: bool = False  # ... names IterableDataset (its loaders may have no length)
     # "file:line" of the first method reading a logger's `experiment` (`logger.experiment`, `loggers[i].experiment`)
     experiment_read_at: str = field(default="", compare=False)
+    # what configure_callbacks returns (loopgen.source.callbacks.ReturnedCallback each), or why its source does
+    # not show it; None: the class does not define it
+    configured_callbacks: tuple[Any, ...] | str | None = None
 
     def defines(self, hook: str) -> bool:
         return hook in self.methods

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from loopgen.errors import LoopgenError, Problem
+from loopgen.source.callbacks import read_callbacks
 from loopgen.source.facts import ClassFacts, OptimizersFacts
 from loopgen.source.optimizers import read_optimizers
 from loopgen.source.signatures import Signature
@@ -76,6 +77,7 @@ def inspect_class(
     optimizers_unknown = ""
     automatic = AutomaticOptimization()
     experiment_in = ""  # the first line of a method that reads a logger's experiment
+    configured: tuple | str | None = None
     for ancestor in reversed(_linearize([c for c in found if isinstance(c, _Class)])):
         automatic.walk(ancestor.node.body)  # bases first: the subclass's assignment wins
     for ancestor in _linearize([c for c in found if isinstance(c, _Class)]):
@@ -108,6 +110,14 @@ def inspect_class(
                 lbfgs = "LBFGS" in words.words
                 read = read_optimizers(fn, source)
                 optimizers, optimizers_unknown = (read, "") if isinstance(read, OptimizersFacts) else (None, read)
+            if first and fn.name == "configure_callbacks":
+                module = ancestor.module
+                configured = read_callbacks(
+                    fn,
+                    me,
+                    lambda name, module=module: _class_path(reader._lookup_in(module, name, None)),
+                    lambda line, module=module: f"{module.file}:{line}",
+                )
     return ClassFacts(
         class_path=class_path,
         file=cls.module.file,
@@ -140,7 +150,26 @@ def inspect_class(
         imports_torchmetrics=any(_imports_torchmetrics(file) for file in reader.files_read),
         mentions_iterable_dataset=any(_source_matches(file, r"\bIterableDataset\b") for file in reader.files_read),
         experiment_read_at=_line_of(experiment_in, [cls.module.file, *reader.files_read]),
+        configured_callbacks=configured,
     )
+
+
+def _class_path(found: _Class | str | None) -> str | None:
+    """The dotted path of a class found by the reader: where a user class is defined, or the name outside."""
+    if isinstance(found, _Class):
+        return f"{found.module.name}.{found.node.name}"
+    return found
+
+
+def class_lineage(class_path: str, roots: Sequence[Path]) -> tuple[str, ...]:
+    """The class `class_path` names and its bases, each as the dotted path where it is defined (a user class's
+    module and name; the name outside the user's code); () when the class is not found."""
+    reader = _Reader(roots, "")
+    try:
+        cls = reader.find(class_path)
+    except LoopgenError:
+        return ()
+    return tuple(dict.fromkeys(_class_path(found) or "" for found in reader.ancestry(cls)))
 
 
 # bases outside the user's code whose constructors take no arguments (torch.nn.Module's takes none by name)
@@ -181,11 +210,21 @@ def _signature(fn: Function, skip: int) -> Signature | None:
     positional_only = p.posonlyargs[skip:]
     rest = p.args[max(0, skip - len(p.posonlyargs)) :]
     keyword = [*rest, *p.kwonlyargs]
+    given = [*zip(positional[len(positional) - len(p.defaults) :], p.defaults), *zip(p.kwonlyargs, p.kw_defaults)]
+    defaults = {}
+    for param, default in given:
+        if default is None:  # a keyword-only parameter without a default
+            continue
+        try:
+            defaults[param.arg] = ast.literal_eval(default)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            continue
     return Signature(
         names=tuple(param.arg for param in keyword),
         required=tuple(param.arg for param in [*positional_only, *keyword] if id(param) not in defaulted),
         var_keyword=p.kwarg is not None,
         positional_only=tuple(param.arg for param in positional_only),
+        defaults={name: value for name, value in defaults.items() if any(name == k.arg for k in keyword)},
     )
 
 

@@ -28,6 +28,7 @@ class Signature:
     positional_only: tuple[str, ...] = ()  # parameters that cannot be given by keyword
     # a parameter the script passes itself (params / optimizer), or that no YAML value can be (a function)
     fixed: Mapping[str, str] | None = None
+    defaults: Mapping[str, Any] | None = None  # the defaults the source writes as literals, by parameter
 
 
 # torch.optim's optimizers: the keyword parameters after `params` (none is required, none takes **kwargs).

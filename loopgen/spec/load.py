@@ -182,6 +182,15 @@ def load_spec(path: Path) -> Spec:
     return spec
 
 
+def callback_entry(where: str, _line: int, entry: dict[str, Any]) -> tuple[ClassRef | None, list[Problem]]:
+    """A callback given other than by the spec (configure_callbacks' return, built at `where`: "file:line"),
+    checked and normalised as a trainer.callbacks entry: its ClassRef, and its problems."""
+    reader = _Reader(where, {}, [])
+    flag = next(flag for flag in FLAGS if flag.name == "callbacks")
+    refs = reader.callbacks(flag, (where,), entry, [])
+    return (refs[0] if refs and not reader.problems else None), reader.problems
+
+
 def _by_line(problem: Problem) -> int:
     return problem.line or 0
 
@@ -350,7 +359,7 @@ class _Reader:
             self.problem(class_path_at, f"{class_path!r} needs its module: write module.{class_path}")
             return None
         if nested:
-            return ObjectSpec(class_path, init_args, self.line(path), extra)
+            return ObjectSpec(class_path, init_args, self.line(path), dict_kwargs=extra)
         return ClassRef(class_path, init_args, self.line(path))
 
     def init_args(self, path: KeyPath, value: Any, objects: bool = False) -> dict[str, Any]:

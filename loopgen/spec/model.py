@@ -24,6 +24,7 @@ class ClassRef:
     class_path: str  # dotted path, e.g. "examples.models.Classifier"
     init_args: Mapping[str, Any] = field(default_factory=dict)  # plain YAML values
     line: int | None = None  # YAML line of the entry
+    where: str = ""  # "file:line" of an entry that comes from the user's code (configure_callbacks' return)
 
     @property
     def module(self) -> str:
@@ -118,6 +119,8 @@ class Spec:
     # the accumulation schedule came from a GradientAccumulationScheduler entry of trainer.callbacks (Lightning 2.x's
     # form of the {epoch: factor} flag)
     accumulation_callback: bool = False
+    # trainer.callbacks from this index on are those configure_callbacks returned (merged as Lightning merges them)
+    callbacks_configured_at: int | None = None
     lines: Mapping[str, int] = field(default_factory=dict)  # the YAML line of each key, by its dotted path
 
     def line(self, key: str) -> int | None:

@@ -22,10 +22,12 @@ import time
 import numpy
 import pytorch_lightning as pl
 import torch
+from pytorch_lightning.callbacks import EarlyStopping, ModelCheckpoint
 from torch import nn
 from torch.nn import functional as F
 from torch.utils.data import DataLoader
 
+from tests.parity.callbacks import StopRequest
 from tests.parity.data import BATCH_SIZE, CLASSES, FEATURES, N_TRAIN, N_VAL, make_classification
 
 
@@ -294,6 +296,21 @@ class LoggingModel(MLP):
     def on_train_end(self):
         super().on_train_end()
         self.events.append(("metrics", "end", _metrics(self.trainer.callback_metrics)))
+
+
+class ConfiguredCallbacksModel(LoggingModel):
+    """configure_callbacks (Lightning's documented pattern): a ModelCheckpoint, an EarlyStopping whose patience
+    is an init argument, and a user callback, each replacing the Trainer's callbacks of its class."""
+
+    def __init__(self, patience: int = 2, stop_at_step: int = -1, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.save_hyperparameters()
+
+    def configure_callbacks(self):
+        """The checkpoint first: Lightning still runs it after the others."""
+        checkpoint = ModelCheckpoint(dirpath="configured", monitor="val_acc", mode="max", save_top_k=2)
+        early_stop = EarlyStopping(monitor="val_loss", patience=self.hparams.patience, min_delta=0.01)
+        return [checkpoint, early_stop, StopRequest(at_step=self.hparams["stop_at_step"])]
 
 
 class ParamGroupsModel(LoggingModel):

@@ -296,6 +296,30 @@ CASES = [
             model_checkpoint(dirpath="last", save_last=True),
         ],
     ),
+    # configure_callbacks: the returned callbacks replace the trainer's of their classes (the EarlyStopping, the
+    # StopRequest, the default ModelCheckpoint) and run after those kept (the recorder), the checkpoint last
+    case(
+        "configure_callbacks_replace_the_trainers",
+        "ConfiguredCallbacksModel",
+        {"patience": 1, "stop_at_step": 14},
+        max_epochs=6,
+        limit_train_batches=4,
+        enable_checkpointing=True,
+        callbacks=[
+            early_stopping(monitor="val_acc", mode="max", patience=5),
+            {"class_path": "tests.parity.callbacks.StopRequest", "init_args": {"at_step": 2}},
+            {"class_path": "tests.parity.trainer_attributes.TrainerAttributesRecorder"},
+        ],
+    ),
+    # ... with none in the trainer's: added after the default ones, enable_checkpointing false or not
+    case(
+        "configure_callbacks_added",
+        "ConfiguredCallbacksModel",
+        {"patience": 2},
+        max_epochs=3,
+        enable_checkpointing=False,
+        enable_progress_bar=True,
+    ),
     # a file saved at an epoch's end, before the ReduceLROnPlateau of that epoch lowers the learning rate (the
     # file holds the rate before; this script's own resume restores the rate after)
     case(
