@@ -148,6 +148,7 @@ LIGHTNING_CALLBACKS = {
     "RichProgressBar": "progress",
     "GradientAccumulationScheduler": "gradient_accumulation_scheduler",
     "Timer": "timer",
+    "BackboneFinetuning": "finetuning",
 }
 CALLBACK_PACKAGES = ("pytorch_lightning.callbacks", "lightning.pytorch.callbacks")
 # Keys of a checkpoint file that are not compared: Lightning's version, and the script's own state (its key's

@@ -155,6 +155,7 @@ QUICK = (
     "case:max_time_stops_after_the_batch_that_reaches_it",
     "case:timer_up_at_fit_start_held_by_min_steps",
     "case:timer_without_duration_only_times",
+    "case:backbone_finetuning_doubles_then_aligns",
     "cross:module:accelerator=1,precision=2",
     "text:deterministic",
     # findings once, in these alone: an argument, a variable or an import the script did not use

@@ -202,3 +202,55 @@ def test_reading_the_scheduled_factor_with_an_entry_is_refused_where_read(tmp_pa
     assert "trainer.accumulate_grad_batches with a GradientAccumulationScheduler entry is not supported" in str(
         excinfo.value
     )
+
+
+# --- Lightning's BackboneFinetuning: the script's own class, served as a BaseFinetuning subclass is (its training
+# and resume are compared with Lightning 2.6.6's in tests/parity/test_parity.py, backbone_finetuning_*, and
+# tests/test_finetuning.py)
+
+BACKBONE = {"class_path": "BackboneFinetuning", "init_args": {"unfreeze_backbone_at_epoch": 1}}
+
+
+def backbone_spec(tmp_path: Path, **trainer) -> dict:
+    base = spec(tmp_path, "cbproj.callbacks.Plain")
+    model = MODEL.replace("self.layer = torch.nn.Linear(2, 1)", "self.backbone = self.layer = torch.nn.Linear(2, 1)")
+    (tmp_path / "cbproj" / "model.py").write_text(textwrap.dedent(model))
+    return {**base, "trainer": {**base["trainer"], "callbacks": [BACKBONE], **trainer}}
+
+
+def test_backbone_finetuning_is_the_scripts_class_with_a_finetuning_subclass_hooks(tmp_path: Path) -> None:
+    text = render(backbone_spec(tmp_path), tmp_path)
+    assert "class BackboneFinetuning:" in text and "import BackboneFinetuning" not in text
+    assert "lambda_func" not in text  # Lightning's default factor is in the class
+    build = text[text.index("def build") :]
+    build = build[: build.index("\ndef ")]
+    assert "callback = BackboneFinetuning(" in build and "unfreeze_backbone_at_epoch=1," in build
+    assert "callback.freeze_before_training(model)" in build
+    main = text[text.index("def main") : text.index("def set_up")]
+    order = ["model.configure_optimizers()", "callback.on_fit_start(trainer, model)", "callback.on_train_epoch_start("]
+    assert sorted(order, key=main.index) == order
+
+
+def test_without_backbone_finetuning_the_script_has_no_such_class(tmp_path: Path) -> None:
+    assert "BackboneFinetuning" not in render(spec(tmp_path, "cbproj.callbacks.Plain"), tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ("no backbone", "whose source sets no `self.backbone` is not supported by loopgen"),
+        ("lambda_func", "BackboneFinetuning(lambda_func=cbproj.model.factor) is not supported by loopgen"),
+        ("1.9.5", "(a BaseFinetuning) in a spec that follows Lightning 1.9.5 is not supported"),
+    ],
+)
+def test_what_backbone_finetuning_cannot_serve_is_refused(tmp_path: Path, change: str, message: str) -> None:
+    case = backbone_spec(tmp_path)
+    if change == "no backbone":
+        (tmp_path / "cbproj" / "model.py").write_text(textwrap.dedent(MODEL))
+    elif change == "lambda_func":
+        entry = {**BACKBONE, "init_args": {**BACKBONE["init_args"], "lambda_func": "cbproj.model.factor"}}
+        case["trainer"]["callbacks"] = [entry]
+    else:
+        case["trainer"]["track_grad_norm"] = 2
+    with pytest.raises(LoopgenError, match=re.escape(message)):
+        render(case, tmp_path)

@@ -28,7 +28,14 @@ from loopgen.plan.engine import resolve_engine
 from loopgen.plan.epoch import Epoch, resolve_epoch
 from loopgen.plan.evaluation import Evaluation, evaluation_variables, resolve_evaluation, with_trainer_attributes
 from loopgen.plan.header import Header, resolve_header
-from loopgen.plan.hooks import Hooks, check_callbacks, check_model, resolve_user_code, with_base_reads
+from loopgen.plan.hooks import (
+    Hooks,
+    builtin_facts,
+    check_callbacks,
+    check_model,
+    resolve_user_code,
+    with_base_reads,
+)
 from loopgen.plan.loggers import Logging, check_logger_experiments, resolve_logging
 from loopgen.plan.manual import Manual, resolve_manual
 from loopgen.plan.metrics import Metrics, resolve_metrics
@@ -101,6 +108,7 @@ def make_plan(
     problems: list[Problem] = []
     notices: list[str] = []
     check_model(spec, model, problems)
+    callbacks = builtin_facts(spec, callbacks)
     check_callbacks(spec, model, callbacks, problems)
     callbacks = tuple(None if facts is None else with_base_reads(facts) for facts in callbacks)
     user_callbacks = tuple(facts for facts in callbacks if facts is not None)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from loopgen.errors import Problem
 from loopgen.plan.common import follows_1_9_5
-from loopgen.plan.objects import Callback, check_unique_names, construct_of
+from loopgen.plan.objects import Callback, Construct, check_unique_names, construct_of, is_lightning
 from loopgen.source.facts import ClassFacts
 from loopgen.spec.kinds import refusal
 from loopgen.spec.model import ClassRef, Spec
@@ -78,6 +79,11 @@ class UserCode:
 
     def callbacks_with(self, name: str) -> tuple[Callback, ...]:
         return tuple(c for c in self.callbacks if name in c.hooks)
+
+    @property
+    def builtin_finetuning(self) -> bool:
+        """Lightning's BackboneFinetuning is among the callbacks: the script carries the class."""
+        return any(c.finetuning and not c.construct.module for c in self.callbacks)
 
 
 @dataclass(frozen=True)
@@ -159,6 +165,39 @@ def with_base_reads(facts: ClassFacts) -> ClassFacts:
     return replace(facts, trainer_reads=facts.trainer_reads | reads)
 
 
+def builtin_facts(spec: Spec, callbacks: tuple[ClassFacts | None, ...]) -> tuple[ClassFacts | None, ...]:
+    """The facts of each callback, with those of Lightning's BackboneFinetuning filled in: the script carries its
+    own (templates/finetuning.j2), a BaseFinetuning that is served as the user's subclasses are, whose
+    freeze_before_training and finetune_function read the module's `backbone`."""
+    return tuple(
+        (
+            ClassFacts(
+                class_path=ref.class_path,
+                file=Path(),
+                root=Path(),
+                is_lightning_module=False,
+                is_lightning_callback=True,
+                lightning_bases=("BaseFinetuning",),
+                methods={
+                    "freeze_before_training": ("pl_module",),
+                    "finetune_function": ("pl_module", "epoch", "optimizer"),
+                },
+                module_reads=frozenset({"backbone"}),
+            )
+            if facts is None and is_lightning(ref, "BackboneFinetuning")
+            else facts
+        )
+        for ref, facts in zip(spec.trainer.callbacks, callbacks)
+    )
+
+
+def builtin_construct(ref: ClassRef) -> Construct:
+    """The script's BackboneFinetuning with the spec's arguments (lambda_func: only Lightning's default, which the
+    class carries)."""
+    args = {name: value for name, value in construct_of(ref).args.items() if name != "lambda_func"}
+    return Construct("", ref.name, args)
+
+
 def finetuning(facts: ClassFacts) -> bool:
     return "BaseFinetuning" in facts.lightning_bases
 
@@ -180,6 +219,14 @@ def check_callbacks(
             problems.append(Problem("trainer.callbacks", message, ref.line))
         elif facts is not None and finetuning(facts):
             check_finetuning(spec, model, ref, facts, problems)
+        if is_lightning(ref, "BackboneFinetuning") and "backbone" not in model.attributes_read | model.class_attributes:
+            message = refusal(
+                f"{ref.class_path} with {spec.model.class_path}, whose source sets no `self.backbone`",
+                "BackboneFinetuning freezes the module's `backbone` attribute and later trains it (Lightning"
+                " raises at fit's start without one)",
+                "name the module to fine-tune `self.backbone`, or subclass BaseFinetuning to freeze another",
+            )
+            problems.append(Problem("trainer.callbacks", message, ref.line))
 
 
 def check_finetuning(spec: Spec, model: ClassFacts, ref: ClassRef, facts: ClassFacts, problems: list[Problem]) -> None:
@@ -218,7 +265,7 @@ def resolve_user_code(
     refs = spec.trainer.callbacks
     plans = tuple(
         Callback(
-            construct=construct_of(ref),
+            construct=builtin_construct(ref) if is_lightning(ref, "BackboneFinetuning") else construct_of(ref),
             var=f"callback_{i}" if len(refs) > 1 else "callback",
             hooks=frozenset(
                 h

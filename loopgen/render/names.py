@@ -76,7 +76,7 @@ STANDARD = (
     Line("sys"),
     Line("time"),
     Line("warnings"),
-    Line("collections.abc", ("MutableMapping", "Sequence")),
+    Line("collections.abc", ("Iterable", "MutableMapping", "Sequence")),
     Line("contextlib", ("contextmanager", "nullcontext")),
     Line("dataclasses", ("asdict", "dataclass", "field", "is_dataclass")),
     Line("datetime", ("timedelta",)),

@@ -298,6 +298,25 @@ CALLBACK_ARGS: Mapping[str, tuple[Flag, ...]] = {
              " epoch's end (epoch)"),
         _arg("verbose", boolean(), True, "say when the time is up"),
     ),
+    "BackboneFinetuning": (
+        _arg("unfreeze_backbone_at_epoch", integer(0), 10, "the epoch at which the module's backbone joins the"
+             " optimizers"),
+        _arg("lambda_func", anything(), None, "the factor of the backbone's learning rate at each later epoch"
+             " (null: Lightning's `multiplicative`, 2.0)", nullable=True,
+             support=lightning_default(None, "the script's class multiplies by Lightning's `multiplicative`"
+                                             " (2.0) and imports no function a spec names",
+                                       "subclass BaseFinetuning and set the rate in its finetune_function")),
+        _arg("backbone_initial_ratio_lr", number_kind(), 0.1, "the backbone's first learning rate, as a fraction"
+             " of the first group's"),
+        _arg("backbone_initial_lr", number_kind(), None, "the backbone's first learning rate (null: by the"
+             " ratio)", nullable=True),
+        _arg("should_align", boolean(), True, "keep the backbone's rate at most the first group's"),
+        _arg("initial_denom_lr", number_kind(), 10.0, "what the backbone's first learning rate is divided by"
+             " when none is given"),
+        _arg("train_bn", boolean(), True, "train the backbone's BatchNorm layers once it joins"),
+        _arg("verbose", boolean(), False, "print the learning rates at each epoch from the unfreeze on"),
+        _arg("rounding", integer(0), 12, "the digits printed by verbose"),
+    ),
     "RichModelSummary": (
         _arg("max_depth", integer(-1, "-1: every level, 0: no summary"), 1, "the deepest level of submodules listed"),
     ),

@@ -515,6 +515,7 @@ LIGHTNING_CALLBACKS = {
     "ModelSummary": ("model_summary",),
     "RichModelSummary": ("rich_model_summary",),
     "Timer": ("timer",),
+    "BackboneFinetuning": ("finetuning",),
     "TQDMProgressBar": ("progress", "progress.tqdm_progress"),
     "RichProgressBar": ("progress", "progress.rich_progress"),
 }

@@ -142,6 +142,16 @@ class BackboneModel(MLP):
         return [optimizer], [torch.optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=0.5)]
 
 
+class HeadOptimizedBackboneModel(BackboneModel):
+    """As Lightning's BackboneFinetuning example writes it: configure_optimizers gives Adam the head's parameters
+    only; the backbone joins the optimizer when the callback unfreezes it (its BatchNorm only with train_bn)."""
+
+    def configure_optimizers(self):
+        optimizer = torch.optim.Adam(self.head.parameters(), lr=self.lr / 10)
+        self.remember(optimizer)
+        return optimizer
+
+
 class ClockModel(MLP):
     """Time that is the work done: the clock Lightning's Timer reads (`time.monotonic`) becomes one that each
     training step moves by a second and each validation step by a quarter, on both sides, so that a Timer stops

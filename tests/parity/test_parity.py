@@ -218,6 +218,37 @@ CASES = [
         gradient_clip_val=0.5,
         accumulate_grad_batches=2,
     ),
+    # Lightning's BackboneFinetuning (the script's own class): the backbone joins at epoch 1 at a tenth of the
+    # head's rate, doubled each epoch and held at the head's (StepLR lowers it); its groups and rate in the
+    # checkpoint; then, with the head alone in the optimizer, a given first rate, not aligned, and the BatchNorm
+    # left out of the new group (train_bn false), with accumulation
+    case(
+        "backbone_finetuning_doubles_then_aligns",
+        "BackboneModel",
+        callbacks=[
+            {"class_path": "BackboneFinetuning", "init_args": {"unfreeze_backbone_at_epoch": 1, "verbose": True}},
+            {"class_path": "ModelCheckpoint", "init_args": {"dirpath": "ck", "save_last": True}},
+        ],
+        max_epochs=5,
+    ),
+    case(
+        "backbone_finetuning_given_rate_batch_norm_frozen",
+        "HeadOptimizedBackboneModel",
+        callbacks=[
+            {
+                "class_path": "lightning.pytorch.callbacks.BackboneFinetuning",
+                "init_args": {
+                    "unfreeze_backbone_at_epoch": 2,
+                    "backbone_initial_lr": 0.05,
+                    "should_align": False,
+                    "train_bn": False,
+                },
+            },
+            {"class_path": "ModelCheckpoint", "init_args": {"dirpath": "ck", "save_last": True}},
+        ],
+        max_epochs=4,
+        accumulate_grad_batches=2,
+    ),
     # Lightning's Timer on a clock that the steps move (ClockModel: a training step is a second, a validation
     # step a quarter): max_time stops after the batch that reaches it, and validates there; the times in its
     # checkpoint state are compared
