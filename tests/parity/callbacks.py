@@ -104,3 +104,17 @@ class FreezeUnfreeze(BaseFinetuning):
         if current_epoch == self.unfreeze_at_epoch:
             self.unfreeze_and_add_param_group(modules=pl_module.backbone, optimizer=optimizer, train_bn=True)
         pl_module.events.append(("finetune", current_epoch, [group["lr"] for group in optimizer.param_groups]))
+
+
+class SavesItsCount(pl.Callback):
+    """Counts the training batches and writes the count into each checkpoint it is asked to (on_save_checkpoint,
+    which Lightning calls for full checkpoints only)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        self.count += 1
+
+    def on_save_checkpoint(self, trainer, pl_module, checkpoint):
+        checkpoint["batches_counted"] = self.count

@@ -628,6 +628,14 @@ CASES = [
         max_epochs=3,
     ),
     checkpointing_case(
+        # a callback's on_save_checkpoint writes into full checkpoints only
+        "ckpt_weights_only_without_the_callbacks_save_hook",
+        model_checkpoint(dirpath="weights", save_top_k=-1, save_weights_only=True),
+        model_checkpoint(dirpath="full", monitor="val_loss", save_top_k=-1),
+        {"class_path": "tests.parity.callbacks.SavesItsCount"},
+        max_epochs=2,
+    ),
+    checkpointing_case(
         "ckpt_every_2_epochs",
         model_checkpoint(every_n_epochs=2, save_top_k=-1, save_last=True),
         max_epochs=5,
