@@ -149,6 +149,8 @@ LIGHTNING_CALLBACKS = {
     "GradientAccumulationScheduler": "gradient_accumulation_scheduler",
     "Timer": "timer",
     "BackboneFinetuning": "finetuning",
+    "WeightAveraging": "weight_averaging",
+    "EMAWeightAveraging": "weight_averaging",
 }
 CALLBACK_PACKAGES = ("pytorch_lightning.callbacks", "lightning.pytorch.callbacks")
 # Keys of a checkpoint file that are not compared: Lightning's version, and the script's own state (its key's

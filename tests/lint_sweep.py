@@ -156,6 +156,8 @@ QUICK = (
     "case:timer_up_at_fit_start_held_by_min_steps",
     "case:timer_without_duration_only_times",
     "case:backbone_finetuning_doubles_then_aligns",
+    "case:ema_weight_averaging_by_epoch_and_every_3_steps",
+    "case:weight_averaging_equal_weights_without_buffers",
     "cross:module:accelerator=1,precision=2",
     "text:deterministic",
     # findings once, in these alone: an argument, a variable or an import the script did not use

@@ -7,6 +7,7 @@ under Lightning (tests/parity/test_parity.py, finetuning_*; tests/test_finetunin
 from __future__ import annotations
 
 import re
+import runpy
 import textwrap
 from pathlib import Path
 
@@ -254,3 +255,66 @@ def test_what_backbone_finetuning_cannot_serve_is_refused(tmp_path: Path, change
         case["trainer"]["track_grad_norm"] = 2
     with pytest.raises(LoopgenError, match=re.escape(message)):
         render(case, tmp_path)
+
+
+# --- Lightning's WeightAveraging and EMAWeightAveraging: the script's own class (their training, checkpoints and
+# resume are compared with Lightning 2.6.6's in tests/parity/test_parity.py, *weight_averaging*, and
+# tests/test_weight_averaging.py)
+
+
+@pytest.mark.parametrize("name", ["WeightAveraging", "EMAWeightAveraging"])
+def test_weight_averaging_is_the_scripts_class_called_at_its_hooks(tmp_path: Path, name: str) -> None:
+    base = spec(tmp_path, "cbproj.callbacks.Plain")
+    text = render({**base, "trainer": {**base["trainer"], "callbacks": [name]}}, tmp_path)
+    assert f"class {name}:" in text and f"import {name}" not in text
+    assert ("get_ema_avg_fn" in text) == (name == "EMAWeightAveraging")
+    main = text[text.index("def main") : text.index("def set_up")]
+    order = ["callback.on_fit_start(trainer, model)", "callback.on_train_batch_end("]
+    assert sorted(order, key=main.index) == order
+    # WeightAveraging never updates by epoch: its class has no such hook, and the script does not call it
+    assert ("callback.on_train_epoch_end(" in main) == (name == "EMAWeightAveraging")
+    assert "callback.on_train_end(trainer, model)" in main
+
+
+@pytest.mark.parametrize(
+    ("callbacks", "trainer", "message"),
+    [
+        (
+            ["EMAWeightAveraging", "WeightAveraging"],
+            {},
+            "a second weight-averaging callback (pytorch_lightning.callbacks.WeightAveraging) is",
+        ),
+        (["EMAWeightAveraging"], {"track_grad_norm": 2}, "EMAWeightAveraging in a spec that follows Lightning 1.9.5"),
+        (
+            [{"class_path": "WeightAveraging", "init_args": {"avg_fn": "torch.optim.swa_utils.get_ema_avg_fn"}}],
+            {},
+            "unknown argument of WeightAveraging",
+        ),
+    ],
+)
+def test_what_weight_averaging_cannot_serve_is_refused(
+    tmp_path: Path, callbacks: list, trainer: dict, message: str
+) -> None:
+    base = spec(tmp_path, "cbproj.callbacks.Plain")
+    with pytest.raises(LoopgenError, match=re.escape(message)):
+        render({**base, "trainer": {**base["trainer"], "callbacks": callbacks, **trainer}}, tmp_path)
+
+
+def test_the_averaged_copy_follows_the_module_to_its_device(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lightning makes the copy on the device the module trains on (its setup sees that device); the script moves
+    the module after setup, so its class moves the copy at fit's start: here to the meta device, standing for a
+    GPU. A `device` given keeps the copy there."""
+    torch = pytest.importorskip("torch")
+    base = spec(tmp_path, "cbproj.callbacks.Plain")
+    text = render({**base, "trainer": {**base["trainer"], "callbacks": ["EMAWeightAveraging"]}}, tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "train.py").write_text(text)
+    namespace = runpy.run_path(str(tmp_path / "train.py"), run_name="rendered")  # its classes, main() not run
+    for device, expected in ((None, "meta"), ("cpu", "cpu")):
+        module = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.BatchNorm1d(2))
+        callback = namespace["EMAWeightAveraging"](device=device)
+        callback.setup(None, module, stage="fit")
+        module.to("meta")
+        callback.on_fit_start(None, module)
+        devices = {t.device.type for t in [*callback.average_model.parameters(), *callback.average_model.buffers()]}
+        assert devices == {expected}

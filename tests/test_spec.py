@@ -783,7 +783,8 @@ def test_other_lightning_callbacks_are_refused(tmp_path: Path) -> None:
     assert text.startswith("trainer.callbacks[0] (line 3): StochasticWeightAveraging is not supported by loopgen (")
     assert text.endswith(
         "; use ModelCheckpoint, EarlyStopping, LearningRateMonitor, ModelSummary, RichModelSummary, Timer,"
-        " BackboneFinetuning, TQDMProgressBar, RichProgressBar, or a callback class of your own with the same hooks"
+        " BackboneFinetuning, WeightAveraging, EMAWeightAveraging, TQDMProgressBar, RichProgressBar, or a callback"
+        " class of your own with the same hooks"
     )
 
 

@@ -85,6 +85,14 @@ class UserCode:
         """Lightning's BackboneFinetuning is among the callbacks: the script carries the class."""
         return any(c.finetuning and not c.construct.module for c in self.callbacks)
 
+    @property
+    def builtin_averaging(self) -> str | None:
+        """Lightning's WeightAveraging or EMAWeightAveraging among the callbacks (one at most): the script carries
+        the class of that name."""
+        return next(
+            (c.construct.cls for c in self.callbacks if not c.construct.module and c.construct.cls in AVERAGING), None
+        )
+
 
 @dataclass(frozen=True)
 class Hooks(UserCode):
@@ -165,36 +173,69 @@ def with_base_reads(facts: ClassFacts) -> ClassFacts:
     return replace(facts, trainer_reads=facts.trainer_reads | reads)
 
 
-def builtin_facts(spec: Spec, callbacks: tuple[ClassFacts | None, ...]) -> tuple[ClassFacts | None, ...]:
-    """The facts of each callback, with those of Lightning's BackboneFinetuning filled in: the script carries its
-    own (templates/finetuning.j2), a BaseFinetuning that is served as the user's subclasses are, whose
-    freeze_before_training and finetune_function read the module's `backbone`."""
-    return tuple(
-        (
-            ClassFacts(
-                class_path=ref.class_path,
-                file=Path(),
-                root=Path(),
-                is_lightning_module=False,
-                is_lightning_callback=True,
-                lightning_bases=("BaseFinetuning",),
-                methods={
-                    "freeze_before_training": ("pl_module",),
-                    "finetune_function": ("pl_module", "epoch", "optimizer"),
-                },
-                module_reads=frozenset({"backbone"}),
-            )
-            if facts is None and is_lightning(ref, "BackboneFinetuning")
-            else facts
+# Lightning's callbacks the script carries a class for (templates/finetuning.j2, templates/averaging.j2), served as
+# a user's callback is: the hooks their class defines, with Lightning's signatures, and what they read of the trainer
+BUILTIN_CALLBACKS: Mapping[str, ClassFacts] = {
+    "BackboneFinetuning": ClassFacts(
+        class_path="pytorch_lightning.callbacks.BackboneFinetuning",
+        file=Path(),
+        root=Path(),
+        is_lightning_module=False,
+        is_lightning_callback=True,
+        lightning_bases=("BaseFinetuning",),  # its hooks are BaseFinetuning's (SUBCLASSED_CALLBACKS)
+        methods={"freeze_before_training": ("pl_module",), "finetune_function": ("pl_module", "epoch", "optimizer")},
+        module_reads=frozenset({"backbone"}),
+    ),
+    **{
+        name: ClassFacts(
+            class_path=f"pytorch_lightning.callbacks.{name}",
+            file=Path(),
+            root=Path(),
+            is_lightning_module=False,
+            is_lightning_callback=True,
+            lightning_bases=("Callback",),
+            methods={
+                "setup": ("trainer", "pl_module", "stage"),
+                "on_fit_start": ("trainer", "pl_module"),  # (the averaged copy joins the module's device)
+                "on_train_batch_end": ("trainer", "pl_module", "outputs", "batch", "batch_idx"),
+                # (WeightAveraging's by-epoch update never happens: only EMAWeightAveraging's can)
+                **({"on_train_epoch_end": ("trainer", "pl_module")} if name == "EMAWeightAveraging" else {}),
+                "on_train_end": ("trainer", "pl_module"),
+                "on_validation_epoch_start": ("trainer", "pl_module"),
+                "on_validation_epoch_end": ("trainer", "pl_module"),
+                "state_dict": (),
+                "load_state_dict": ("state_dict",),
+                "on_save_checkpoint": ("trainer", "pl_module", "checkpoint"),
+                "on_load_checkpoint": ("trainer", "pl_module", "checkpoint"),
+            },
+            trainer_reads=frozenset({"global_step", "current_epoch"}),
         )
+        for name in ("WeightAveraging", "EMAWeightAveraging")  # AVERAGING
+    },
+}
+
+AVERAGING = ("WeightAveraging", "EMAWeightAveraging")
+
+# what the script's class does not take of Lightning's arguments (their refusals are in spec/flags.py)
+BUILTIN_DROPPED_ARGS = ("lambda_func",)
+
+
+def builtin_callback(ref: ClassRef) -> bool:
+    return any(is_lightning(ref, name) for name in BUILTIN_CALLBACKS)
+
+
+def builtin_facts(spec: Spec, callbacks: tuple[ClassFacts | None, ...]) -> tuple[ClassFacts | None, ...]:
+    """The facts of each callback, with those of Lightning's callbacks that the script carries a class for filled
+    in (BUILTIN_CALLBACKS)."""
+    return tuple(
+        BUILTIN_CALLBACKS[ref.name] if facts is None and builtin_callback(ref) else facts
         for ref, facts in zip(spec.trainer.callbacks, callbacks)
     )
 
 
 def builtin_construct(ref: ClassRef) -> Construct:
-    """The script's BackboneFinetuning with the spec's arguments (lambda_func: only Lightning's default, which the
-    class carries)."""
-    args = {name: value for name, value in construct_of(ref).args.items() if name != "lambda_func"}
+    """The script's class for one of Lightning's callbacks, with the spec's arguments."""
+    args = {name: value for name, value in construct_of(ref).args.items() if name not in BUILTIN_DROPPED_ARGS}
     return Construct("", ref.name, args)
 
 
@@ -208,6 +249,22 @@ def check_callbacks(
     """A user's callback that subclasses another of Lightning's callbacks (ModelCheckpoint, EarlyStopping, ...):
     the script would run the subclass's own methods only, never the base's behaviour (nothing saved), so it is
     refused. A BaseFinetuning subclass is served as Lightning 2.x's, where its base's hooks can run."""
+    averaging = [ref for ref in spec.trainer.callbacks if ref.name in AVERAGING and builtin_callback(ref)]
+    if averaging and follows_1_9_5(spec, model):
+        message = refusal(
+            f"{averaging[0].class_path} in a spec that follows Lightning 1.9.5",
+            "Lightning 1.9.5 has no weight-averaging callback",
+            "follow Lightning 2.x",
+        )
+        problems.append(Problem("trainer.callbacks", message, averaging[0].line))
+    if len(averaging) > 1:
+        message = refusal(
+            f"a second weight-averaging callback ({averaging[1].class_path})",
+            "each swaps its average into the module for validation and copies it into the module when training"
+            " ends, so the second would average and validate the first's average",
+            "keep one",
+        )
+        problems.append(Problem("trainer.callbacks", message, averaging[1].line))
     for ref, facts in zip(spec.trainer.callbacks, callbacks):
         bases = [name for name in facts.lightning_bases if name not in SUBCLASSED_CALLBACKS] if facts else []
         if bases:
@@ -265,7 +322,7 @@ def resolve_user_code(
     refs = spec.trainer.callbacks
     plans = tuple(
         Callback(
-            construct=builtin_construct(ref) if is_lightning(ref, "BackboneFinetuning") else construct_of(ref),
+            construct=builtin_construct(ref) if builtin_callback(ref) else construct_of(ref),
             var=f"callback_{i}" if len(refs) > 1 else "callback",
             hooks=frozenset(
                 h

@@ -317,6 +317,22 @@ CALLBACK_ARGS: Mapping[str, tuple[Flag, ...]] = {
         _arg("verbose", boolean(), False, "print the learning rates at each epoch from the unfreeze on"),
         _arg("rounding", integer(0), 12, "the digits printed by verbose"),
     ),
+    "WeightAveraging": (
+        _arg("device", string(), None, 'where the averaged copy is kept ("cpu", "cuda:0"; null: the module\'s'
+             " device)", nullable=True),
+        _arg("use_buffers", boolean(), True, "average the buffers too (else the copy keeps the module's)"),
+    ),
+    "EMAWeightAveraging": (
+        _arg("device", string(), None, 'where the averaged copy is kept ("cpu", "cuda:0"; null: the module\'s'
+             " device)", nullable=True),
+        _arg("use_buffers", boolean(), True, "average the buffers too (else the copy keeps the module's)"),
+        _arg("decay", number_kind(), 0.999, "the weight of the average at each update"),
+        _arg("update_every_n_steps", integer(0, "0: not by steps"), 1, "update after every n optimizer steps"),
+        _arg("update_starting_at_step", integer(0), None, "update by steps from this step on (null: from the"
+             " start)", nullable=True),
+        _arg("update_starting_at_epoch", integer(0), None, "also update at the end of each epoch from this one"
+             " on (null: never)", nullable=True),
+    ),
     "RichModelSummary": (
         _arg("max_depth", integer(-1, "-1: every level, 0: no summary"), 1, "the deepest level of submodules listed"),
     ),

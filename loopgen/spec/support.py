@@ -516,6 +516,8 @@ LIGHTNING_CALLBACKS = {
     "RichModelSummary": ("rich_model_summary",),
     "Timer": ("timer",),
     "BackboneFinetuning": ("finetuning",),
+    "WeightAveraging": ("weight_averaging",),
+    "EMAWeightAveraging": ("weight_averaging",),
     "TQDMProgressBar": ("progress", "progress.tqdm_progress"),
     "RichProgressBar": ("progress", "progress.rich_progress"),
 }

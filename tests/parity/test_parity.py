@@ -249,6 +249,44 @@ CASES = [
         max_epochs=4,
         accumulate_grad_batches=2,
     ),
+    # Lightning's EMAWeightAveraging (the script's own class): validation sees the average (the sanity check too),
+    # the module holds it at the end; checkpoints hold the average, the module's weights and the averaging state.
+    # Then by epoch from epoch 1 and every 3 steps from step 4, with accumulation, the best checkpoints chosen by
+    # the average's validation loss; and WeightAveraging's equal-weight average without buffers
+    case(
+        "ema_weight_averaging_validates_the_average",
+        "BackboneModel",
+        callbacks=[
+            {"class_path": "EMAWeightAveraging", "init_args": {"decay": 0.9}},
+            {"class_path": "ModelCheckpoint", "init_args": {"dirpath": "ck", "save_top_k": -1, "save_last": True}},
+        ],
+        max_epochs=3,
+        val_check_interval=0.5,
+    ),
+    case(
+        "ema_weight_averaging_by_epoch_and_every_3_steps",
+        "CheckpointModel",
+        callbacks=[
+            {
+                "class_path": "lightning.pytorch.callbacks.EMAWeightAveraging",
+                "init_args": {
+                    "decay": 0.5,
+                    "update_every_n_steps": 3,
+                    "update_starting_at_step": 4,
+                    "update_starting_at_epoch": 1,
+                },
+            },
+            {"class_path": "ModelCheckpoint", "init_args": {"dirpath": "ck", "monitor": "val_loss", "save_top_k": 2}},
+        ],
+        max_epochs=3,
+        accumulate_grad_batches=2,
+    ),
+    case(
+        "weight_averaging_equal_weights_without_buffers",
+        "BackboneModel",
+        callbacks=[{"class_path": "WeightAveraging", "init_args": {"use_buffers": False}}],
+        max_epochs=2,
+    ),
     # Lightning's Timer on a clock that the steps move (ClockModel: a training step is a second, a validation
     # step a quarter): max_time stops after the batch that reaches it, and validates there; the times in its
     # checkpoint state are compared
