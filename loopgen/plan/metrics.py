@@ -51,6 +51,14 @@ class Metrics:
     # after them (as well as before, for the hooks to read)
     publishes_after_train_epoch_end: bool = False
     publishes_after_val_epoch_end: bool = False
+    # only a ReduceLROnPlateau would read the values, and configure_optimizers' return is known when the script
+    # runs: log becomes the no-op once it is known that none came back
+    for_plateau_only: bool = False
+
+    @property
+    def ignores(self) -> bool:
+        """log may be the no-op (ignore_logged): always, or once configure_optimizers returned no plateau."""
+        return self.discards or self.for_plateau_only
 
 
 def resolve_metrics(
@@ -72,19 +80,18 @@ def resolve_metrics(
     trainer.callback_metrics / logged_metrics, the progress bar showing prog_bar values); the gradient norms of
     track_grad_norm and the seed's dict returns are logged values too."""
     readers = any(reads_trainer(facts, *METRIC_ATTRIBUTES) for facts in (model, *callbacks))
-    collect = (
+    model_logs = model.uses_log or any(facts.module_reads & {"log", "log_dict"} for facts in callbacks)
+    torchmetrics = model_logs and logs_torchmetrics(spec, model, callbacks, problems)
+    read_otherwise = (
         readers
-        or optimizers.plateau
         or optimization.track_grad_norm is not None
         or checkpointing.reads_metrics
         or logging.values
         or progress.metrics
+        or (model_logs and evaluation.returns_metrics)  # validate and test return (and print) what is logged
+        or torchmetrics
     )
-    model_logs = model.uses_log or any(facts.module_reads & {"log", "log_dict"} for facts in callbacks)
-    # validate and test return (and print) what the module logs
-    collect = collect or (model_logs and evaluation.returns_metrics)
-    torchmetrics = model_logs and logs_torchmetrics(spec, model, callbacks, problems)
-    collect = collect or torchmetrics
+    collect = read_otherwise or optimizers.plateau
     log_dicts = collect and model.returns_log_dicts
     # the prog_bar=True values are kept where the bar shows them or trainer.progress_bar_metrics is read
     bar_read = any(reads_trainer(facts, "progress_bar_metrics") for facts in (model, *callbacks))
@@ -100,6 +107,12 @@ def resolve_metrics(
         progress_bar=progress.metrics or (collect and bar_read),
         model_logs=model_logs,
         discards=model_logs and not collect,
+        # (the seed's dict returns are logged by the script itself, whatever self.log is)
+        for_plateau_only=model_logs
+        and not read_otherwise
+        and not log_dicts
+        and optimizers.general_schedulers
+        and optimizers.plateau,
         log_dicts=log_dicts,
         epoch_end_returns=log_dicts and optimization.epoch_outputs and not optimization.nested_outputs,
         first_batch_resets=collect

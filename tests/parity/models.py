@@ -308,6 +308,36 @@ class LoggingModel(MLP):
         self.events.append(("metrics", "end", _metrics(self.trainer.callback_metrics)))
 
 
+class SchedulerChoiceModel(MLP):
+    """configure_optimizers returns the scheduler a helper chooses by an init argument: a ReduceLROnPlateau on
+    val_loss, or a StepLR. Its source does not show which: the script decides when it runs whether what the
+    module logs (train_loss, val_loss; nothing else reads them) is collected."""
+
+    def __init__(self, plateau: bool = False, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.plateau = plateau
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        loss = F.cross_entropy(self(x), y)
+        self.log("train_loss", loss, on_epoch=True)
+        return loss
+
+    def validation_step(self, batch, batch_idx):
+        x, y = batch
+        self.log("val_loss", F.cross_entropy(self(x), y))
+
+    def configure_optimizers(self):
+        optimizer = self.remember(torch.optim.SGD(self.parameters(), lr=self.lr, momentum=0.9))
+        return {"optimizer": optimizer, "lr_scheduler": self.scheduler_for(optimizer)}
+
+    def scheduler_for(self, optimizer):
+        if self.plateau:
+            plateau = torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer, factor=0.5, patience=0, threshold=0.05)
+            return {"scheduler": plateau, "monitor": "val_loss"}
+        return torch.optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=0.5)
+
+
 class ConfiguredCallbacksModel(LoggingModel):
     """configure_callbacks (Lightning's documented pattern): a ModelCheckpoint, an EarlyStopping whose patience
     is an init argument, and a user callback, each replacing the Trainer's callbacks of its class."""

@@ -180,6 +180,9 @@ CASES = [
     case("step_scheduler_frequency_2_accumulate_3", "StepScheduleModel", max_epochs=2, accumulate_grad_batches=3),
     case("step_scheduler_literal_frequency_3_accumulate_2", "StepEvery3Model", max_epochs=2, accumulate_grad_batches=2),
     case("optimizer_from_a_helper", "HelperOptimizerModel", max_epochs=2),
+    # a helper chooses the scheduler: the script decides when it runs whether the logged values are collected
+    case("scheduler_chosen_at_run_time_plateau", "SchedulerChoiceModel", {"plateau": True}, max_epochs=4),
+    case("scheduler_chosen_at_run_time_step", "SchedulerChoiceModel", max_epochs=2),
     case("scheduler_name_rebound_to_its_dict", "ReboundSchedulerModel", max_epochs=2),
     case("plateau_per_step_not_strict", "LenientPlateauModel", max_epochs=2, val_check_interval=0.5),
     case("plateau_val_loss", "PlateauModel", max_epochs=4),
