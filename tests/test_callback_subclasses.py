@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from loopgen.errors import LoopgenError
-from tests.helpers import render
+from tests.helpers import render, write_spec
 
 CALLBACKS = '''
 import pytorch_lightning as pl
@@ -318,3 +318,29 @@ def test_the_averaged_copy_follows_the_module_to_its_device(tmp_path: Path, monk
         callback.on_fit_start(None, module)
         devices = {t.device.type for t in [*callback.average_model.parameters(), *callback.average_model.buffers()]}
         assert devices == {expected}
+
+
+def test_an_on_exception_hook_is_named_in_a_notice(tmp_path: Path) -> None:
+    """Lightning calls on_exception when fit raises; the script lets the error propagate without calling it, and
+    says so when it renders (for the module's hook and a callback's)."""
+    base = spec(tmp_path, "cbproj.callbacks.Failing")
+    callbacks = (
+        CALLBACKS
+        + "\n\nclass Failing(pl.Callback):\n    def on_exception(self, trainer, pl_module, exc):\n        pass\n"
+    )
+    (tmp_path / "cbproj" / "callbacks.py").write_text(callbacks)
+    model = MODEL + "\n    def on_exception(self, exception):\n        pass\n"
+    (tmp_path / "cbproj" / "model.py").write_text(textwrap.dedent(model))
+    notices = render_notices(base, tmp_path)
+    assert [n.split(":")[0] for n in notices if "on_exception" in n] == [
+        "cbproj.model.Net.on_exception",
+        "cbproj.callbacks.Failing.on_exception",
+    ]
+    (tmp_path / "cbproj" / "model.py").write_text(textwrap.dedent(MODEL))
+    assert not [n for n in render_notices(spec(tmp_path, "cbproj.callbacks.Plain"), tmp_path) if "on_exception" in n]
+
+
+def render_notices(case: dict, tmp_path: Path) -> tuple[str, ...]:
+    from loopgen.pipeline import render_spec
+
+    return render_spec(write_spec(tmp_path, case), "train.py")[1]

@@ -33,6 +33,7 @@ from loopgen.plan.hooks import (
     builtin_facts,
     check_callbacks,
     check_model,
+    note_exception_hooks,
     resolve_user_code,
     with_base_reads,
 )
@@ -113,6 +114,7 @@ def make_plan(
     callbacks = tuple(None if facts is None else with_base_reads(facts) for facts in callbacks)
     user_callbacks = tuple(facts for facts in callbacks if facts is not None)
     user = resolve_user_code(spec, model, data, callbacks)
+    note_exception_hooks(spec, model, data, callbacks, notices)
     device = resolve_device(spec)
     precision = resolve_precision(spec, model, device, problems, notices)
     optimizers = resolve_optimizers(spec, model, precision, problems)

@@ -314,6 +314,25 @@ def check_finetuning(spec: Spec, model: ClassFacts, ref: ClassRef, facts: ClassF
         problems.append(Problem(facts.defined_at.get("finetune_function", "trainer.callbacks"), message))
 
 
+def note_exception_hooks(
+    spec: Spec,
+    model: ClassFacts,
+    data: ClassFacts | None,
+    callbacks: tuple[ClassFacts | None, ...],
+    notices: list[str],
+) -> None:
+    """on_exception, which Lightning calls when fit raises (then raises the error again): the script lets an error
+    propagate as it is, without calling it. Said at render time, since it changes nothing while training runs."""
+    owners = [(spec.model.class_path, model), *([(spec.data.class_path, data)] if spec.data else [])]
+    owners += [(ref.class_path, facts) for ref, facts in zip(spec.trainer.callbacks, callbacks)]
+    for class_path, facts in owners:
+        if facts is not None and facts.defines("on_exception"):
+            notices.append(
+                f"{class_path}.on_exception: the script does not call it (Lightning calls it when fit raises, then"
+                " raises the error again); an error raised in training propagates as it is"
+            )
+
+
 def resolve_user_code(
     spec: Spec, model: ClassFacts, data: ClassFacts | None, callbacks: tuple[ClassFacts | None, ...]
 ) -> UserCode:
