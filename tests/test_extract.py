@@ -268,3 +268,23 @@ def test_main_of_a_spec_with_lightnings_defaults_reads_as_the_loop(tmp_path: Pat
     assert main.end_lineno - main.lineno + 1 <= 150
     assert {"set_up", "build", "resume", "sanity_check", "resume_loop", "report"} <= functions.keys()
     assert any(isinstance(node, ast.While) for node in ast.walk(main))  # the epoch loop
+
+
+def test_a_comprehensions_own_variables_are_neither_read_nor_given_back() -> None:
+    """A comprehension's variables live in its own scope: the block does not read `state` from main() (main binds
+    none before it), and does not give back its `item` to the comprehension after it that names its own."""
+    source = """
+    def main():
+        items = [1, 2]
+        # loopgen:extract setup: Make things.
+        doubled = [state * 2 for state in items]
+        total = sum(doubled)
+        item = total + 1
+        print(item)
+        # loopgen:end
+        return [item for item in range(total)], items
+    """
+    text = lifted(source)
+    assert "    total = setup(items)\n" in text
+    assert "def setup(items):" in text and "    return total\n" in text.split("def setup")[1]
+    assert run(text) == run(textwrap.dedent(source))

@@ -197,18 +197,41 @@ def _scope(text: str, function: ast.FunctionDef) -> symtable.SymbolTable:
     raise LoopgenError(f"no scope for {function.name}")
 
 
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def _comprehension_names(node: ast.AST) -> set[int]:
+    """The Name nodes under `node` that are a comprehension's own variables (its targets, and where it reads them),
+    by id: they bind and read nothing in the function's scope. The first `for`'s iterable is read outside."""
+    own: set[int] = set()
+    for comprehension in ast.walk(node):
+        if not isinstance(comprehension, _COMPREHENSIONS):
+            continue
+        targets = {n.id for g in comprehension.generators for n in ast.walk(g.target) if isinstance(n, ast.Name)}
+        outside = {id(n) for n in ast.walk(comprehension.generators[0].iter)}
+        own |= {
+            id(n)
+            for n in ast.walk(comprehension)
+            if isinstance(n, ast.Name) and n.id in targets and id(n) not in outside
+        }
+    return own
+
+
 def _names_in_order(statements: list[ast.stmt]) -> tuple[list[str], list[str]]:
     """The names the block reads (in the order they appear) and binds (in the order ast.walk meets them), each
-    once, at any depth."""
+    once, at any depth; a comprehension's own variables are neither."""
+    own = set().union(*(_comprehension_names(statement) for statement in statements))
     loads = sorted(
         (node.lineno, node.col_offset, node.id)
         for statement in statements
         for node in ast.walk(statement)
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and id(node) not in own
     )
     stores: dict[str, None] = {}
     for statement in statements:
         for node in ast.walk(statement):
+            if id(node) in own:
+                continue
             if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
                 stores.setdefault(node.id, None)
             elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
@@ -239,8 +262,13 @@ def _loads(node: ast.AST) -> set[str]:
 
 
 def _stores(function: ast.FunctionDef) -> list[tuple[str, int]]:
-    """The names the function binds by assignment, each with its line."""
-    return [(n.id, n.lineno) for n in ast.walk(function) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]
+    """The names the function binds by assignment, each with its line (a comprehension's variables are its own)."""
+    own = _comprehension_names(function)
+    return [
+        (n.id, n.lineno)
+        for n in ast.walk(function)
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and id(n) not in own
+    ]
 
 
 def _bound_before(function: ast.FunctionDef, region: _Region) -> set[str]:
@@ -277,12 +305,18 @@ def _used_outside(function: ast.FunctionDef, scope: symtable.SymbolTable, region
 
 
 def _own_loads(node: ast.AST) -> list[tuple[str, int]]:
-    """The names `node` reads in the function's own scope (not in the functions or classes defined in it)."""
+    """The names `node` reads in the function's own scope (not in the functions or classes defined in it, nor a
+    comprehension's own variables)."""
+    own = _comprehension_names(node)
+    return [(name, line) for name, line, key in _loads_outside_definitions(node) if key not in own]
+
+
+def _loads_outside_definitions(node: ast.AST) -> list[tuple[str, int, int]]:
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
         return []
-    found = [(node.id, node.lineno)] if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) else []
+    found = [(node.id, node.lineno, id(node))] if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) else []
     for child in ast.iter_child_nodes(node):
-        found += _own_loads(child)
+        found += _loads_outside_definitions(child)
     return found
 
 
