@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_finetuning import train
+from tests.test_finetuning import spec, train
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("pytorch_lightning")
@@ -18,23 +18,12 @@ pytest.importorskip("pytorch_lightning")
 pytestmark = pytest.mark.slow
 
 
-def spec(max_epochs: int, ckpt_path: str | None = None) -> dict:
-    return {
-        "seed_everything": 42,
-        "model": {"class_path": "tests.parity.models.BackboneModel"},
-        "trainer": {
-            "max_epochs": max_epochs,
-            "callbacks": [
-                {"class_path": "EMAWeightAveraging", "init_args": {"decay": 0.8, "update_starting_at_epoch": 0}},
-                {"class_path": "ModelCheckpoint", "init_args": {"dirpath": "ck", "save_last": True}},
-            ],
-        },
-        **({"ckpt_path": ckpt_path} if ckpt_path else {}),
-    }
+# the averaging entry in test_finetuning's spec: BackboneModel (BatchNorm buffers averaged too), last.ckpt kept
+EMA = {"class_path": "EMAWeightAveraging", "init_args": {"decay": 0.8, "update_starting_at_epoch": 0}}
 
 
 def test_a_resumed_averaging_run_trains_as_lightnings(tmp_path: Path) -> None:
-    train("lightning", spec(max_epochs=2), tmp_path / "first")
+    train("lightning", spec(EMA, max_epochs=2), tmp_path / "first")
     last = tmp_path / "first" / "ck" / "last.ckpt"
     saved = torch.load(last, weights_only=False)
     # the average is the file's state_dict; the module's weights and the average's count are kept beside it
@@ -42,8 +31,8 @@ def test_a_resumed_averaging_run_trains_as_lightnings(tmp_path: Path) -> None:
     assert not torch.equal(saved["current_model_state"]["head.1.weight"], saved["state_dict"]["head.1.weight"])
     assert set(saved["averaging_state"]) == {"n_averaged"}
 
-    theirs = train("lightning", spec(max_epochs=4, ckpt_path=str(last)), tmp_path / "lightning")
-    ours = train("loopgen", spec(max_epochs=4, ckpt_path=str(last)), tmp_path / "loopgen")
+    theirs = train("lightning", spec(EMA, max_epochs=4, ckpt_path=str(last)), tmp_path / "lightning")
+    ours = train("loopgen", spec(EMA, max_epochs=4, ckpt_path=str(last)), tmp_path / "loopgen")
     different = [key for key, value in theirs["state_dict"].items() if not torch.equal(value, ours["state_dict"][key])]
     assert not different
     assert ours["checkpoints"] == theirs["checkpoints"]

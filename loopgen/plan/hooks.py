@@ -173,6 +173,8 @@ def with_base_reads(facts: ClassFacts) -> ClassFacts:
     return replace(facts, trainer_reads=facts.trainer_reads | reads)
 
 
+AVERAGING = ("WeightAveraging", "EMAWeightAveraging")
+
 # Lightning's callbacks the script carries a class for (templates/finetuning.j2, templates/averaging.j2), served as
 # a user's callback is: the hooks their class defines, with Lightning's signatures, and what they read of the trainer
 BUILTIN_CALLBACKS: Mapping[str, ClassFacts] = {
@@ -210,11 +212,9 @@ BUILTIN_CALLBACKS: Mapping[str, ClassFacts] = {
             },
             trainer_reads=frozenset({"global_step", "current_epoch"}),
         )
-        for name in ("WeightAveraging", "EMAWeightAveraging")  # AVERAGING
+        for name in AVERAGING
     },
 }
-
-AVERAGING = ("WeightAveraging", "EMAWeightAveraging")
 
 # what the script's class does not take of Lightning's arguments (their refusals are in spec/flags.py)
 BUILTIN_DROPPED_ARGS = ("lambda_func",)

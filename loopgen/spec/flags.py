@@ -239,6 +239,14 @@ def _arg(name: str, kind: Kind, default: Any, doc: str, nullable: bool = False, 
     return Flag(name, kind, default, doc, support=support or implemented, nullable=nullable)
 
 
+# WeightAveraging's arguments, which EMAWeightAveraging takes too
+_AVERAGING_ARGS = (
+    _arg("device", string(), None, 'where the averaged copy is kept ("cpu", "cuda:0"; null: the module\'s device)',
+         nullable=True),
+    _arg("use_buffers", boolean(), True, "average the buffers too (else the copy keeps the module's)"),
+)  # fmt: skip
+
+
 # The init_args of Lightning's callbacks (Lightning 2.x's names and defaults), checked like trainer flags.
 # fmt: off
 CALLBACK_ARGS: Mapping[str, tuple[Flag, ...]] = {
@@ -317,15 +325,9 @@ CALLBACK_ARGS: Mapping[str, tuple[Flag, ...]] = {
         _arg("verbose", boolean(), False, "print the learning rates at each epoch from the unfreeze on"),
         _arg("rounding", integer(0), 12, "the digits printed by verbose"),
     ),
-    "WeightAveraging": (
-        _arg("device", string(), None, 'where the averaged copy is kept ("cpu", "cuda:0"; null: the module\'s'
-             " device)", nullable=True),
-        _arg("use_buffers", boolean(), True, "average the buffers too (else the copy keeps the module's)"),
-    ),
+    "WeightAveraging": _AVERAGING_ARGS,
     "EMAWeightAveraging": (
-        _arg("device", string(), None, 'where the averaged copy is kept ("cpu", "cuda:0"; null: the module\'s'
-             " device)", nullable=True),
-        _arg("use_buffers", boolean(), True, "average the buffers too (else the copy keeps the module's)"),
+        *_AVERAGING_ARGS,
         _arg("decay", number_kind(), 0.999, "the weight of the average at each update"),
         _arg("update_every_n_steps", integer(0, "0: not by steps"), 1, "update after every n optimizer steps"),
         _arg("update_starting_at_step", integer(0), None, "update by steps from this step on (null: from the"
