@@ -95,10 +95,16 @@ def read_classes(spec: Any, roots: list[Path]) -> tuple[Any, Any, tuple[Any, ...
 
     def facts(ref: Any, key: str, callback: bool = False, optional: bool = False) -> Any:
         """The facts of the class `ref` names (the spec's `key`), after checking its init_args (an optional
-        class: an optimizer or scheduler, whose first argument the script passes)."""
+        class: an optimizer or scheduler, whose first argument the script passes); the model's
+        configure_optimizers is read as it runs with the spec's init_args."""
         try:
             found = inspect_class(
-                ref.class_path, roots, where=f"{key}.class_path", callback=callback, line=spec.line(f"{key}.class_path")
+                ref.class_path,
+                roots,
+                where=f"{key}.class_path",
+                callback=callback,
+                line=spec.line(f"{key}.class_path"),
+                init_args=ref.init_args if key == "model" else None,
             )
         except LoopgenError as error:
             if optional and any("cannot find module" in p.message for p in error.problems):

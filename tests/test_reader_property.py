@@ -72,6 +72,9 @@ STATEMENTS = [
 COMPOUND = [
     "if self.flag:\n    {t} = {e}",
     "if self.flag:\n    return {e}",
+    # tests the spec decides (lr is an init argument, flag a constant set in __init__): the branch taken is read
+    "if self.hparams.lr > 0.05 and not self.flag:\n    {t} = {e}\nelif self.hparams['lr'] in (0.1, 1):\n    return {e}",
+    "name = 'sgd' if self.flag else 'adam'\nif name.upper() == 'SGD':\n    {t} = {e}\nelse:\n    raise ValueError(name)",
     "for i in range(2):\n    {t} = {e}",
     "with torch.no_grad():\n    {t} = {e}",
     "try:\n    {t} = {e}\nexcept Exception:\n    pass",

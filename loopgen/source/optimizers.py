@@ -8,7 +8,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from loopgen.source.facts import OptimizersFacts, SchedulerFacts
-from loopgen.source.syntax import FUNCTIONS, Function, Source, Visitor, call_arguments, dotted_name
+from loopgen.source.fixed import Fixed, Unfixed
+from loopgen.source.syntax import FUNCTIONS, Function, Source, Visitor, call_arguments, dotted_name, self_name
 
 _OPTIMIZER_KEYS = frozenset({"optimizer", "lr_scheduler", "monitor", "frequency"})
 
@@ -23,15 +24,23 @@ _COMPOUND = tuple(
 )  # fmt: skip
 
 
-def read_optimizers(fn: Function, source: Source) -> OptimizersFacts | str:
+def read_optimizers(fn: Function, source: Source, fixed: Fixed | None = None) -> OptimizersFacts | str:
     """What configure_optimizers returns, from its source: the facts, or why the source does not show them.
 
     The body must end in its only return statement, with plain statements before it (assignments, calls,
     nested functions); the names the return uses are followed through the assignments. Optimizers and
-    schedulers must be built by calling a class (`torch.optim.SGD(...)`, `StepLR(...)`).
+    schedulers must be built by calling a class (`torch.optim.SGD(...)`, `StepLR(...)`). An `if` whose test
+    the spec decides (`fixed`: the values the spec's init_args give the module) is read as the branch taken,
+    and so is a conditional expression (`StepLR(...) if self.hparams.step else None`).
     """
+    fixed = fixed or Fixed()
+    me = self_name(fn)
+    body = _taken(fn.body, fixed, me)
+    raised = next((s for s in body if isinstance(s, (ast.Raise, *_COMPOUND))), None)
+    if isinstance(raised, ast.Raise):
+        return f"configure_optimizers raises (line {raised.lineno}) with the init_args the spec gives its module"
     returns = _Returns()
-    returns.walk(fn.body)
+    returns.walk(body)
     if returns.count != 1:
         return "configure_optimizers returns from more than one place"
     # each assignment binds a new version of its name ("scheduler#2"), and the names an expression reads are
@@ -45,7 +54,7 @@ def read_optimizers(fn: Function, source: Source) -> OptimizersFacts | str:
         names[version] = value
         current[name] = version
 
-    for statement in fn.body:
+    for statement in body:
         if isinstance(statement, (*FUNCTIONS, ast.ClassDef)):
             continue
         if isinstance(statement, _COMPOUND):
@@ -70,9 +79,43 @@ def read_optimizers(fn: Function, source: Source) -> OptimizersFacts | str:
     if returned is None:
         return "configure_optimizers returns nothing"
     try:
-        return _Shape(names, source, fn).read(returned)
+        return _Shape(names, source, fn, fixed).read(returned)
     except _Unknown as unknown:
         return str(unknown)
+
+
+def _taken(body: list[ast.stmt], fixed: Fixed, me: str | None) -> list[ast.stmt]:
+    """`body` with each `if` whose test the spec decides replaced by the branch taken, up to the first return
+    (what follows it never runs). The local names the tests read are known while their values are."""
+    taken: list[ast.stmt] = []
+    local: dict[str, object] = {}
+    pending = list(body)
+    while pending:
+        statement = pending.pop(0)
+        if isinstance(statement, ast.If):
+            try:
+                test = fixed.value(statement.test, me, local)
+            except Unfixed:
+                taken.append(statement)  # read as control flow
+                continue
+            pending[:0] = statement.body if test else statement.orelse
+            continue
+        taken.append(statement)
+        if isinstance(statement, (ast.Return, ast.Raise)):
+            break
+        if isinstance(statement, ast.Assign) and all(isinstance(t, ast.Name) for t in statement.targets):
+            try:
+                value = fixed.value(statement.value, me, local)
+            except Unfixed:
+                for target in statement.targets:
+                    local.pop(target.id, None)  # type: ignore[attr-defined]
+            else:
+                local.update({target.id: value for target in statement.targets})  # type: ignore[attr-defined]
+            continue
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+                local.pop(node.id, None)
+    return taken
 
 
 class _Versions(ast.NodeTransformer):
@@ -125,17 +168,26 @@ def _element(node: ast.expr) -> ast.expr:
 class _Shape:
     """Reads one return expression of configure_optimizers, following local names."""
 
-    def __init__(self, names: Mapping[str, ast.expr], source: Source, fn: Function) -> None:
+    def __init__(self, names: Mapping[str, ast.expr], source: Source, fn: Function, fixed: Fixed) -> None:
         self.names = names
         self.source = source
         self.fn = fn
+        self.fixed = fixed
         self.optimizer_nodes: list[ast.expr] = []
 
     def resolve(self, node: ast.expr, seen: frozenset[str] = frozenset()) -> ast.expr:
-        while isinstance(node, ast.Name) and node.id in self.names and node.id not in seen:
-            seen = seen | {node.id}
-            node = self.names[node.id]
-        return node
+        while True:
+            if isinstance(node, ast.Name) and node.id in self.names and node.id not in seen:
+                seen = seen | {node.id}
+                node = self.names[node.id]
+            elif isinstance(node, ast.IfExp):
+                try:
+                    test = self.fixed.value(node.test, self_name(self.fn), {})
+                except Unfixed:
+                    return node
+                node = node.body if test else node.orelse
+            else:
+                return node
 
     def read(self, returned: ast.expr) -> OptimizersFacts:
         node = self.resolve(returned)

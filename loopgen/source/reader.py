@@ -8,10 +8,12 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from loopgen.errors import LoopgenError, Problem
 from loopgen.source.callbacks import read_callbacks
 from loopgen.source.facts import ClassFacts, OptimizersFacts
+from loopgen.source.fixed import Fixed, fixed_values
 from loopgen.source.optimizers import read_optimizers
 from loopgen.source.signatures import Signature
 from loopgen.source.syntax import (
@@ -52,12 +54,20 @@ def find_class_source(
 
 
 def inspect_class(
-    class_path: str, roots: Sequence[Path], *, where: str, callback: bool = False, line: int | None = None
+    class_path: str,
+    roots: Sequence[Path],
+    *,
+    where: str,
+    callback: bool = False,
+    line: int | None = None,
+    init_args: Mapping[str, Any] | None = None,
 ) -> ClassFacts:
     """What the source of `class_path` and of its bases in the user's code says; `where` is the spec key (on
     YAML `line`).
 
     `callback`: the class is used as a callback (its hooks get `(trainer, pl_module, ...)`), whatever its bases.
+    `init_args`: what the spec passes the class; configure_optimizers is read as it runs with them
+    (loopgen/source/fixed.py).
     """
     reader = _Reader(roots, where, line)
     cls = reader.find(class_path)
@@ -80,6 +90,7 @@ def inspect_class(
     configured: tuple | str | None = None
     for ancestor in reversed(_linearize([c for c in found if isinstance(c, _Class)])):
         automatic.walk(ancestor.node.body)  # bases first: the subclass's assignment wins
+    fixed = _fixed(found, init_args) if init_args is not None else None
     for ancestor in _linearize([c for c in found if isinstance(c, _Class)]):
         class_attributes |= ancestor.assigned()
         source = ancestor.module.source
@@ -108,7 +119,7 @@ def inspect_class(
             if first and fn.name == "configure_optimizers":
                 scheduler = any("sched" in w.lower() or w.endswith("LR") or "LROn" in w for w in words.words)
                 lbfgs = "LBFGS" in words.words
-                read = read_optimizers(fn, source)
+                read = read_optimizers(fn, source, fixed)
                 optimizers, optimizers_unknown = (read, "") if isinstance(read, OptimizersFacts) else (None, read)
             if first and fn.name == "configure_callbacks":
                 module = ancestor.module
@@ -152,6 +163,19 @@ def inspect_class(
         experiment_read_at=_line_of(experiment_in, [cls.module.file, *reader.files_read]),
         configured_callbacks=configured,
     )
+
+
+def _fixed(found: Sequence[_Class | str], init_args: Mapping[str, Any]) -> Fixed:
+    """The values the spec's init_args fix in the class's source (loopgen/source/fixed.py): read from the
+    `__init__` it gets, when that is in the user's code."""
+    classes = _linearize([c for c in found if isinstance(c, _Class)])
+    for cls in classes:
+        init = next((fn for fn in cls.methods() if fn.name == "__init__"), None)
+        if cls.node.decorator_list or "__init__" in cls.assigned():
+            return Fixed()
+        if init is not None:
+            return fixed_values(init, [c.node for c in classes], init_args)
+    return Fixed()
 
 
 def _class_path(found: _Class | str | None) -> str | None:

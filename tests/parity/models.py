@@ -338,6 +338,47 @@ class SchedulerChoiceModel(MLP):
         return torch.optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=0.5)
 
 
+class OptimizerChoiceModel(MLP):
+    """configure_optimizers chooses by init arguments, as config-driven projects do: the optimizer by name (an
+    elif chain ending in a raise), the scheduler by a saved hyperparameter (none, a StepLR, or a
+    ReduceLROnPlateau on val_loss), its interval by a conditional expression. The spec's values select one
+    branch, which loopgen reads; nothing is decided when the script runs."""
+
+    def __init__(self, optimizer: str = "Adam", scheduler: str | None = "step", per_step: bool = False, **kwargs):
+        super().__init__(**kwargs)
+        self.save_hyperparameters(ignore=["per_step"])
+        self.optimizer_name = optimizer
+        self.per_step = per_step
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        loss = F.cross_entropy(self(x), y)
+        self.log("train_loss", loss)
+        return loss
+
+    def validation_step(self, batch, batch_idx):
+        x, y = batch
+        self.log("val_loss", F.cross_entropy(self(x), y))
+
+    def configure_optimizers(self):
+        name = self.optimizer_name.lower()
+        if name == "adam":
+            optimizer = torch.optim.Adam(self.parameters(), lr=self.lr / 10)
+        elif name in ("sgd", "momentum"):
+            optimizer = torch.optim.SGD(self.parameters(), lr=self.lr, momentum=0.9)
+        else:
+            raise ValueError(f"unknown optimizer {self.optimizer_name}")
+        self.remember(optimizer)
+        if not self.hparams.scheduler:
+            return optimizer
+        if self.hparams["scheduler"] == "plateau":
+            scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer, factor=0.5, patience=0, threshold=0.05)
+            return {"optimizer": optimizer, "lr_scheduler": scheduler, "monitor": "val_loss"}
+        scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=3 if self.per_step else 1, gamma=0.5)
+        interval = "step" if self.per_step else "epoch"
+        return [optimizer], [{"scheduler": scheduler, "interval": interval}]
+
+
 class ConfiguredCallbacksModel(LoggingModel):
     """configure_callbacks (Lightning's documented pattern): a ModelCheckpoint, an EarlyStopping whose patience
     is an init argument, and a user callback, each replacing the Trainer's callbacks of its class."""

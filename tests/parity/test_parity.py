@@ -183,6 +183,14 @@ CASES = [
     # a helper chooses the scheduler: the script decides when it runs whether the logged values are collected
     case("scheduler_chosen_at_run_time_plateau", "SchedulerChoiceModel", {"plateau": True}, max_epochs=4),
     case("scheduler_chosen_at_run_time_step", "SchedulerChoiceModel", max_epochs=2),
+    # configure_optimizers' branches chosen by init args the spec gives: read at render time
+    case(
+        "optimizer_chosen_by_init_args_sgd_plateau",
+        "OptimizerChoiceModel",
+        {"optimizer": "SGD", "scheduler": "plateau"},
+        max_epochs=4,
+    ),
+    case("optimizer_chosen_by_init_args_adam_per_step", "OptimizerChoiceModel", {"per_step": True}, max_epochs=2),
     case("scheduler_name_rebound_to_its_dict", "ReboundSchedulerModel", max_epochs=2),
     case("plateau_per_step_not_strict", "LenientPlateauModel", max_epochs=2, val_check_interval=0.5),
     case("plateau_val_loss", "PlateauModel", max_epochs=4),
