@@ -14,7 +14,13 @@ import pytest
 
 from loopgen.spec.flags import CALLBACK_ARGS, FLAGS, LOGGER_ARGS, PROFILER_ARGS, Flag
 from loopgen.spec.kinds import FlagError, implemented
-from loopgen.spec.support import LIGHTNING_PROFILERS, callback_support, logger_support, profiler_support
+from loopgen.spec.support import (
+    LIGHTNING_PROFILERS,
+    OTHER_LIGHTNING_CALLBACKS,
+    callback_support,
+    logger_support,
+    profiler_support,
+)
 
 REASONED = re.compile(r"not supported by loopgen \((?P<why>.+)\); (?P<instead>.+)")
 
@@ -66,7 +72,7 @@ def table_refusals() -> list[tuple[str, Any, str]]:
 
 
 def class_refusals() -> list[tuple[str, Any, str]]:
-    callbacks = ["StochasticWeightAveraging", "BackboneFinetuning", "ModelPruning", "OnExceptionCheckpoint"]
+    callbacks = [*OTHER_LIGHTNING_CALLBACKS, "NotOneOfLightnings"]
     found = [("callbacks", name, callback_support(f"pytorch_lightning.callbacks.{name}")) for name in callbacks]
     found.append(("logger", "my.Logger", logger_support("my.Logger")))
     for name in (*LIGHTNING_PROFILERS, "my.Timer"):

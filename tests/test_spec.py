@@ -778,14 +778,41 @@ def test_seed_progress_bar_refresh_rate_is_the_bars_refresh_rate(tmp_path: Path)
     )
 
 
-def test_other_lightning_callbacks_are_refused(tmp_path: Path) -> None:
-    text = trainer_problem(tmp_path, "callbacks: [pytorch_lightning.callbacks.StochasticWeightAveraging]")
-    assert text.startswith("trainer.callbacks[0] (line 3): StochasticWeightAveraging is not supported by loopgen (")
+@pytest.mark.parametrize(
+    "spelled",
+    [
+        "StochasticWeightAveraging",  # as LightningCLI takes it: not "needs its module"
+        "pytorch_lightning.callbacks.StochasticWeightAveraging",
+        "lightning.pytorch.callbacks.stochastic_weight_avg.StochasticWeightAveraging",
+    ],
+)
+def test_lightnings_other_callbacks_are_refused_with_their_reason(tmp_path: Path, spelled: str) -> None:
+    text = trainer_problem(tmp_path, f"callbacks: [{spelled}]")
+    assert text == (
+        "trainer.callbacks[0] (line 3): StochasticWeightAveraging is not supported by loopgen (its swap of the"
+        " learning-rate scheduler for SWALR and its extra epoch that recomputes batch-norm statistics change the"
+        " loop itself, and the script does not carry them); average the weights with WeightAveraging (torch's"
+        " AveragedModel, equal weights) or EMAWeightAveraging"
+    )
+
+
+def test_a_name_lightning_does_not_have_is_refused_with_what_is_served(tmp_path: Path) -> None:
+    text = trainer_problem(tmp_path, "callbacks: [pytorch_lightning.callbacks.Swa]")
+    assert text.startswith("trainer.callbacks[0] (line 3): Swa is not supported by loopgen (")
     assert text.endswith(
         "; use ModelCheckpoint, EarlyStopping, LearningRateMonitor, ModelSummary, RichModelSummary, Timer,"
         " BackboneFinetuning, WeightAveraging, EMAWeightAveraging, TQDMProgressBar, RichProgressBar, or a callback"
         " class of your own with the same hooks"
     )
+
+
+def test_every_callback_lightning_exports_is_served_or_refused_by_name() -> None:
+    callbacks = pytest.importorskip("pytorch_lightning.callbacks")
+    from loopgen.spec.support import LIGHTNING_CALLBACKS, OTHER_LIGHTNING_CALLBACKS
+
+    served = {*LIGHTNING_CALLBACKS, "GradientAccumulationScheduler"}
+    assert set(callbacks.__all__) == served | set(OTHER_LIGHTNING_CALLBACKS)
+    assert not served & set(OTHER_LIGHTNING_CALLBACKS)
 
 
 # --- seed-era spellings

@@ -51,15 +51,17 @@ from loopgen.spec.support import (
     lightning_logger,
     lightning_profiler,
     logger_support,
+    other_lightning_callback,
     profiler_support,
 )
 
 
 def lightning_callback_or_scheduler(class_path: str) -> str | None:
-    """pytorch_lightning.callbacks.NAME for a callback loopgen serves, GradientAccumulationScheduler included."""
+    """pytorch_lightning.callbacks.NAME for one of Lightning's callbacks, GradientAccumulationScheduler included
+    (those loopgen does not serve too: callback_support refuses them by name)."""
     if accumulation_scheduler(class_path):
         return "pytorch_lightning.callbacks.GradientAccumulationScheduler"
-    return lightning_callback(class_path)
+    return lightning_callback(class_path) or other_lightning_callback(class_path)
 
 
 _TOP_LEVEL_HINTS = {
