@@ -151,6 +151,7 @@ LIGHTNING_CALLBACKS = {
     "BackboneFinetuning": "finetuning",
     "WeightAveraging": "weight_averaging",
     "EMAWeightAveraging": "weight_averaging",
+    "DeviceStatsMonitor": "device_stats_monitor",
 }
 CALLBACK_PACKAGES = ("pytorch_lightning.callbacks", "lightning.pytorch.callbacks")
 # Keys of a checkpoint file that are not compared: Lightning's version, and the script's own state (its key's
@@ -216,6 +217,20 @@ def in_directory(spec: Mapping[str, Any], directory: Path | str) -> dict[str, An
     return spec
 
 
+# columns whose values are measurements of the machine (DeviceStatsMonitor's), the same on no two runs: which
+# rows have one is compared, not the value
+MEASURED_PREFIXES = ("DeviceStatsMonitor.",)
+
+
+def _measured_masked(rows: list[list[str]]) -> list[list[str]]:
+    if not rows:
+        return rows
+    measured = [i for i, name in enumerate(rows[0]) if name.startswith(MEASURED_PREFIXES)]
+    return [rows[0]] + [
+        [("<measured>" if cell and i in measured else cell) for i, cell in enumerate(row)] for row in rows[1:]
+    ]
+
+
 def log_facts(directory: Path | str) -> list[dict[str, Any]]:
     """What the loggers wrote under `directory`, in plain Python that compares with == across two directories: one
     entry per file or run, sorted by path (relative to `directory`): a metrics.csv as its rows (the header first,
@@ -232,7 +247,7 @@ def log_facts(directory: Path | str) -> list[dict[str, Any]]:
         entry: dict[str, Any] = {"path": path.relative_to(directory).as_posix()}
         if path.name == "metrics.csv":
             with open(path, newline="", encoding="utf-8") as file:
-                entry["rows"] = list(csv.reader(file))
+                entry["rows"] = _measured_masked(list(csv.reader(file)))
         elif path.name == "hparams.yaml":
             entry["hparams"] = yaml.load(path.read_text(encoding="utf-8"), Loader=yaml.FullLoader)
         elif path.name.startswith("events.out.tfevents.") and path.parent not in event_folders:

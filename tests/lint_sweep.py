@@ -159,6 +159,7 @@ QUICK = (
     "case:ema_weight_averaging_by_epoch_and_every_3_steps",
     "case:weight_averaging_equal_weights_without_buffers",
     "case:scheduler_chosen_at_run_time_step",
+    "case:device_stats_cpu_accumulate_val_twice",
     "cross:module:accelerator=1,precision=2",
     "text:deterministic",
     # findings once, in these alone: an argument, a variable or an import the script did not use

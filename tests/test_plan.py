@@ -516,6 +516,49 @@ def test_learning_rate_monitor_refusals(tmp_path: Path, spec: str, message: str)
     assert message in found
 
 
+def test_device_stats_monitor_sits_among_the_callbacks_with_its_hooks(tmp_path: Path) -> None:
+    spec = "trainer:\n  callbacks: [pkg.models.Reader, DeviceStatsMonitor]\n"
+    callbacks = plan_of(tmp_path, extra=CALLBACK, spec=spec).hooks.callbacks
+    assert [cb.kind for cb in callbacks] == ["user", "device_stats", "progress", "summary", "checkpoint"]
+    assert callbacks[1].hooks >= {"on_train_batch_start", "on_validation_batch_end", "on_test_batch_start"}
+    # log_every_n_steps 0 (the loggers are never due), fast_dev_run (a dummy logger): nothing to write, no monitor
+    for flag in ("log_every_n_steps: 0", "fast_dev_run: 2"):
+        spec = f"trainer:\n  {flag}\n  callbacks: [DeviceStatsMonitor]\n"
+        assert "device_stats" not in [cb.kind for cb in plan_of(tmp_path, spec=spec).hooks.callbacks]
+
+
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        (
+            "trainer:\n  logger: false\n  callbacks: [DeviceStatsMonitor]\n",
+            "Cannot use `DeviceStatsMonitor` callback with `Trainer(logger=False)` (Lightning)",
+        ),
+        (
+            "trainer:\n  callbacks: [DeviceStatsMonitor, DeviceStatsMonitor]\n",
+            (
+                "more than one DeviceStatsMonitor callback is not supported by loopgen (each would write the same"
+                " statistics under the same names at the same steps); keep one"
+            ),
+        ),
+        (
+            "trainer:\n  accelerator: tpu\n  callbacks: [DeviceStatsMonitor]\n",
+            (
+                "DeviceStatsMonitor with accelerator tpu is not supported by loopgen (the script reads the CPU's"
+                " figures with psutil and a GPU's with torch.cuda.memory_stats, not torch_xla's memory figures)"
+            ),
+        ),
+        (
+            "trainer:\n  terminate_on_nan: true\n  callbacks: [DeviceStatsMonitor]\n",
+            "DeviceStatsMonitor in a spec that follows Lightning 1.9.5 is not supported by loopgen",
+        ),
+    ],
+)
+def test_device_stats_monitor_refusals(tmp_path: Path, spec: str, message: str) -> None:
+    found = plan_problems(tmp_path, spec=spec)
+    assert any(message in problem for problem in found), found
+
+
 def test_a_scheduler_name_the_source_does_not_show_is_refused_only_with_the_monitor(tmp_path: Path) -> None:
     body = PARAM_GROUPS.replace('"name": "warmup"', '"name": self.tag')
     assert plan_of(tmp_path, body).optimizers.schedulers  # read from the source all the same

@@ -3,6 +3,7 @@ the right calls in the right order. tests/standins/fake_cuda.py makes torch beli
 
 from __future__ import annotations
 
+import csv
 import json
 import subprocess
 import sys
@@ -242,3 +243,28 @@ def test_impossible_combinations_are_refused(tmp_path, monkeypatch, trainer, mes
     monkeypatch.chdir(ROOT)
     with pytest.raises(LoopgenError, match=message):
         render({**BASE, "trainer": {**BASE["trainer"], **trainer}}, tmp_path)
+
+
+@pytest.mark.parametrize(("cpu_stats", "cpu"), [(None, False), (True, True), (False, False)])
+def test_device_stats_on_cuda_read_the_gpus_memory_stats(tmp_path, monkeypatch, cpu_stats, cpu):
+    """DeviceStatsMonitor on CUDA: torch.cuda.memory_stats of the training device, at each batch's start and end
+    (the loggers due at every step), with psutil's CPU figures only when cpu_stats is true (Lightning's)."""
+    monitor = {"class_path": "DeviceStatsMonitor", "init_args": {"cpu_stats": cpu_stats}}
+    flags = {
+        "accelerator": "cuda",
+        "limit_train_batches": 2,
+        "limit_val_batches": 1,
+        "log_every_n_steps": 1,
+        "logger": {"class_path": "CSVLogger", "init_args": {"save_dir": str(tmp_path / "logs")}},
+        "callbacks": [monitor],
+    }
+    calls = run_with_stand_ins(tmp_path, monkeypatch, flags)
+    # the sanity check's batch, two training batches, the validation's batch: each at its start and its end
+    assert [call for call in calls if call[0] == "cuda.memory_stats"] == [("cuda.memory_stats", "cuda")] * 8
+    with open(next((tmp_path / "logs").rglob("metrics.csv")), newline="") as file:
+        columns = next(csv.reader(file))
+    hooks = ["on_train_batch_end", "on_train_batch_start", "on_validation_batch_end", "on_validation_batch_start"]
+    names = ["allocated_bytes.all.current", "num_alloc_retries", "reserved_bytes.all.peak"]
+    names += ["cpu_percent", "cpu_swap_percent", "cpu_vm_percent"] if cpu else []
+    expected = {f"DeviceStatsMonitor.{hook}/{name}" for hook in hooks for name in names}
+    assert {c for c in columns if c.startswith("DeviceStatsMonitor.")} == expected

@@ -26,7 +26,13 @@ from loopgen.plan.data import Data, resolve_data
 from loopgen.plan.distributed import Distributed
 from loopgen.plan.engine import resolve_engine
 from loopgen.plan.epoch import Epoch, resolve_epoch
-from loopgen.plan.evaluation import Evaluation, evaluation_variables, resolve_evaluation, with_trainer_attributes
+from loopgen.plan.evaluation import (
+    Evaluation,
+    evaluation_variables,
+    resolve_evaluation,
+    with_callback_order,
+    with_trainer_attributes,
+)
 from loopgen.plan.header import Header, resolve_header
 from loopgen.plan.hooks import (
     Hooks,
@@ -140,6 +146,7 @@ def make_plan(
     evaluation = resolve_evaluation(spec, model, data, user, data_plan, distributed, logging, progress, problems,
                                     notices)  # fmt: skip
     hooks = resolve_hooks(spec, user, checkpointing, logging, summaries, progress, timer)
+    evaluation = with_callback_order(evaluation, hooks.callbacks)
     metrics = resolve_metrics(spec, model, user_callbacks, hooks, optimizers, optimization, checkpointing, logging,
                               progress, distributed, evaluation, problems)  # fmt: skip
     if problems:
@@ -157,6 +164,7 @@ def make_plan(
         profiling,
         distributed,
     )
+    hooks = replace(hooks, stops=state.has("should_stop"))
     check_logger_experiments(model, user_callbacks, logging)
     epoch = resolve_epoch(hooks, optimization, checkpointing, state)
     build = resolve_build(spec, hooks.callbacks, model, data, callbacks, objects or {})

@@ -55,16 +55,20 @@ class Stage:
     # Lightning 1.9.5's <infix>_step_end (the step's output through it) and <infix>_epoch_end (the steps' outputs)
     step_end: bool
     epoch_end: bool
-    callbacks: tuple[Callback, ...]  # the user's callbacks with hooks of this stage
+    callbacks: tuple[Callback, ...]  # the callbacks with hooks of this stage (a DeviceStatsMonitor's included)
     # the trainer's attributes of this stage that something reads (set by make_plan once `trainer` is known):
     # its number of batches per loader (num_val_batches, ...) and its loaders (val_dataloaders, ...)
     sets_batches: bool = False
     sets_loaders: bool = False
+    # ... and whether the trainer has should_stop (a DeviceStatsMonitor's writes when it is set, even after fit)
+    stops: bool = False
 
     @property
     def takes_trainer(self) -> bool:
-        """The stage's function gets `trainer`: for the callbacks' hooks, or to set its attributes."""
-        return bool(self.callbacks) or self.sets_batches or self.sets_loaders
+        """The stage's function gets `trainer`: for the callbacks' hooks (a DeviceStatsMonitor reads only
+        should_stop), or to set its attributes."""
+        hooked = any(c.kind != "device_stats" or self.stops for c in self.callbacks)
+        return hooked or self.sets_batches or self.sets_loaders
 
     @property
     def batches_attribute(self) -> str:
@@ -85,9 +89,10 @@ class Stage:
 
     @property
     def output_used(self) -> bool:
-        """The step's output is kept: the predictions, or an on_<infix>_batch_end hook gets it."""
+        """The step's output is kept: the predictions, or an on_<infix>_batch_end hook gets it (a
+        DeviceStatsMonitor's does not)."""
         end = self.hook("on_{}_batch_end")
-        hooked = end in self.model_hooks or any(end in c.hooks for c in self.callbacks)
+        hooked = end in self.model_hooks or any(end in c.hooks and c.kind != "device_stats" for c in self.callbacks)
         return not self.returns_metrics or hooked or self.step_end or self.epoch_end
 
     @property
@@ -310,6 +315,23 @@ def unserved_reason(spec: Spec, model: ClassFacts, distributed: Distributed) -> 
     return None
 
 
+def with_callback_order(evaluation: Evaluation, callbacks: tuple[Callback, ...]) -> Evaluation:
+    """Each stage's callbacks in the order Lightning calls them (`callbacks`, fit's order), with a
+    DeviceStatsMonitor among them where it logs (the batches of validate and test)."""
+    stages = tuple(
+        replace(
+            stage,
+            callbacks=tuple(
+                c
+                for c in callbacks
+                if c in stage.callbacks or (c.kind == "device_stats" and stage.hook("on_{}_batch_start") in c.hooks)
+            ),
+        )
+        for stage in evaluation.stages
+    )
+    return replace(evaluation, stages=stages)
+
+
 def with_trainer_attributes(evaluation: Evaluation, attributes: frozenset[str]) -> Evaluation:
     """Each stage sets the trainer's attributes of its own that the user's code reads (the trainer's
     `attributes`)."""
@@ -318,6 +340,7 @@ def with_trainer_attributes(evaluation: Evaluation, attributes: frozenset[str]) 
             stage,
             sets_batches=stage.batches_attribute in attributes and stage.limit != 0,
             sets_loaders=stage.loaders_attribute in attributes and stage.limit != 0,
+            stops="should_stop" in attributes,
         )
         for stage in evaluation.stages
     )

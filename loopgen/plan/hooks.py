@@ -100,11 +100,13 @@ class Hooks(UserCode):
     LearningRateMonitor, the bar, the summary) in the order Lightning calls them."""
 
     validation_callbacks: tuple[Callback, ...]  # callbacks validate() must be given
+    stops: bool = False  # the trainer has should_stop (set by make_plan once `trainer` is known)
 
     @property
     def validation_trainer(self) -> bool:
-        """validate() passes `trainer` to a callback (the progress bar takes none)."""
-        return any(c.kind != "progress" for c in self.validation_callbacks)
+        """validate() passes `trainer` to a callback (the progress bar takes none; a DeviceStatsMonitor reads only
+        should_stop)."""
+        return any(c.kind != "progress" and (c.kind != "device_stats" or self.stops) for c in self.validation_callbacks)
 
     def user_code(self, name: str) -> bool:
         """The user's code runs at hook `name` (and may log there)."""

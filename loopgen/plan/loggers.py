@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from loopgen.errors import LoopgenError, Problem
-from loopgen.plan.common import NUMBERED_LOGGERS
+from loopgen.plan.common import NUMBERED_LOGGERS, follows_1_9_5
 from loopgen.plan.objects import Callback, Construct, is_lightning
 from loopgen.plan.optimization import Optimization
 from loopgen.plan.optimizers import Optimizers, Scheduler
@@ -47,6 +47,16 @@ class LrMonitor:
 
 
 @dataclass(frozen=True)
+class DeviceStats:
+    """Lightning's DeviceStatsMonitor: the device's statistics written to the loggers at each training, validation
+    and test batch's start and end, when the loggers are due."""
+
+    callback: Callback
+    cpu_stats: bool | None  # None: the CPU's figures on a CPU only; True: also beside a GPU's; False: never
+    psutil: bool  # the script imports psutil (the CPU's figures may be read)
+
+
+@dataclass(frozen=True)
 class Logging:
     """The loggers, and what Lightning's logger connector writes to them, when."""
 
@@ -61,6 +71,7 @@ class Logging:
     kinds: frozenset[str]  # the kinds of logger the script defines
     prefixed: bool  # some logger puts a prefix before the names
     lr_monitor: LrMonitor | None  # the spec's LearningRateMonitor
+    device_stats: DeviceStats | None  # the spec's DeviceStatsMonitor
     counts_steps: bool  # the script keeps the loggers' step (log_step): values or learning rates are logged
     every_n_steps_used: bool  # ... and something reads LOG_EVERY_N_STEPS
     hp_metric: bool  # a TensorBoardLogger logs hp_metric -1 with the hyperparameters (default_hp_metric)
@@ -202,6 +213,7 @@ def resolve_logging(
                 )
             )
     lr_monitor = _lr_monitor(spec, model, optimizers, bool(loggers), problems)
+    device_stats = _device_stats(spec, model, bool(loggers), problems)
     hparams_model = hparams_model and model.hyperparameters_to_loggers is not False
     hparams_data = hparams_data and data is not None and data.hyperparameters_to_loggers is not False
     graphs = any(ref.init_args.get("log_graph") for ref in refs)
@@ -236,10 +248,72 @@ def resolve_logging(
         traces_lightning_module=graphs and model.is_lightning_module,
         finishes=any(logger.kind != "csv" for logger in loggers),
         lr_monitor=lr_monitor,
-        counts_steps=values or lr_monitor is not None,
-        every_n_steps_used=(values or lr_monitor is not None and lr_monitor.at_batch_start is not None)
+        device_stats=device_stats,
+        counts_steps=values or lr_monitor is not None or device_stats is not None,
+        every_n_steps_used=(
+            values or lr_monitor is not None and lr_monitor.at_batch_start is not None or device_stats is not None
+        )
         and t.log_every_n_steps > 0,
     )
+
+
+# the hooks where Lightning's DeviceStatsMonitor logs (the test ones in an evaluation run), and those where an
+# evaluation starts counting its batches (Lightning's should_update_logs counts them from there)
+DEVICE_STATS_HOOKS = (
+    "on_train_batch_start",
+    "on_train_batch_end",
+    "on_validation_start",
+    "on_validation_batch_start",
+    "on_validation_batch_end",
+    "on_test_start",
+    "on_test_batch_start",
+    "on_test_batch_end",
+)
+
+
+def _device_stats(spec: Spec, model: ClassFacts, logs: bool, problems: list[Problem]) -> DeviceStats | None:
+    """The spec's DeviceStatsMonitor (one at most): served on the CPU and on CUDA, one process or several (the
+    first writes, as Lightning's loggers do); left out where it would write nothing (fast_dev_run's dummy logger,
+    log_every_n_steps 0)."""
+    refs = [ref for ref in spec.trainer.callbacks if is_lightning(ref, "DeviceStatsMonitor")]
+    if not refs:
+        return None
+    where = "trainer.callbacks (DeviceStatsMonitor)"
+    if len(refs) > 1:
+        message = refusal(
+            "more than one DeviceStatsMonitor callback",
+            "each would write the same statistics under the same names at the same steps",
+            "keep one",
+        )
+        problems.append(Problem(where, message, refs[1].line))
+    if not logs and not spec.trainer.fast_dev_run:
+        message = "Cannot use `DeviceStatsMonitor` callback with `Trainer(logger=False)` (Lightning)"
+        problems.append(Problem(where, message, refs[0].line))
+    if spec.trainer.accelerator == "tpu":
+        message = refusal(
+            "DeviceStatsMonitor with accelerator tpu",
+            "the script reads the CPU's figures with psutil and a GPU's with torch.cuda.memory_stats, not"
+            " torch_xla's memory figures",
+            "log what you need from your module's hooks with self.log",
+        )
+        problems.append(Problem(where, message, refs[0].line))
+    if follows_1_9_5(spec, model):
+        message = refusal(
+            "DeviceStatsMonitor in a spec that follows Lightning 1.9.5",
+            "1.9.5's writes other names (its prefix and separator) at other points",
+            "follow Lightning 2.x",
+        )
+        problems.append(Problem(where, message, refs[0].line))
+    if not logs or spec.trainer.log_every_n_steps == 0:
+        return None  # nothing is written: no logger (fast_dev_run's dummy one), or the loggers are never due
+    cpu_stats = refs[0].init_args["cpu_stats"]
+    callback = Callback(
+        construct=Construct("", "DeviceStatsMonitor", {"cpu_stats": cpu_stats}),
+        var="device_stats",
+        hooks=frozenset(DEVICE_STATS_HOOKS),
+        kind="device_stats",
+    )
+    return DeviceStats(callback=callback, cpu_stats=cpu_stats, psutil=cpu_stats is not False)
 
 
 def _lr_monitor(

@@ -85,6 +85,7 @@ STANDARD = (
 )
 OTHERS = (
     Line("mlflow"),
+    Line("psutil"),
     Line("torch"),
     Line("torchmetrics"),
     Line("torch.distributed", alias="dist"),

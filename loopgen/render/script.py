@@ -181,6 +181,8 @@ def verify(text: str, plan: Plan) -> None:
         user.add(plan.progress.kind)  # asked for by the spec (a TQDMProgressBar or RichProgressBar callback)
     if plan.summary.rich:
         user.add("rich")  # ... (a RichModelSummary callback)
+    if plan.logging.device_stats is not None and plan.logging.device_stats.psutil:
+        user.add("psutil")  # ... (a DeviceStatsMonitor that may read the CPU's figures)
     if plan.metrics.torchmetrics:
         user.add("torchmetrics")  # the user's module imports it (its Metric objects are logged)
     for node in ast.walk(tree):

@@ -296,6 +296,10 @@ CALLBACK_ARGS: Mapping[str, tuple[Flag, ...]] = {
         _arg("log_momentum", boolean(), False, "also log each group's momentum (Adam's first beta)"),
         _arg("log_weight_decay", boolean(), False, "also log each group's weight decay"),
     ),
+    "DeviceStatsMonitor": (
+        _arg("cpu_stats", boolean(), None, "the CPU's figures (psutil): null on a CPU only, true also beside a"
+             " GPU's, false never", nullable=True),
+    ),
     "ModelSummary": (
         _arg("max_depth", integer(-1, "-1: every level, 0: no summary"), 1, "the deepest level of submodules listed"),
     ),

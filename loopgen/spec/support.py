@@ -518,6 +518,7 @@ LIGHTNING_CALLBACKS = {
     "BackboneFinetuning": ("finetuning",),
     "WeightAveraging": ("weight_averaging",),
     "EMAWeightAveraging": ("weight_averaging",),
+    "DeviceStatsMonitor": ("device_stats_monitor",),
     "TQDMProgressBar": ("progress", "progress.tqdm_progress"),
     "RichProgressBar": ("progress", "progress.rich_progress"),
 }
@@ -556,10 +557,6 @@ OTHER_LIGHTNING_CALLBACKS = {
             " checkpoint at the error"
         ),
         "keep ModelCheckpoint(save_last=true) and resume from last.ckpt with --ckpt-path",
-    ),
-    "DeviceStatsMonitor": (
-        "the script does not log device statistics",
-        "log what you need from your module's hooks with self.log (psutil, torch.cuda.memory_stats)",
     ),
     "ThroughputMonitor": (
         "its batch_size_fn and length_fn are functions, and the script does not measure throughput",

@@ -77,6 +77,9 @@ def writer(interval: str, model: str = "EvalModel", loaders: int = 1, **flags) -
     return spec(model, loaders=loaders, callbacks=[*flags.pop("callbacks", []), entry], **flags)
 
 
+DEVICE_STATS = {"class_path": "DeviceStatsMonitor"}
+
+
 # a SimpleProfiler writing its reports into files (STAGE-perf.txt in profiles/), read back by profiled()
 PROFILER = {"class_path": "SimpleProfiler", "init_args": {"dirpath": "profiles", "filename": "perf"}}
 
@@ -174,6 +177,20 @@ CASES = [
         fitted(logger=True),
         [[["fit", None], ["test", "best"]]],
         [["fit"], ["test", "--ckpt-path", "best"]],
+    ),
+    # DeviceStatsMonitor: an evaluation counts its batches across its loaders; a test after fit writes at fit's
+    # last step (the rows compared, not the measured values)
+    (
+        "validate_two_loaders_device_stats_logs",
+        spec("TwoLoaderModel", loaders=2, logger=True, log_every_n_steps=2, callbacks=[DEVICE_STATS]),
+        [[["validate", None]]],
+        [["validate"]],
+    ),
+    (
+        "fit_then_test_best_device_stats_logs",
+        fitted(logger=True, log_every_n_steps=3, callbacks=[DEVICE_STATS]),
+        [[["fit", None], ["test", "best"]]],
+        [["fit", "--test", "best"]],
     ),
     # TensorBoard and MLflow (their files read back by tests/logger_files.py)
     (

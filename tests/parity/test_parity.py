@@ -501,6 +501,18 @@ CASES = [
         log_every_n_steps=1,
         enable_checkpointing=True,
     ),
+    # DeviceStatsMonitor: psutil's figures at the batches where the loggers are due (training counts the batches
+    # that stepped, validation and the sanity check their own batches); the rows and columns compared, not the values
+    case(
+        "device_stats_cpu_accumulate_val_twice",
+        "LoggingModel",
+        max_epochs=2,
+        logger=csv_logger(),
+        log_every_n_steps=2,
+        accumulate_grad_batches=2,
+        val_check_interval=0.5,
+        callbacks=[{"class_path": "DeviceStatsMonitor"}],
+    ),
     case(
         "log_named_version_prefix",
         "LoggingModel",

@@ -19,6 +19,15 @@ import torch
 from tests.standins.calls import CALLS
 
 torch.cuda.is_available = lambda: True
+
+
+def memory_stats(device=None) -> dict:
+    """torch.cuda.memory_stats's shape: flat names, numbers (a few of its keys)."""
+    CALLS.append(("cuda.memory_stats", str(device)))
+    return {"allocated_bytes.all.current": 1024, "num_alloc_retries": 0, "reserved_bytes.all.peak": 2048}
+
+
+torch.cuda.memory_stats = memory_stats
 torch.cuda.get_rng_state_all = list
 torch.cuda.set_rng_state_all = lambda states: CALLS.append(("cuda.set_rng_state_all",))
 
