@@ -92,7 +92,7 @@ def file_spec(job: str, root: Path, files_root: Path) -> dict:
         "logger": {"class_path": "CSVLogger", "init_args": {"save_dir": str(root)}},
         "enable_checkpointing": True,
         "enable_progress_bar": True,
-        # DeviceStatsMonitor: every process reads its device, the first writes (its values are masked)
+        # DeviceStatsMonitor: the first process writes (its values are masked)
         "callbacks": [{"class_path": "ModelCheckpoint", "init_args": checkpoint}, {"class_path": "DeviceStatsMonitor"}],
     }
     content = spec({"dropout": 0.0, "plateau": True, "log_train": True}, flags)
