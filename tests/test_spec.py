@@ -812,8 +812,11 @@ def test_every_callback_lightning_exports_is_served_or_refused_by_name() -> None
     from loopgen.spec.support import LIGHTNING_CALLBACKS, OTHER_LIGHTNING_CALLBACKS
 
     served = {*LIGHTNING_CALLBACKS, "GradientAccumulationScheduler"}
-    assert set(callbacks.__all__) == served | set(OTHER_LIGHTNING_CALLBACKS)
+    assert set(callbacks.__all__) <= served | set(OTHER_LIGHTNING_CALLBACKS)
     assert not served & set(OTHER_LIGHTNING_CALLBACKS)
+    # the names only Lightning 1.9.5 exports (its pytorch_lightning.callbacks.__all__, read from its venv)
+    only_1_9_5 = {"QuantizationAwareTraining", "ProgressBarBase"}
+    assert set(OTHER_LIGHTNING_CALLBACKS) - set(callbacks.__all__) == only_1_9_5
 
 
 # --- seed-era spellings

@@ -527,8 +527,8 @@ LIGHTNING_CALLBACKS = {
 PROGRESS_BARS = ("TQDMProgressBar", "RichProgressBar")
 
 
-# Lightning 2.x's other callbacks (pytorch_lightning.callbacks.__all__): why the script has no code for each, and
-# what to do instead. A name here is Lightning's even when written without its module, as LightningCLI takes it.
+# Lightning's other callbacks (pytorch_lightning.callbacks.__all__, 2.x's and 1.9.5's): why the script has no
+# code for each, and what to do instead. A name here is Lightning's even when written without its module, as LightningCLI takes it.
 OTHER_LIGHTNING_CALLBACKS = {
     "LearningRateFinder": (
         (
@@ -582,6 +582,15 @@ OTHER_LIGHTNING_CALLBACKS = {
     "ProgressBar": ("Lightning's base class draws nothing", "use TQDMProgressBar or RichProgressBar"),
     "BaseFinetuning": ("Lightning's base class freezes nothing by itself", "use BackboneFinetuning or your subclass"),
     "BasePredictionWriter": ("Lightning's base class writes nothing", "name your own subclass of it"),
+    # Lightning 1.9.5's only
+    "QuantizationAwareTraining": (
+        (
+            "Lightning 1.9.5's quantization-aware training wraps the module in torch.ao.quantization's observers"
+            " and converts it when fit ends, and the script does not carry it"
+        ),
+        "quantize the trained module with torch.ao.quantization after training",
+    ),
+    "ProgressBarBase": ("Lightning 1.9.5's base class draws nothing", "use TQDMProgressBar or RichProgressBar"),
 }
 
 
