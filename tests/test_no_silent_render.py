@@ -1,6 +1,8 @@
-"""No silent render: every example and every parity fixture spec either is refused at render time, or its script
-runs (briefly: a few optimizer steps) without crashing. A crash here is something render could have seen and
-did not refuse (a hook, an API, an argument loopgen does not serve).
+"""No silent render: every example spec either is refused at render time, or its script runs (briefly: a few
+optimizer steps) without crashing. A crash here is something render could have seen and did not refuse (a hook, an
+API, an argument loopgen does not serve). The parity fixture specs (`case:`) are not run here: tests/parity runs
+each of their scripts to its end beside Lightning's Trainer, which a crash fails as well (their specs are still
+listed by fixture_specs(), for tests/lint_sweep.py).
 
 The scripts run one after another, each in a child forked from one interpreter (torch imported once), from its own
 directory, for at most 2 epochs of 2 training batches (more when an int val_check_interval needs them) and
@@ -83,6 +85,8 @@ def test_nothing_that_renders_crashes(tmp_path: Path) -> None:
 
     jobs, refused = [], []
     for name, spec in fixture_specs().items():
+        if name.startswith("case:"):
+            continue  # run to its end by tests/parity
         spec = briefly(spec)
         if spec is None:
             continue
@@ -97,7 +101,7 @@ def test_nothing_that_renders_crashes(tmp_path: Path) -> None:
             continue
         (directory / "train.py").write_text(text, encoding="utf-8")
         jobs.append([name, str(directory / "train.py"), str(directory)])
-    assert len(jobs) > 50, f"too few fixtures render: {refused}"
+    assert len(jobs) > 15, f"too few examples render: {refused}"
     from tests.parity.runner import LOGGER_ENVIRONMENT
 
     result = subprocess.run(
