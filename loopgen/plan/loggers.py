@@ -271,24 +271,36 @@ DEVICE_STATS_HOOKS = (
 )
 
 
+def _logging_callback(
+    spec: Spec, name: str, why_one: str, without_logger: str, logs: bool, problems: list[Problem]
+) -> list[ClassRef]:
+    """The spec's entries of Lightning's callback `name` that writes to the loggers: one at most (`why_one`: why
+    a second is refused), and only with a logger (`without_logger`: Lightning's error; fast_dev_run's dummy
+    logger is one)."""
+    refs = [ref for ref in spec.trainer.callbacks if is_lightning(ref, name)]
+    where = f"trainer.callbacks ({name})"
+    if len(refs) > 1:
+        problems.append(Problem(where, refusal(f"more than one {name} callback", why_one, "keep one"), refs[1].line))
+    if refs and not logs and not spec.trainer.fast_dev_run:
+        problems.append(Problem(where, without_logger, refs[0].line))
+    return refs
+
+
 def _device_stats(spec: Spec, model: ClassFacts, logs: bool, problems: list[Problem]) -> DeviceStats | None:
     """The spec's DeviceStatsMonitor (one at most): served on the CPU and on CUDA, one process or several (the
     first writes, as Lightning's loggers do); left out where it would write nothing (fast_dev_run's dummy logger,
     log_every_n_steps 0)."""
-    refs = [ref for ref in spec.trainer.callbacks if is_lightning(ref, "DeviceStatsMonitor")]
+    refs = _logging_callback(
+        spec,
+        "DeviceStatsMonitor",
+        "each would write the same statistics under the same names at the same steps",
+        "Cannot use `DeviceStatsMonitor` callback with `Trainer(logger=False)` (Lightning)",
+        logs,
+        problems,
+    )
     if not refs:
         return None
     where = "trainer.callbacks (DeviceStatsMonitor)"
-    if len(refs) > 1:
-        message = refusal(
-            "more than one DeviceStatsMonitor callback",
-            "each would write the same statistics under the same names at the same steps",
-            "keep one",
-        )
-        problems.append(Problem(where, message, refs[1].line))
-    if not logs and not spec.trainer.fast_dev_run:
-        message = "Cannot use `DeviceStatsMonitor` callback with `Trainer(logger=False)` (Lightning)"
-        problems.append(Problem(where, message, refs[0].line))
     if spec.trainer.accelerator == "tpu":
         message = refusal(
             "DeviceStatsMonitor with accelerator tpu",
@@ -321,20 +333,17 @@ def _lr_monitor(
 ) -> LrMonitor | None:
     """The spec's LearningRateMonitor (one at most), at the hooks where Lightning's logs: on_train_batch_start
     when the loggers are due (never with log_every_n_steps 0), on_train_epoch_start."""
-    refs = [ref for ref in spec.trainer.callbacks if is_lightning(ref, "LearningRateMonitor")]
+    refs = _logging_callback(
+        spec,
+        "LearningRateMonitor",
+        "the script logs one set of learning rates at each logging point",
+        "Cannot use `LearningRateMonitor` callback with `Trainer` that has no logger (Lightning)",
+        logs,
+        problems,
+    )
     if not refs:
         return None
     where = "trainer.callbacks (LearningRateMonitor)"
-    if len(refs) > 1:
-        message = refusal(
-            "more than one LearningRateMonitor callback",
-            "the script logs one set of learning rates at each logging point",
-            "keep one",
-        )
-        problems.append(Problem(where, message, refs[1].line))
-    if not logs and not spec.trainer.fast_dev_run:
-        message = "Cannot use `LearningRateMonitor` callback with `Trainer` that has no logger (Lightning)"
-        problems.append(Problem(where, message, refs[0].line))
     source = model.optimizers if model.optimizers is not None and spec.optimizer is None else None
     if source is not None and not all(facts.name_known for facts in source.schedulers):
         message = 'configure_optimizers gives an lr_scheduler a "name" loopgen cannot read: write it as a string'
