@@ -136,16 +136,19 @@ def _is_name(node: ast.expr, name: str | None) -> bool:
     return name is not None and isinstance(node, ast.Name) and node.id == name
 
 
-def fixed_values(init: Function, classes: Sequence[ast.ClassDef], args: Mapping[str, Any]) -> Fixed:
-    """The values the spec's `args` (a module's init_args) fix, for the class whose `__init__` is `init` and
-    whose bases in the user's code, with it, are `classes`."""
+def fixed_values(
+    init: Function, classes: Sequence[ast.ClassDef], args: Mapping[str, Any], defaults: Mapping[str, Any]
+) -> Fixed:
+    """The values the spec's `args` (a module's init_args) fix, for the class whose `__init__` is `init` (its
+    literal `defaults`: the reader's Signature.defaults) and whose bases in the user's code, with it, are
+    `classes`."""
     me = self_name(init)
     if me is None or init.decorator_list:
         return Fixed()
     p = init.args
     named = [param.arg for param in [*p.posonlyargs, *p.args][1:] + p.kwonlyargs]
     rebound = {target.id for target in _stores(init.body) if isinstance(target, ast.Name)}
-    values = {**_literal_defaults(init), **args}  # a value that is not plain is known at run time only
+    values = {**defaults, **args}  # a value that is not plain is known at run time only
     values = {name: value for name, value in values.items() if _plain(value)}
     params = {name: values[name] for name in named if name in values and name not in rebound}
 
@@ -219,23 +222,6 @@ def _saved(call: ast.Call, named: list[str], params: Mapping[str, Any]) -> dict[
         elif keyword.arg not in ("logger", "frame"):
             return None
     return {name: params[name] for name in names if name in params}
-
-
-def _literal_defaults(fn: Function) -> dict[str, Any]:
-    p = fn.args
-    positional = [*p.posonlyargs, *p.args]
-    given = [*zip(positional[len(positional) - len(p.defaults) :], p.defaults), *zip(p.kwonlyargs, p.kw_defaults)]
-    defaults = {}
-    for param, default in given:
-        if default is None:
-            continue
-        try:
-            value = ast.literal_eval(default)
-        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-            continue
-        if _plain(value):
-            defaults[param.arg] = value
-    return defaults
 
 
 def _plain(value: Any) -> bool:

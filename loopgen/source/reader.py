@@ -174,7 +174,10 @@ def _fixed(found: Sequence[_Class | str], init_args: Mapping[str, Any]) -> Fixed
         if cls.node.decorator_list or "__init__" in cls.assigned():
             return Fixed()
         if init is not None:
-            return fixed_values(init, [c.node for c in classes], init_args)
+            signature = _signature(init, 1)
+            if signature is None:
+                return Fixed()
+            return fixed_values(init, [c.node for c in classes], init_args, signature.defaults or {})
     return Fixed()
 
 
