@@ -160,6 +160,9 @@ QUICK = (
     "case:weight_averaging_equal_weights_without_buffers",
     "case:scheduler_chosen_at_run_time_step",
     "case:device_stats_cpu_accumulate_val_twice",
+    "case:model_pruning_global_l1_lottery_ticket",
+    "case:model_pruning_random_rows_at_each_validation_masks_kept",
+    "case:model_pruning_l2_columns_resampled",
     "cross:module:accelerator=1,precision=2",
     "text:deterministic",
     # findings once, in these alone: an argument, a variable or an import the script did not use

@@ -43,6 +43,16 @@ SPECS = {
     # an optimizer step through a closure (tests.ddp_models.DDPLBFGSNet); accumulation skips the all-reduce
     "lbfgs": ({"dropout": 0.0}, {"max_epochs": 2}, "DDPLBFGSNet"),
     "lbfgs_accumulate": ({"dropout": 0.0}, {"max_epochs": 2, "accumulate_grad_batches": 2}, "DDPLBFGSNet"),
+    # Lightning's ModelPruning: each process prunes its own copy of the weights, alike
+    "model_pruning": (
+        {"dropout": 0.0},
+        {
+            "max_epochs": 2,
+            "callbacks": [
+                {"class_path": "ModelPruning", "init_args": {"pruning_fn": "l1_unstructured", "amount": 0.2}}
+            ],
+        },
+    ),
     # stops after 3 of 8 epochs
     "early_stopping": (
         {"plateau": True},

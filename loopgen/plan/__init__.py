@@ -51,6 +51,7 @@ from loopgen.plan.optimizers import Optimizers, resolve_optimizers
 from loopgen.plan.precision import Device, Precision, resolve_device, resolve_precision
 from loopgen.plan.profiling import Profiling, resolve_profiling
 from loopgen.plan.progress import Progress, resolve_progress
+from loopgen.plan.pruning import Pruning, resolve_pruning
 from loopgen.plan.state import State, resolve_state
 from loopgen.plan.summary import Summary, resolve_summary
 from loopgen.plan.timer import Timer, resolve_timer
@@ -86,6 +87,7 @@ class Plan:
     hooks: Hooks
     checkpointing: Checkpointing
     timer: Timer | None
+    pruning: Pruning | None
     logging: Logging
     summary: Summary
     profiling: Profiling
@@ -115,7 +117,8 @@ def make_plan(
     problems: list[Problem] = []
     notices: list[str] = []
     check_model(spec, model, problems)
-    callbacks = builtin_facts(spec, callbacks)
+    pruning = resolve_pruning(spec, model, problems)
+    callbacks = builtin_facts(spec, callbacks, pruning)
     check_callbacks(spec, model, callbacks, problems)
     callbacks = tuple(None if facts is None else with_base_reads(facts) for facts in callbacks)
     user_callbacks = tuple(facts for facts in callbacks if facts is not None)
@@ -192,6 +195,7 @@ def make_plan(
         hooks=hooks,
         checkpointing=checkpointing,
         timer=timer,
+        pruning=pruning,
         logging=logging,
         summary=summary,
         profiling=profiling,

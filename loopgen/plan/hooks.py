@@ -9,6 +9,7 @@ from pathlib import Path
 from loopgen.errors import Problem
 from loopgen.plan.common import follows_1_9_5
 from loopgen.plan.objects import Callback, Construct, check_unique_names, construct_of, is_lightning
+from loopgen.plan.pruning import Pruning
 from loopgen.source.facts import ClassFacts
 from loopgen.spec.kinds import refusal
 from loopgen.spec.model import ClassRef, Spec
@@ -223,22 +224,30 @@ BUILTIN_DROPPED_ARGS = ("lambda_func",)
 
 
 def builtin_callback(ref: ClassRef) -> bool:
-    return any(is_lightning(ref, name) for name in BUILTIN_CALLBACKS)
+    return any(is_lightning(ref, name) for name in (*BUILTIN_CALLBACKS, "ModelPruning"))
 
 
-def builtin_facts(spec: Spec, callbacks: tuple[ClassFacts | None, ...]) -> tuple[ClassFacts | None, ...]:
+def builtin_facts(
+    spec: Spec, callbacks: tuple[ClassFacts | None, ...], pruning: Pruning | None
+) -> tuple[ClassFacts | None, ...]:
     """The facts of each callback, with those of Lightning's callbacks that the script carries a class for filled
-    in (BUILTIN_CALLBACKS)."""
+    in (BUILTIN_CALLBACKS; ModelPruning's class is specialised to its entry, plan/pruning.py)."""
     return tuple(
-        BUILTIN_CALLBACKS[ref.name] if facts is None and builtin_callback(ref) else facts
+        (
+            (pruning.facts(ref.class_path) if pruning is not None and ref.name == "ModelPruning" else None)
+            or BUILTIN_CALLBACKS.get(ref.name)
+            if facts is None and builtin_callback(ref)
+            else facts
+        )
         for ref, facts in zip(spec.trainer.callbacks, callbacks)
     )
 
 
 def builtin_construct(ref: ClassRef) -> Construct:
-    """The script's class for one of Lightning's callbacks, with the spec's arguments."""
-    args = {name: value for name, value in construct_of(ref).args.items() if name not in BUILTIN_DROPPED_ARGS}
-    return Construct("", ref.name, args)
+    """The script's class for one of Lightning's callbacks, with the spec's arguments (ModelPruning's class holds
+    its entry's)."""
+    given = {} if ref.name == "ModelPruning" else construct_of(ref).args
+    return Construct("", ref.name, {name: value for name, value in given.items() if name not in BUILTIN_DROPPED_ARGS})
 
 
 def finetuning(facts: ClassFacts) -> bool:

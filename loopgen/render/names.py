@@ -89,6 +89,7 @@ OTHERS = (
     Line("torch"),
     Line("torchmetrics"),
     Line("torch.distributed", alias="dist"),
+    Line("torch.nn.utils.prune", alias="prune"),
     Line("horovod.torch", alias="hvd"),
     Line("torch_xla.core.xla_model", alias="xm"),
     Line("torch_xla.distributed.parallel_loader", alias="pl"),

@@ -35,10 +35,12 @@ from loopgen.spec.kinds import (
     boolean,
     choice,
     class_path_of,
+    count_or_fraction,
     implemented,
     integer,
     is_number,
     lightning_default,
+    names_among,
     only,
     string,
 )
@@ -55,7 +57,6 @@ from loopgen.spec.support import (
     duration_kind,
     fast_dev_run_kind,
     gradient_clip_val_kind,
-    line_count,
     log_model_kind,
     logger_kind,
     no_model_logging,
@@ -247,6 +248,10 @@ _AVERAGING_ARGS = (
 )  # fmt: skip
 
 
+# ModelPruning's methods: torch.nn.utils.prune's functions (classes, ranking every module's weights together)
+PRUNING_METHODS = ("ln_structured", "l1_unstructured", "random_structured", "random_unstructured")
+
+
 # The init_args of Lightning's callbacks (Lightning 2.x's names and defaults), checked like trainer flags.
 # fmt: off
 CALLBACK_ARGS: Mapping[str, tuple[Flag, ...]] = {
@@ -339,6 +344,32 @@ CALLBACK_ARGS: Mapping[str, tuple[Flag, ...]] = {
         _arg("update_starting_at_epoch", integer(0), None, "also update at the end of each epoch from this one"
              " on (null: never)", nullable=True),
     ),
+    "ModelPruning": (
+        _arg("pruning_fn", choice(*PRUNING_METHODS, lower=True), None, "torch.nn.utils.prune's method, by name"
+             " (required)"),
+        _arg("parameters_to_prune", anything(), (), "the (module, name) pairs to prune (empty: every weight and"
+             " bias the modules hold)",
+             support=only((), [], why="its pairs are modules of the built model, which a YAML spec cannot name",
+                          instead="leave it empty and choose by parameter_names")),
+        _arg("parameter_names", names_among("weight", "bias"), None, 'the parameters pruned in each module (null:'
+             ' "weight" and "bias")', nullable=True),
+        _arg("use_global_unstructured", boolean(), True, "rank the weights of every module together (the"
+             " unstructured methods only)"),
+        _arg("amount", count_or_fraction(), 0.5, "what each pruning removes: a count (int) or a fraction (float)"
+             " of the weights left"),
+        _arg("apply_pruning", boolean(), True, "prune at each epoch (false: never)"),
+        _arg("make_pruning_permanent", boolean(), True, "apply the masks for good when training ends, and in"
+             " each full checkpoint's state_dict"),
+        _arg("use_lottery_ticket_hypothesis", boolean(), True, "after each pruning, reset the weights left to"
+             " their values at set-up"),
+        _arg("resample_parameters", boolean(), False, "reset them to newly drawn values instead"),
+        _arg("pruning_dim", integer(0), None, "the dimension a structured method prunes along", nullable=True),
+        _arg("pruning_norm", integer(0), None, "the norm ln_structured ranks by", nullable=True),
+        _arg("verbose", integer(0, "0: quiet, 1: the totals, 2: also each parameter"), 0, "say what each pruning"
+             " removed"),
+        _arg("prune_on_train_epoch_end", boolean(), True, "prune at each training epoch's end (false: at each"
+             " validation's end)"),
+    ),
     "RichModelSummary": (
         _arg("max_depth", integer(-1, "-1: every level, 0: no summary"), 1, "the deepest level of submodules listed"),
     ),
@@ -379,7 +410,7 @@ PROFILER_ARGS: Mapping[str, tuple[Flag, ...]] = {
     ),
     "AdvancedProfiler": (
         *_PROFILER_OUTPUT,
-        _arg("line_count_restriction", line_count(), 1.0, "the functions listed per action: a count (int) or a"
+        _arg("line_count_restriction", count_or_fraction(), 1.0, "the functions listed per action: a count (int) or a"
              " fraction (float)"),
         _arg("dump_stats", boolean(), False, "also save each action's raw cProfile stats (.prof)"),
     ),

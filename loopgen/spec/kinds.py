@@ -135,6 +135,28 @@ def batch_limit(*, zero: bool = True) -> Kind:
     return Kind(parse, {"anyOf": [{"type": "integer", "minimum": least}, fraction]})
 
 
+def count_or_fraction() -> Kind:
+    """A count (an int >= 0) or a fraction (a float in [0, 1]): pstats' restriction, torch's pruning amount."""
+
+    def parse(raw: Any) -> int | float:
+        if is_int(raw) and raw >= 0 or isinstance(raw, float) and 0.0 <= raw <= 1.0:
+            return raw
+        raise FlagError(f"expected an integer >= 0 (a count) or a float in [0.0, 1.0] (a fraction), {got(raw)}")
+
+    return Kind(parse, {"anyOf": [{"type": "integer", "minimum": 0}, {"type": "number", "minimum": 0, "maximum": 1}]})
+
+
+def names_among(*options: str) -> Kind:
+    """A list of some of `options`, each once."""
+
+    def parse(raw: Any) -> tuple[str, ...]:
+        if not isinstance(raw, list) or any(item not in options for item in raw) or len(set(raw)) < len(raw):
+            raise FlagError(f"expected a list of distinct names among {', '.join(options)}, {got(raw)}")
+        return tuple(raw)
+
+    return Kind(parse, {"type": "array", "items": {"enum": list(options)}, "uniqueItems": True})
+
+
 def anything() -> Kind:
     """Any value: for Lightning arguments of which loopgen accepts only the default."""
     return Kind(lambda raw: raw, {})

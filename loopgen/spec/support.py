@@ -520,6 +520,7 @@ LIGHTNING_CALLBACKS = {
     "WeightAveraging": ("weight_averaging",),
     "EMAWeightAveraging": ("weight_averaging",),
     "DeviceStatsMonitor": ("device_stats_monitor",),
+    "ModelPruning": ("pruning",),
     "TQDMProgressBar": ("progress", "progress.tqdm_progress"),
     "RichProgressBar": ("progress", "progress.rich_progress"),
 }
@@ -582,17 +583,6 @@ def number_kind() -> Kind:
         return float(raw)
 
     return Kind(parse, {"type": "number"})
-
-
-def line_count() -> Kind:
-    """pstats' restriction: an int count of lines, or a float fraction in [0, 1] of them."""
-
-    def parse(raw: Any) -> int | float:
-        if is_int(raw) and raw >= 0 or isinstance(raw, float) and 0.0 <= raw <= 1.0:
-            return raw
-        raise FlagError(f"expected an integer >= 0 (a count) or a float in [0.0, 1.0] (a fraction), {got(raw)}")
-
-    return Kind(parse, {"anyOf": [{"type": "integer", "minimum": 0}, {"type": "number", "minimum": 0, "maximum": 1}]})
 
 
 def save_last_kind() -> Kind:

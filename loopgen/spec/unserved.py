@@ -38,13 +38,6 @@ OTHER_LIGHTNING_CALLBACKS = {
         "its batch_size_fn and length_fn are functions, and the script does not measure throughput",
         "measure with benchmarks of your own, or self.log a rate from your module's hooks",
     ),
-    "ModelPruning": (
-        (
-            "the script does not carry Lightning's pruning, which applies torch.nn.utils.prune at epoch ends and makes"
-            " it permanent in the checkpoints it saves"
-        ),
-        "prune in your module's hooks (on_train_epoch_end) with torch.nn.utils.prune",
-    ),
     "SpikeDetection": (
         "the script does not carry Lightning's loss-spike detection",
         "check the loss in your module's training_step or on_train_batch_end",

@@ -298,6 +298,64 @@ CASES = [
         callbacks=[{"class_path": "WeightAveraging", "init_args": {"use_buffers": False}}],
         max_epochs=2,
     ),
+    # Lightning's ModelPruning (the script's own class, specialised to the entry): l1 over every module's weights
+    # and biases together at each epoch's end, the weights left reset to their values at set-up, the masks applied
+    # for good when training ends and in full checkpoints (weights-only ones keep `weight_orig` / `weight_mask`)
+    case(
+        "model_pruning_global_l1_lottery_ticket",
+        callbacks=[
+            {"class_path": "ModelPruning", "init_args": {"pruning_fn": "l1_unstructured", "amount": 0.3, "verbose": 2}},
+            model_checkpoint(dirpath="full", save_top_k=-1, save_last=True),
+            model_checkpoint(dirpath="weights", save_top_k=-1, save_weights_only=True, every_n_epochs=2),
+        ],
+        max_epochs=3,
+    ),
+    # ... random_structured rows of each weight on its own at each validation's end (twice an epoch, not in the
+    # sanity check), drawing from the random state that dropout and shuffling draw from; no lottery ticket, the
+    # masks kept in the module and in the checkpoints
+    case(
+        "model_pruning_random_rows_at_each_validation_masks_kept",
+        "LoggingModel",
+        callbacks=[
+            {
+                "class_path": "lightning.pytorch.callbacks.ModelPruning",
+                "init_args": {
+                    "pruning_fn": "random_structured",
+                    "use_global_unstructured": False,
+                    "pruning_dim": 0,
+                    "amount": 0.25,
+                    "parameter_names": ["weight"],
+                    "prune_on_train_epoch_end": False,
+                    "make_pruning_permanent": False,
+                    "use_lottery_ticket_hypothesis": False,
+                },
+            },
+            model_checkpoint(dirpath="ck", monitor="val_loss", save_top_k=2),
+        ],
+        max_epochs=3,
+        val_check_interval=0.5,
+    ),
+    # ... ln_structured columns by their L2 norm, a count of 2 at a time, the weights left redrawn by each layer's
+    # reset_parameters (from the same random state); with accumulation
+    case(
+        "model_pruning_l2_columns_resampled",
+        callbacks=[
+            {
+                "class_path": "pytorch_lightning.callbacks.ModelPruning",
+                "init_args": {
+                    "pruning_fn": "ln_structured",
+                    "use_global_unstructured": False,
+                    "pruning_dim": 1,
+                    "pruning_norm": 2,
+                    "amount": 2,
+                    "parameter_names": ["weight"],
+                    "resample_parameters": True,
+                },
+            },
+        ],
+        max_epochs=3,
+        accumulate_grad_batches=2,
+    ),
     # Lightning's Timer on a clock that the steps move (ClockModel: a training step is a second, a validation
     # step a quarter): max_time stops after the batch that reaches it, and validates there; the times in its
     # checkpoint state are compared
