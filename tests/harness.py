@@ -153,6 +153,7 @@ LIGHTNING_CALLBACKS = {
     "EMAWeightAveraging": "weight_averaging",
     "DeviceStatsMonitor": "device_stats_monitor",
     "ModelPruning": "pruning",
+    "SpikeDetection": "spike",
 }
 CALLBACK_PACKAGES = ("pytorch_lightning.callbacks", "lightning.pytorch.callbacks")
 # Keys of a checkpoint file that are not compared: Lightning's version, and the script's own state (its key's

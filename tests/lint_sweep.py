@@ -163,6 +163,8 @@ QUICK = (
     "case:model_pruning_global_l1_lottery_ticket",
     "case:model_pruning_random_rows_at_each_validation_masks_kept",
     "case:model_pruning_l2_columns_resampled",
+    "case:spike_detection_watches_accumulated_losses",
+    "ddp:pruning_spike_detection",
     "cross:module:accelerator=1,precision=2",
     "text:deterministic",
     # findings once, in these alone: an argument, a variable or an import the script did not use

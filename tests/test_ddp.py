@@ -43,13 +43,15 @@ SPECS = {
     # an optimizer step through a closure (tests.ddp_models.DDPLBFGSNet); accumulation skips the all-reduce
     "lbfgs": ({"dropout": 0.0}, {"max_epochs": 2}, "DDPLBFGSNet"),
     "lbfgs_accumulate": ({"dropout": 0.0}, {"max_epochs": 2, "accumulate_grad_batches": 2}, "DDPLBFGSNet"),
-    # Lightning's ModelPruning: each process prunes its own copy of the weights, alike
-    "model_pruning": (
+    # Lightning's ModelPruning: each process prunes its own copy of the weights, alike; SpikeDetection: whether
+    # any process's loss spikes, whether every one's is finite, decided together after each batch
+    "pruning_spike_detection": (
         {"dropout": 0.0},
         {
             "max_epochs": 2,
             "callbacks": [
-                {"class_path": "ModelPruning", "init_args": {"pruning_fn": "l1_unstructured", "amount": 0.2}}
+                {"class_path": "ModelPruning", "init_args": {"pruning_fn": "l1_unstructured", "amount": 0.2}},
+                {"class_path": "SpikeDetection", "init_args": {"window": 4, "finite_only": False}},
             ],
         },
     ),

@@ -1,5 +1,5 @@
-"""Lightning's ModelPruning, beyond the parity cases (`model_pruning_*` in tests/parity, `model_pruning` in the
-DDP run): the script's class beside Lightning's on the same module for each kind of entry (the masks, the weights
+"""Lightning's ModelPruning, beyond the parity cases (`model_pruning_*` in tests/parity, `pruning_spike_detection` in
+the DDP run): the script's class beside Lightning's on the same module for each kind of entry (the masks, the weights
 the lottery ticket resets, the lines verbose prints, a checkpoint's state_dict, the module when training ends);
 the class carries only what its entry needs; and what Lightning raises for is refused at render time."""
 

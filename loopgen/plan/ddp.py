@@ -85,7 +85,7 @@ def resolve_ddp(parts: EngineParts) -> Distributed:
         # following Lightning 1.9.5 (a hook or flag only it has): its DistributedSamplerWrapper over every sampler
         wraps_samplers=follows_1_9_5(spec, parts.model),
         no_sync=parts.optimization.accumulates,
-        reduces_decisions=bool(parts.checkpointing.early_stopping),
+        reduces_decisions=parts.reduces_decisions,
         broadcasts=parts.checkpointing.saves or parts.logging.versions or parts.timed_stop,
         saves_on_rank_zero=parts.checkpointing.saves,
         logs_on_rank_zero=parts.logging.enabled,

@@ -37,7 +37,7 @@ class Distributed:
     rank_zero_gates: bool = False  # several processes: rank-0-only actions are gated on `is_global_zero`
     replaces_samplers: bool = False  # Lightning's use_distributed_sampler: train and val samplers shard the data
     no_sync: bool = False  # accumulation: the gradient all-reduce only on the batch that steps
-    reduces_decisions: bool = False  # EarlyStopping: one process that stops stops all
+    reduces_decisions: bool = False  # EarlyStopping, SpikeDetection: one process that stops (spikes) stops all
     # xla: the script reduces a decision over the processes as "any" (EarlyStopping's stop, whether the first
     # process's checkpoint file exists) ...
     reduces_any: bool = False

@@ -28,6 +28,14 @@ class EngineParts:
         """A Timer stops training: rank 0's clock decides for every process (Lightning broadcasts it)."""
         return self.timer is not None and self.timer.stops
 
+    @property
+    def reduces_decisions(self) -> bool:
+        """One process's decision holds for all (Lightning's reduce_boolean_decision): EarlyStopping's stop,
+        SpikeDetection's spike."""
+        spikes = any(ref.name == "SpikeDetection" and ref.module.startswith("pytorch_lightning")
+                     for ref in self.spec.trainer.callbacks)  # fmt: skip
+        return bool(self.checkpointing.early_stopping) or spikes
+
     spec: Spec
     model: ClassFacts
     precision: Precision

@@ -87,6 +87,11 @@ class UserCode:
         return any(c.finetuning and not c.construct.module for c in self.callbacks)
 
     @property
+    def builtin_spike_detection(self) -> bool:
+        """Lightning's SpikeDetection is among the callbacks: the script carries the class."""
+        return any(c.construct.cls == "SpikeDetection" and not c.construct.module for c in self.callbacks)
+
+    @property
     def builtin_averaging(self) -> str | None:
         """Lightning's WeightAveraging or EMAWeightAveraging among the callbacks (one at most): the script carries
         the class of that name."""
@@ -217,6 +222,20 @@ BUILTIN_CALLBACKS: Mapping[str, ClassFacts] = {
         )
         for name in AVERAGING
     },
+    "SpikeDetection": ClassFacts(
+        class_path="pytorch_lightning.callbacks.SpikeDetection",
+        file=Path(),
+        root=Path(),
+        is_lightning_module=False,
+        is_lightning_callback=True,
+        lightning_bases=("Callback",),
+        methods={
+            "on_train_batch_end": ("trainer", "pl_module", "outputs", "batch", "batch_idx"),
+            "state_dict": (),
+            "load_state_dict": ("state_dict",),
+        },
+        trainer_reads=frozenset({"default_root_dir"}),
+    ),
 }
 
 # what the script's class does not take of Lightning's arguments (their refusals are in spec/flags.py)
@@ -268,6 +287,22 @@ def check_callbacks(
             "follow Lightning 2.x",
         )
         problems.append(Problem("trainer.callbacks", message, averaging[0].line))
+    spikes = [ref for ref in spec.trainer.callbacks if is_lightning(ref, "SpikeDetection")]
+    if spikes and follows_1_9_5(spec, model):
+        message = refusal(
+            f"{spikes[0].class_path} in a spec that follows Lightning 1.9.5",
+            "Lightning 1.9.5 has no SpikeDetection callback",
+            "follow Lightning 2.x",
+        )
+        problems.append(Problem("trainer.callbacks", message, spikes[0].line))
+    if len(spikes) > 1:
+        message = refusal(
+            f"a second SpikeDetection callback ({spikes[1].class_path})",
+            "Lightning keeps each one's state under the same key, `SpikeDetection`, and raises when it saves a"
+            " checkpoint",
+            "keep one",
+        )
+        problems.append(Problem("trainer.callbacks", message, spikes[1].line))
     if len(averaging) > 1:
         message = refusal(
             f"a second weight-averaging callback ({averaging[1].class_path})",

@@ -141,5 +141,5 @@ def resolve_horovod(parts: EngineParts) -> Distributed:
         logs_on_rank_zero=parts.logging.enabled,
         silent_bar=parts.progress.enabled,
         # EarlyStopping: one process that stops stops all (1.9.5's reduce_boolean_decision, an hvd.allreduce)
-        reduces_decisions=bool(parts.checkpointing.early_stopping),
+        reduces_decisions=parts.reduces_decisions,
     )

@@ -143,7 +143,7 @@ def resolve_xla(parts: EngineParts) -> Distributed:
         wraps_samplers=several and follows_1_9_5(spec, parts.model),
         # several devices: XLAStrategy's rank-0 files (XLACheckpointIO), broadcasts (xm.collective_broadcast),
         # barriers (xm.rendezvous) and decisions (xm.mesh_reduce); one device needs none of them
-        reduces_decisions=several and bool(parts.checkpointing.early_stopping),
+        reduces_decisions=several and parts.reduces_decisions,
         broadcasts=several and (parts.checkpointing.saves or parts.logging.versions),
         saves_on_rank_zero=several and parts.checkpointing.saves,
         reduces_any=several and (bool(parts.checkpointing.early_stopping) or parts.checkpointing.saves),

@@ -20,6 +20,7 @@ Each flag is checked here on its own; rules between flags are the plan stage's
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -42,6 +43,7 @@ from loopgen.spec.kinds import (
     lightning_default,
     names_among,
     only,
+    refused,
     string,
 )
 from loopgen.spec.support import (
@@ -248,6 +250,17 @@ _AVERAGING_ARGS = (
 )  # fmt: skip
 
 
+def _directory_given(path: str | None) -> str | None:
+    """SpikeDetection's file needs a directory: Lightning makes os.path.dirname(path), which fails on ""."""
+    if path is not None and path.endswith(".json") and not os.path.dirname(path):
+        return refused(
+            "at a spike Lightning makes the file's directory, and a bare file name has none (it raises"
+            " FileNotFoundError instead of stopping with TrainingSpikeException)",
+            f"give a directory with it (./{path})",
+        )
+    return None
+
+
 # ModelPruning's methods: torch.nn.utils.prune's functions (classes, ranking every module's weights together)
 PRUNING_METHODS = ("ln_structured", "l1_unstructured", "random_structured", "random_unstructured")
 
@@ -369,6 +382,20 @@ CALLBACK_ARGS: Mapping[str, tuple[Flag, ...]] = {
              " removed"),
         _arg("prune_on_train_epoch_end", boolean(), True, "prune at each training epoch's end (false: at each"
              " validation's end)"),
+    ),
+    "SpikeDetection": (
+        _arg("mode", choice("min", "max"), "min", "whether the loss should fall (min) or rise (max)"),
+        _arg("window", integer(1), 10, "the losses the running mean is taken over"),
+        _arg("warmup", integer(0), 1, "the batches of each epoch before the loss is checked"),
+        _arg("atol", number_kind(), None, "how far off the mean a spike is at least (null: no bound)",
+             nullable=True),
+        _arg("rtol", number_kind(), 2.0, "how far off the mean a spike is at least, as a multiple of the mean"
+             " (null: no bound)", nullable=True),
+        _arg("exclude_batches_path", string(), None, "the JSON file (or its directory) the spiking batches are"
+             " written to (null: default_root_dir/skip_batches.json)", nullable=True,
+             support=_directory_given),
+        _arg("finite_only", boolean(), True, "a loss that is not finite is a spike (false: it is left out of the"
+             " mean)"),
     ),
     "RichModelSummary": (
         _arg("max_depth", integer(-1, "-1: every level, 0: no summary"), 1, "the deepest level of submodules listed"),

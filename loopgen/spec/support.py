@@ -521,6 +521,7 @@ LIGHTNING_CALLBACKS = {
     "EMAWeightAveraging": ("weight_averaging",),
     "DeviceStatsMonitor": ("device_stats_monitor",),
     "ModelPruning": ("pruning",),
+    "SpikeDetection": ("spike",),
     "TQDMProgressBar": ("progress", "progress.tqdm_progress"),
     "RichProgressBar": ("progress", "progress.rich_progress"),
 }

@@ -38,10 +38,6 @@ OTHER_LIGHTNING_CALLBACKS = {
         "its batch_size_fn and length_fn are functions, and the script does not measure throughput",
         "measure with benchmarks of your own, or self.log a rate from your module's hooks",
     ),
-    "SpikeDetection": (
-        "the script does not carry Lightning's loss-spike detection",
-        "check the loss in your module's training_step or on_train_batch_end",
-    ),
     "LambdaCallback": (
         "its hooks are functions, which a YAML spec cannot give",
         "write a callback class of your own with the same hooks",

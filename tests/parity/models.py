@@ -526,6 +526,18 @@ class NoisyStepModel(MLP):
         return super().validation_step((x + 0.05 * torch.randn(x.shape), y), batch_idx)
 
 
+class SpikingModel(MLP):
+    """Its loss jumps tenfold at one training step (global step `spike_at`), as a corrupted batch would make it."""
+
+    def __init__(self, spike_at: int = 7, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.spike_at = spike_at
+
+    def training_step(self, batch, batch_idx):
+        loss = super().training_step(batch, batch_idx)
+        return loss * 10 if self.global_step == self.spike_at else loss
+
+
 class RandomHooksModel(MLP):
     """Draws from the global generator in on_train_start and on_train_epoch_start, and augments in a loader
     worker: the training data then depends on whether each epoch's iterator is made before or after those

@@ -356,6 +356,18 @@ CASES = [
         max_epochs=3,
         accumulate_grad_batches=2,
     ),
+    # Lightning's SpikeDetection (the script's own class) watching a loss that never spikes: the running mean of
+    # the last 3 losses from batch 2 of each epoch, the losses Lightning hands it divided by the accumulation;
+    # its state (the last loss, the file it would write) in the checkpoints. (A spike: tests/test_spike_detection.py)
+    case(
+        "spike_detection_watches_accumulated_losses",
+        callbacks=[
+            {"class_path": "SpikeDetection", "init_args": {"window": 3, "warmup": 2, "atol": 0.01}},
+            model_checkpoint(dirpath="ck", save_top_k=-1, every_n_train_steps=3),
+        ],
+        max_epochs=2,
+        accumulate_grad_batches=2,
+    ),
     # Lightning's Timer on a clock that the steps move (ClockModel: a training step is a second, a validation
     # step a quarter): max_time stops after the batch that reaches it, and validates there; the times in its
     # checkpoint state are compared
