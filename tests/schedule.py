@@ -36,6 +36,10 @@ GROUPED = (
     "tests/test_progress.py",
     "tests/test_coverage.py",
     "tests/fuzz/test_fuzz.py",
+    "tests/test_horovod_files.py",
+    "tests/test_xla_files.py",
+    "tests/test_timer.py",
+    "tests/test_manual_profiler.py",
 )
 
 
