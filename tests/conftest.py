@@ -1,5 +1,6 @@
 """Every test session renders into its own cache directory (see loopgen/cache.py), removed when it ends; under
-`-n N` the workers get the longest work first (tests/schedule.py)."""
+`-n N` the workers get the longest work first (tests/schedule.py). Each session (each worker) has one parity
+runner server, which the modules that run a side in a fresh process share (`runner`)."""
 
 import os
 import shutil
@@ -32,3 +33,15 @@ def pytest_xdist_make_scheduler(config, log):
     from tests.schedule import make_scheduler
 
     return make_scheduler(config, log)
+
+
+@pytest.fixture(scope="session")
+def runner():
+    """tests/parity/runner.py's server: it imports torch and Lightning once and forks a fresh child per job (a new
+    interpreter spends seconds of CPU importing them). Used by the parity cases, the one-process evaluation cases
+    and the scripts of the Lightning 1.9.5 cases."""
+    from tests.parity.test_parity import Runner
+
+    runner = Runner()
+    yield runner
+    runner.close()

@@ -18,7 +18,6 @@ import torch
 import yaml
 
 from tests.harness import ROOT, Case, case_ids, env_with_root, log_facts
-from tests.helpers import render, train_script
 
 pytestmark = pytest.mark.slow
 
@@ -133,7 +132,7 @@ def without_numpy_types(records: list[dict]) -> list[dict]:
 
 
 @pytest.mark.parametrize("case", CASES, ids=case_ids(CASES))
-def test_matches_lightning_1_9_5(case, tmp_path, monkeypatch):
+def test_matches_lightning_1_9_5(case, tmp_path, runner):
     python = venv195()
     spec_path = tmp_path / "spec.yaml"
     spec_path.write_text(yaml.safe_dump(case.spec, sort_keys=False))
@@ -152,10 +151,11 @@ def test_matches_lightning_1_9_5(case, tmp_path, monkeypatch):
     assert reference.returncode == 0, reference.stderr[-4000:]
     ref = torch.load(tmp_path / "ref.pt", weights_only=False)
 
-    monkeypatch.chdir(ROOT)
-    script = tmp_path / "train.py"
-    script.write_text(render(spec_path))
-    ours = train_script(script, tmp_path / "ours.pt", cwd=script_dir)
+    # the script, rendered and run in a child the parity runner's server forks (torch imported once)
+    out, log = script_dir / "ours.pt", script_dir / "ours.log"
+    [status] = runner.run([["loopgen", str(spec_path), str(out), str(log)]])
+    assert status == 0, log.read_text(encoding="utf-8")[-4000:]
+    ours = torch.load(out, weights_only=False)
 
     different = [k for k, v in ref["state_dict"].items() if not torch.equal(v, ours["state_dict"][k])]
     assert not different, f"weights differ: {different}"

@@ -104,6 +104,8 @@ def main(side: str, case_path: str, index: str, out: str) -> int:
     else:
         results = run_loopgen(case["spec"], process, directory)
     torch.save(results, out)
+    if "wandb" in sys.modules and sys.modules["wandb"].run is not None:
+        sys.modules["wandb"].run.finish()  # what the interpreter's exit does (a forked child exits without it)
     if torch.distributed.is_available() and torch.distributed.is_initialized():
         torch.distributed.destroy_process_group()  # as a script's `__main__` block does: no abort at exit
     return 0

@@ -16,7 +16,9 @@ or with it on PYTHONPATH.
 `serve` is the same, faster: it imports torch, Lightning, loopgen and the test models once, then for each
 request line on stdin (JSON: a list of [side, SPEC, OUT, LOG] jobs) forks one fresh child per job, runs the
 jobs at the same time, and answers with one line (JSON: their exit statuses). Each child starts from the
-server's untouched state (nothing has trained or seeded there), so each side still runs in its own process.
+server's untouched state (nothing has trained or seeded there), so each side still runs in its own process. A job
+["evaluation", SIDE, CASE.json, INDEX, OUT, LOG] runs one process of an evaluation case instead
+(tests/parity/evaluation_runner.py).
 
 Exit status 3: loopgen refused the spec (its messages are in the output).
 """
@@ -50,7 +52,7 @@ from tests.logger_files import run_ids, with_ids_replaced
 EXIT_RENDER_FAILED = 3
 EXIT_TIMEOUT = 124
 JOB_TIMEOUT = 300  # seconds
-PRELOAD = ("tests.parity.data", "tests.parity.models", "tests.parity.callbacks")
+PRELOAD = ("tests.parity.data", "tests.parity.models", "tests.parity.callbacks", "tests.parity.eval_models")
 # the loggers' packages, and their readers (tests/logger_files.py): seconds per job otherwise
 PRELOAD_LOGGERS = (
     "torch.utils.tensorboard",
@@ -168,7 +170,8 @@ def run_job(side: str, spec_path: str, out: str) -> int:
     else:
         raise SystemExit(f"unknown side {side!r}: lightning or loopgen")
     state = {name: tensor.detach().clone() for name, tensor in model.state_dict().items()}
-    records = model.parity_records() if hasattr(model, "parity_records") else None
+    # the parity models' records, or those the Lightning 1.9.5 cases' models keep (tests/lightning195)
+    records = model.parity_records() if hasattr(model, "parity_records") else getattr(model, "records", None)
     if "wandb" in sys.modules and sys.modules["wandb"].run is not None:
         sys.modules["wandb"].run.finish()  # what the interpreter's exit does (the child exits without it)
     facts = {"checkpoints": checkpoint_facts(directory), "logs": log_facts(directory)}
@@ -238,6 +241,11 @@ def serve() -> int:
         for job in jobs:
             pid = os.fork()
             if pid == 0:
+                if job[0] == "evaluation":  # one process of an evaluation case (tests/parity/evaluation_runner.py)
+                    from tests.parity import evaluation_runner
+
+                    *args, log = job[1:]
+                    run_forked(lambda args=args: evaluation_runner.main(*args), log)
                 _child(*job)
             pids.append(pid)
         print(json.dumps(_wait(pids, JOB_TIMEOUT)), flush=True)

@@ -1,8 +1,9 @@
 """validate, test and predict: the generated script's subcommands against Lightning's Trainer.validate / test /
 predict (2.x), on the modules of tests/parity/eval_models.py.
 
-Each case runs both sides in their own directories (tests/parity/evaluation_runner.py), each process fresh, and
-compares what the evaluation calls returned (the metric dicts, the predictions with torch.equal), the results
+Each case runs both sides in their own directories (tests/parity/evaluation_runner.py), each process fresh (a
+child the parity runner's server forks, for a one-process case of this interpreter's Lightning; else a new
+interpreter, under torchrun or horovodrun, or Lightning 1.9.5's), and compares what the evaluation calls returned (the metric dicts, the predictions with torch.equal), the results
 table they printed, and the hooks of the module, the datamodule and a user's callback, in order, with their
 batch and loader indices and whether gradients (and inference mode) were on.
 """
@@ -24,6 +25,7 @@ from tests.harness import Case, case_ids, log_facts
 from tests.helpers import env_with_root
 from tests.logger_files import run_ids, with_ids_replaced
 from tests.parity.runner import render
+from tests.parity.test_parity import Runner
 
 pytest.importorskip("pytorch_lightning")
 
@@ -390,7 +392,7 @@ def launch(command: list[str], directory: Path) -> subprocess.CompletedProcess[s
     return subprocess.run(command, cwd=directory, env=env_with_root(), capture_output=True, text=True, timeout=300)
 
 
-def run_side(side: str, case: dict, directory: Path) -> list[list[list[dict]]]:
+def run_side(side: str, case: dict, directory: Path, runner: Runner) -> list[list[list[dict]]]:
     """Each process's (each launch's) calls, per rank: outputs[process][rank][call]."""
     directory.mkdir()
     (directory / "case.json").write_text(json.dumps(case), encoding="utf-8")
@@ -414,6 +416,14 @@ def run_side(side: str, case: dict, directory: Path) -> list[list[list[dict]]]:
     outputs = []
     for index in range(len(case[side])):
         out = directory / f"out{index}.pt"
+        if processes == 1 and python == sys.executable and runner.server is not None:
+            # one process of this interpreter's Lightning: forked by the parity runner's server, which has
+            # imported torch and Lightning once (a fresh interpreter spends seconds of CPU on them)
+            log = directory / f"out{index}.log"
+            [status] = runner.run([["evaluation", side, str(directory / "case.json"), str(index), str(out), str(log)]])
+            assert status == 0, f"{side} process {index}:\n{log.read_text(encoding='utf-8')[-5000:]}"
+            outputs.append([torch.load(out, weights_only=False)])
+            continue
         command = [*prefix, "tests.parity.evaluation_runner", side, "case.json", str(index), str(out)]
         result = launch(command, directory)
         if result.returncode != 0 and processes > 1 and index == 0:
@@ -525,10 +535,10 @@ def assert_same_result(ours, theirs) -> None:
 
 
 @pytest.mark.parametrize(("name", "spec_", "lightning", "script"), CASES, ids=case_ids(Case(c[0], c[1]) for c in CASES))
-def test_evaluation_matches_lightning(tmp_path, name, spec_, lightning, script):
+def test_evaluation_matches_lightning(tmp_path, name, spec_, lightning, script, runner):
     case = {"spec": spec_, "lightning": lightning, "loopgen": script}
-    theirs_ranks = [calls[-1] for calls in run_side("lightning", case, tmp_path / "lightning")[-1]]
-    ours_ranks = [calls[-1] for calls in run_side("loopgen", case, tmp_path / "loopgen")[-1]]
+    theirs_ranks = [calls[-1] for calls in run_side("lightning", case, tmp_path / "lightning", runner)[-1]]
+    ours_ranks = [calls[-1] for calls in run_side("loopgen", case, tmp_path / "loopgen", runner)[-1]]
     for ours, theirs in zip(ours_ranks, theirs_ranks, strict=True):
         if script[-1][:1] != ["fit"] and "--test" not in script[-1]:
             assert_same_result(ours["result"], theirs["result"])  # fit --test returns the model: its table says

@@ -890,13 +890,6 @@ class Runner:
             self.server.wait(timeout=30)
 
 
-@pytest.fixture(scope="session")
-def runner():
-    runner = Runner()
-    yield runner
-    runner.close()
-
-
 def train_both(runner: Runner, spec: dict[str, Any], tmp_path: Path) -> tuple[dict, dict]:
     """Train with Lightning and with the rendered script, each in a fresh process, at the same time;
     return their saved {state_dict, records}."""
