@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from tests.harness import Case, case_ids
-from tests.parity import test_parity
 from tests.parity.test_parity import (
     Runner,
     case,
@@ -33,7 +32,6 @@ pytestmark = pytest.mark.slow
 
 MANUAL = "tests.parity.manual_models"
 TRAINER_ATTRIBUTES = [{"class_path": "tests.parity.trainer_attributes.TrainerAttributesRecorder"}]
-runner = test_parity.runner  # the fixture: one runner server for these cases
 
 
 def manual_case(id: str, model: str, init: dict | None = None, **trainer) -> Case:

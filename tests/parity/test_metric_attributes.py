@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from tests.harness import Case, case_ids
-from tests.parity import test_parity
 from tests.parity.test_parity import Runner, case, differences, logger, train_both
 
 pytest.importorskip("pytorch_lightning")
@@ -20,7 +19,6 @@ pytest.importorskip("pytorch_lightning")
 pytestmark = pytest.mark.slow
 
 RECORDER = [{"class_path": "tests.parity.metric_attributes.MetricAttributesRecorder"}]
-runner = test_parity.runner  # the fixture: one runner server for these cases
 
 
 def spec_optimizer(built: Case, scheduler: dict) -> Case:

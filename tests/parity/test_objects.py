@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.harness import Case, case_ids
-from tests.parity.test_parity import differences, runner, train_both  # noqa: F401 - runner: a fixture
+from tests.parity.test_parity import differences, train_both
 
 pytestmark = pytest.mark.slow
 
@@ -72,7 +72,7 @@ CASES = [
 
 
 @pytest.mark.parametrize("case", CASES, ids=case_ids(CASES))
-def test_same_training_as_lightning(case: Case, runner, tmp_path: Path) -> None:  # noqa: F811
+def test_same_training_as_lightning(case: Case, runner, tmp_path: Path) -> None:
     lightning, script = train_both(runner, case.spec, tmp_path)
     found = differences(lightning, script)
     assert not found, f"{case.id}: the script trains differently from Lightning ({tmp_path}):\n" + "\n".join(found)
