@@ -8,6 +8,7 @@ from loopgen.errors import Problem
 from loopgen.plan.checkpointing import Checkpointing
 from loopgen.plan.data import Data
 from loopgen.plan.loggers import Logging
+from loopgen.plan.objects import is_lightning
 from loopgen.plan.optimization import Optimization
 from loopgen.plan.optimizers import Optimizers
 from loopgen.plan.precision import Precision
@@ -32,8 +33,7 @@ class EngineParts:
     def reduces_decisions(self) -> bool:
         """One process's decision holds for all (Lightning's reduce_boolean_decision): EarlyStopping's stop,
         SpikeDetection's spike."""
-        spikes = any(ref.name == "SpikeDetection" and ref.module.startswith("pytorch_lightning")
-                     for ref in self.spec.trainer.callbacks)  # fmt: skip
+        spikes = any(is_lightning(ref, "SpikeDetection") for ref in self.spec.trainer.callbacks)
         return bool(self.checkpointing.early_stopping) or spikes
 
     spec: Spec

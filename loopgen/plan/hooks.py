@@ -273,6 +273,23 @@ def finetuning(facts: ClassFacts) -> bool:
     return "BaseFinetuning" in facts.lightning_bases
 
 
+def once_in_2x(
+    spec: Spec, model: ClassFacts, refs: list[ClassRef], what: str, why_one: str, problems: list[Problem]
+) -> None:
+    """The entries `refs` of a callback only Lightning 2.x has (`what`): refused in a spec that follows 1.9.5, and
+    a second one (`why_one`: why)."""
+    if refs and follows_1_9_5(spec, model):
+        message = refusal(
+            f"{refs[0].class_path} in a spec that follows Lightning 1.9.5",
+            f"Lightning 1.9.5 has no {what}",
+            "follow Lightning 2.x",
+        )
+        problems.append(Problem("trainer.callbacks", message, refs[0].line))
+    if len(refs) > 1:
+        message = refusal(f"a second {what} ({refs[1].class_path})", why_one, "keep one")
+        problems.append(Problem("trainer.callbacks", message, refs[1].line))
+
+
 def check_callbacks(
     spec: Spec, model: ClassFacts, callbacks: tuple[ClassFacts | None, ...], problems: list[Problem]
 ) -> None:
@@ -280,37 +297,23 @@ def check_callbacks(
     the script would run the subclass's own methods only, never the base's behaviour (nothing saved), so it is
     refused. A BaseFinetuning subclass is served as Lightning 2.x's, where its base's hooks can run."""
     averaging = [ref for ref in spec.trainer.callbacks if ref.name in AVERAGING and builtin_callback(ref)]
-    if averaging and follows_1_9_5(spec, model):
-        message = refusal(
-            f"{averaging[0].class_path} in a spec that follows Lightning 1.9.5",
-            "Lightning 1.9.5 has no weight-averaging callback",
-            "follow Lightning 2.x",
-        )
-        problems.append(Problem("trainer.callbacks", message, averaging[0].line))
-    spikes = [ref for ref in spec.trainer.callbacks if is_lightning(ref, "SpikeDetection")]
-    if spikes and follows_1_9_5(spec, model):
-        message = refusal(
-            f"{spikes[0].class_path} in a spec that follows Lightning 1.9.5",
-            "Lightning 1.9.5 has no SpikeDetection callback",
-            "follow Lightning 2.x",
-        )
-        problems.append(Problem("trainer.callbacks", message, spikes[0].line))
-    if len(spikes) > 1:
-        message = refusal(
-            f"a second SpikeDetection callback ({spikes[1].class_path})",
-            "Lightning keeps each one's state under the same key, `SpikeDetection`, and raises when it saves a"
-            " checkpoint",
-            "keep one",
-        )
-        problems.append(Problem("trainer.callbacks", message, spikes[1].line))
-    if len(averaging) > 1:
-        message = refusal(
-            f"a second weight-averaging callback ({averaging[1].class_path})",
-            "each swaps its average into the module for validation and copies it into the module when training"
-            " ends, so the second would average and validate the first's average",
-            "keep one",
-        )
-        problems.append(Problem("trainer.callbacks", message, averaging[1].line))
+    once_in_2x(
+        spec,
+        model,
+        averaging,
+        "weight-averaging callback",
+        "each swaps its average into the module for validation and copies it into the module when training ends, so"
+        " the second would average and validate the first's average",
+        problems,
+    )
+    once_in_2x(
+        spec,
+        model,
+        [ref for ref in spec.trainer.callbacks if is_lightning(ref, "SpikeDetection")],
+        "SpikeDetection callback",
+        "Lightning keeps each one's state under the same key, `SpikeDetection`, and raises when it saves a checkpoint",
+        problems,
+    )
     for ref, facts in zip(spec.trainer.callbacks, callbacks):
         bases = [name for name in facts.lightning_bases if name not in SUBCLASSED_CALLBACKS] if facts else []
         if bases:
