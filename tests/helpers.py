@@ -5,16 +5,19 @@ ROOT and env_with_root come from tests/harness.py (which the Lightning runners s
 
 from __future__ import annotations
 
+import logging
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import yaml
 
 from tests.harness import ROOT, env_with_root
 
-__all__ = ["ROOT", "env_with_root", "render", "train_script", "write_spec"]
+__all__ = ["ROOT", "env_with_root", "lightning_log_lines", "render", "train_script", "write_spec"]
 
 
 def write_spec(directory: Path, spec: dict, name: str = "spec.yaml") -> Path:
@@ -48,3 +51,18 @@ def train_script(script: Path, out: Path, timeout: int = 300, cwd: Path | None =
     )
     assert result.returncode == 0, result.stderr[-4000:]
     return torch.load(out, weights_only=False)
+
+
+@contextmanager
+def lightning_log_lines(name: str) -> Iterator[list[str]]:
+    """The messages Lightning's logger `name` emits inside the block (Lightning's package logger does not pass them
+    on to the root logger, where caplog listens)."""
+    lines: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: lines.append(record.getMessage())  # type: ignore[method-assign]
+    logger = logging.getLogger(name)
+    logger.addHandler(handler)
+    try:
+        yield lines
+    finally:
+        logger.removeHandler(handler)

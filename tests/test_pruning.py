@@ -5,14 +5,13 @@ the class carries only what its entry needs; and what Lightning raises for is re
 
 from __future__ import annotations
 
-import logging
 import runpy
 from pathlib import Path
 
 import pytest
 
 from loopgen.errors import LoopgenError
-from tests.helpers import render
+from tests.helpers import lightning_log_lines, render
 
 torch = pytest.importorskip("torch")
 pl = pytest.importorskip("pytorch_lightning")
@@ -78,13 +77,8 @@ def test_the_script_class_prunes_as_lightnings(tmp_path: Path, entry: str, capsy
     init_args = ENTRIES[entry]
     script_pruning = script_class(tmp_path, init_args)()
     lightning_pruning = pl.callbacks.ModelPruning(**init_args)
-    lines: list[str] = []
-    handler = logging.Handler()
-    handler.emit = lambda record: lines.append(record.getMessage())  # type: ignore[method-assign]
-    lightning_log = logging.getLogger("pytorch_lightning.callbacks.pruning")
-    lightning_log.addHandler(handler)
-    try:
-        modules = {}
+    modules = {}
+    with lightning_log_lines("pytorch_lightning.callbacks.pruning") as lines:
         for side, callback in (("lightning", lightning_pruning), ("script", script_pruning)):
             torch.manual_seed(0)
             model = modules[side] = MLP()
@@ -103,8 +97,6 @@ def test_the_script_class_prunes_as_lightnings(tmp_path: Path, entry: str, capsy
             if hasattr(callback, "on_train_end"):
                 callback.on_train_end(None, model)
             modules[side, "printed"] = capsys.readouterr().out.splitlines()
-    finally:
-        lightning_log.removeHandler(handler)
 
     for key in (0, 1, 2, "checkpoint"):
         lightning, script = modules["lightning", key], modules["script", key]

@@ -9,7 +9,6 @@ import glob
 import importlib
 import io
 import json
-import logging
 import os
 import re
 import runpy
@@ -22,7 +21,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.helpers import env_with_root, render, write_spec
+from tests.helpers import env_with_root, lightning_log_lines, render, write_spec
 
 pytestmark = pytest.mark.slow
 
@@ -315,18 +314,11 @@ def lightning_summary_log(project: Path, model: str, **trainer) -> str:
     """What Lightning's Trainer logs for its model summary, fitting `model` with `trainer` flags."""
     import pytorch_lightning as pl
 
-    records: list[str] = []
-    handler = logging.Handler()
-    handler.emit = lambda record: records.append(record.getMessage())  # type: ignore[method-assign]
-    logger = logging.getLogger("pytorch_lightning.callbacks.model_summary")
-    logger.addHandler(handler)
-    try:
+    with lightning_log_lines("pytorch_lightning.callbacks.model_summary") as records:
         pl.seed_everything(7, verbose=False)
         flags = {**TRAINER, **trainer, "max_epochs": 1, "limit_train_batches": 1, "limit_val_batches": 1}
         trainer_ = pl.Trainer(**flags, devices=1)
         trainer_.fit(getattr(models_module(project), model)())
-    finally:
-        logger.removeHandler(handler)
     assert len(records) == 1
     return records[0]
 
