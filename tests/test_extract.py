@@ -46,6 +46,30 @@ def test_parameters_are_the_locals_it_reads_and_returns_what_main_reads_after() 
     assert run(text) == run(textwrap.dedent(source)) == 5
 
 
+def test_a_loop_variable_in_an_enclosing_try_is_the_loops_own() -> None:
+    """A block inside a try statement: a later loop in its handler that binds the same name (its own variable)
+    reads none of the block's, so the name does not come back; a plain read after the block still does."""
+    source = """
+    def main(items=(1, 2)):
+        try:
+            # loopgen:extract walk: Walk the items.
+            for item in items:
+                print(item)
+            last = items[-1]
+            # loopgen:end
+            1 / 0
+        except ZeroDivisionError:
+            for item in items:
+                print(item)
+            return last
+    """
+    text = lifted(source)
+    assert "        last = walk(items)\n" in text
+    assert run(text) == run(textwrap.dedent(source)) == 2
+    read_after = source.replace("            return last", "            return item")
+    assert "        item = walk(items)\n" in lifted(read_after)
+
+
 def test_a_name_bound_on_one_path_comes_back_as_none_on_the_others() -> None:
     source = """
     def main(flag=False):

@@ -856,9 +856,9 @@ TRACES = {
     ],
     "horovod_accumulate": [
         "backward_passes_per_step=2,",
-        "# Horovod, as Lightning 1.9.5: the epoch's last batch ends no window itself",
+        "# Horovod (1.9.5): the epoch's last batch ends no window itself",
         "should_step = window_end",
-        "# optimizer step on every batch, as Lightning 1.9.5's Horovod: the gradients",
+        "# optimizer step on every batch, as 1.9.5's Horovod: the gradients",
     ],
     "cuda": ["def map_tensors", "t.to(device, non_blocking=True)", "model.to(device)", 'torch.device("cuda")'],
     "callback": ["callback.on_train_start(trainer, model)", "callback.on_validation_end(trainer, model)"],

@@ -21,6 +21,7 @@ from loopgen.plan.build import Build, resolve_build
 from loopgen.plan.callbacks import resolve_hooks
 from loopgen.plan.checkpointing import Checkpointing, resolve_checkpointing
 from loopgen.plan.command_line import CommandLine, resolve_command_line
+from loopgen.plan.common import follows_1_9_5
 from loopgen.plan.constants import Constants, resolve_constants
 from loopgen.plan.data import Data, resolve_data
 from loopgen.plan.distributed import Distributed
@@ -33,13 +34,13 @@ from loopgen.plan.evaluation import (
     with_callback_order,
     with_trainer_attributes,
 )
+from loopgen.plan.failure import Failure, resolve_failure
 from loopgen.plan.header import Header, resolve_header
 from loopgen.plan.hooks import (
     Hooks,
     builtin_facts,
     check_callbacks,
     check_model,
-    note_exception_hooks,
     resolve_user_code,
     with_base_reads,
 )
@@ -88,6 +89,7 @@ class Plan:
     checkpointing: Checkpointing
     timer: Timer | None
     pruning: Pruning | None
+    failure: Failure
     logging: Logging
     summary: Summary
     profiling: Profiling
@@ -123,7 +125,6 @@ def make_plan(
     callbacks = tuple(None if facts is None else with_base_reads(facts) for facts in callbacks)
     user_callbacks = tuple(facts for facts in callbacks if facts is not None)
     user = resolve_user_code(spec, model, data, callbacks)
-    note_exception_hooks(spec, model, data, callbacks, notices)
     device = resolve_device(spec)
     precision = resolve_precision(spec, model, device, problems, notices)
     optimizers = resolve_optimizers(spec, model, precision, problems)
@@ -196,6 +197,7 @@ def make_plan(
         checkpointing=checkpointing,
         timer=timer,
         pruning=pruning,
+        failure=resolve_failure(hooks, logging, follows_1_9_5(spec, model)),
         logging=logging,
         summary=summary,
         profiling=profiling,

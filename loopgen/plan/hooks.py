@@ -363,23 +363,9 @@ def check_finetuning(spec: Spec, model: ClassFacts, ref: ClassRef, facts: ClassF
         problems.append(Problem(facts.defined_at.get("finetune_function", "trainer.callbacks"), message))
 
 
-def note_exception_hooks(
-    spec: Spec,
-    model: ClassFacts,
-    data: ClassFacts | None,
-    callbacks: tuple[ClassFacts | None, ...],
-    notices: list[str],
-) -> None:
-    """on_exception, which Lightning calls when fit raises (then raises the error again): the script lets an error
-    propagate as it is, without calling it. Said at render time, since it changes nothing while training runs."""
-    owners = [(spec.model.class_path, model), *([(spec.data.class_path, data)] if spec.data else [])]
-    owners += [(ref.class_path, facts) for ref, facts in zip(spec.trainer.callbacks, callbacks)]
-    for class_path, facts in owners:
-        if facts is not None and facts.defines("on_exception"):
-            notices.append(
-                f"{class_path}.on_exception: the script does not call it (Lightning calls it when fit raises, then"
-                " raises the error again); an error raised in training propagates as it is"
-            )
+def data_hooks(spec: Spec, model: ClassFacts) -> tuple[str, ...]:
+    """The datamodule's hooks the script calls: 2.x also calls its on_exception when the run raises."""
+    return ("prepare_data", "setup", "teardown") + (() if follows_1_9_5(spec, model) else ("on_exception",))
 
 
 def resolve_user_code(
@@ -394,7 +380,7 @@ def resolve_user_code(
             var=f"callback_{i}" if len(refs) > 1 else "callback",
             hooks=frozenset(
                 h
-                for h in (*CALLBACK_HOOKS, *EVALUATION_CALLBACK_HOOKS, *CALLBACK_CHECKPOINT_METHODS)
+                for h in (*CALLBACK_HOOKS, *EVALUATION_CALLBACK_HOOKS, *CALLBACK_CHECKPOINT_METHODS, "on_exception")
                 if facts.defines(h)
             ).union(*(SUBCLASSED_CALLBACKS.get(name, ()) for name in facts.lightning_bases)),
             state_key=None if facts.defines("state_key") or facts.is_lightning_callback else ref.name,
@@ -407,7 +393,7 @@ def resolve_user_code(
     check_unique_names([spec.model] + ([spec.data] if spec.data else []) + [r for r, f in zip(refs, callbacks) if f])
     return UserCode(
         model=frozenset(h for h in MODEL_HOOKS if model.defines(h)),
-        data=frozenset(h for h in ("prepare_data", "setup", "teardown") if data is not None and data.defines(h)),
+        data=frozenset(h for h in data_hooks(spec, model) if data is not None and data.defines(h)),
         callbacks=plans,
         step_hook_index=follows_1_9_5(spec, model),  # manual optimization under 1.9.5 is refused
     )

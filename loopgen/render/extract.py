@@ -292,7 +292,7 @@ def _used_outside(function: ast.FunctionDef, scope: symtable.SymbolTable, region
         if statement.end_lineno <= region.end:
             continue
         if statement.lineno < region.start:  # the block is inside this statement: what runs after it in there
-            used |= {name for name, line in _own_loads(statement) if line > region.end} - killed
+            used |= _loads_after(statement, region.end) - killed
             continue
         if isinstance(statement, ast.For):
             # the loop's own variable, read in its body, is the loop's (it may run no time: not rebound after)
@@ -302,6 +302,23 @@ def _used_outside(function: ast.FunctionDef, scope: symtable.SymbolTable, region
         if isinstance(statement, ast.Assign):
             killed |= set().union(*map(_names, statement.targets))
     return used
+
+
+def _loads_after(statement: ast.stmt, line: int) -> set[str]:
+    """The names `statement` reads after `line`, but a loop's own variable read in its body (as at the top level of
+    the function: the loop may run no time, and it rebinds the name before reading it)."""
+    used = {name for name, at in _own_loads(statement) if at > line}
+    loops = [node for node in ast.walk(statement) if isinstance(node, ast.For) and node.lineno > line]
+    for loop in loops:
+        targets = _names(loop.target)
+        inside = {name for name, _ in _own_loads(loop)} & targets
+        outside = {name for name, at in _own_loads(statement) if at > line and not _within(at, loop)}
+        used -= inside - outside
+    return used
+
+
+def _within(line: int, node: ast.AST) -> bool:
+    return node.lineno <= line <= (node.end_lineno or node.lineno)
 
 
 def _own_loads(node: ast.AST) -> list[tuple[str, int]]:

@@ -277,8 +277,9 @@ CALLBACK_ARGS: Mapping[str, tuple[Flag, ...]] = {
              nullable=True),
         _arg("save_top_k", integer(-1, "-1: all, 0: none"), 1, "how many of the best checkpoints to keep"),
         _arg("save_on_exception", boolean(), False, "save when training raises",
-             support=lightning_default(False, "the script does not catch an error raised in training to save a"
-                                              " checkpoint before raising it again",
+             support=lightning_default(False, "the script writes its checkpoints where its run resumes exactly"
+                                              " (after a batch's optimizer step and schedulers), and an error can"
+                                              " come at any point of a batch",
                                        "leave it false and resume from the last checkpoint saved")),
         _arg("save_weights_only", boolean(), False, "save the weights only"),
         _arg("mode", choice("min", "max"), "min", "whether a lower (min) or higher (max) metric is better"),

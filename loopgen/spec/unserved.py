@@ -29,8 +29,9 @@ OTHER_LIGHTNING_CALLBACKS = {
     ),
     "OnExceptionCheckpoint": (
         (
-            "the script does not run Lightning's exception handling, which calls the on_exception hooks and saves a"
-            " checkpoint at the error"
+            "the script writes its checkpoints where its run resumes exactly (after a batch's optimizer step and"
+            " schedulers), and an error can come at any point of a batch; it runs the rest of Lightning's"
+            " exception path (the on_exception hooks, the loggers' failed runs)"
         ),
         "keep ModelCheckpoint(save_last=true) and resume from last.ckpt with --ckpt-path",
     ),
