@@ -89,7 +89,7 @@ def resolve_optimizers(spec: Spec, model: ClassFacts, precision: Precision, prob
                 )
             )
         for index, scheduler in enumerate(facts.schedulers):
-            planned = _source_scheduler(scheduler, index, len(facts.schedulers), facts, count, problems, line)
+            planned = _source_scheduler(scheduler, index, len(facts.schedulers), facts, count, manual, problems, line)
             if planned is None:  # which optimizer it steps is known at run time only
                 general, schedulers = True, []
                 reason = f"configure_optimizers returns a {scheduler.cls} whose optimizer its source does not show"
@@ -187,10 +187,12 @@ def _source_scheduler(
     total: int,
     optimizers: OptimizersFacts,
     count: int,
+    manual: bool,
     problems: list[Problem],
     line: int | None,
 ) -> Scheduler | None:
-    """A scheduler configure_optimizers builds, with Lightning's defaults for what its dict leaves out."""
+    """A scheduler configure_optimizers builds, with Lightning's defaults for what its dict leaves out. Under manual
+    optimization the module steps it: Lightning ignores `monitor`, `strict` and `reduce_on_plateau` there."""
     config = dict(facts.config or {})
     where = "model.class_path"
     optimizer_idx = facts.optimizer if facts.optimizer is not None else (0 if count == 1 else None)
@@ -203,7 +205,7 @@ def _source_scheduler(
     if not isinstance(frequency, int) or isinstance(frequency, bool) or frequency < 1:
         problems.append(Problem(where, f'lr_scheduler "frequency" must be a positive integer, not {frequency!r}', line))
         frequency = 1
-    plateau = config.get("reduce_on_plateau", facts.cls == "ReduceLROnPlateau")
+    plateau = not manual and config.get("reduce_on_plateau", facts.cls == "ReduceLROnPlateau")
     monitor = config.get("monitor") if facts.config is not None else optimizers.monitor
     if plateau and monitor is None:
         message = "configure_optimizers returns a ReduceLROnPlateau scheduler without a `monitor` metric"

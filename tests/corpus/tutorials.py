@@ -2365,6 +2365,17 @@ CASES = [
         max_epochs=2,
         logger=CSV,
     ),
+    corpus_case(
+        "tut_docs_manual_schedules",
+        "tutorials",
+        "ManualSchedules",
+        data="RegressionData",
+        pattern="manual optimization: accumulation by hand, clip_gradients, lr_schedulers() stepped on is_last_batch "
+        "and on callback_metrics, a ReduceLROnPlateau without monitor",
+        studied="Lightning-AI/pytorch-lightning: docs/source-pytorch/model/manual_optimization.rst",
+        max_epochs=3,
+        logger=CSV,
+    ),
 ]
 
 FINDINGS = [
@@ -2380,21 +2391,6 @@ FINDINGS = [
         pattern="a subclass overriding a manual-optimization training_step with an automatic one",
         studied="Lightning-AI/pytorch-lightning: examples/pytorch/domain_templates/generative_adversarial_net.py",
         max_epochs=1,
-    ),
-    # Refused at render time although Lightning 2.6.6 trains it: "configure_optimizers returns a ReduceLROnPlateau
-    # scheduler without a `monitor` metric". Lightning requires a monitor only under automatic optimization
-    # (core/optimizer.py, _configure_schedulers_automatic_opt); _configure_schedulers_manual_opt takes a bare
-    # ReduceLROnPlateau, which the module steps itself (the manual-optimization guide's own recipe).
-    corpus_case(
-        "tut_docs_manual_schedules",
-        "tutorials",
-        "ManualSchedules",
-        data="RegressionData",
-        pattern="manual optimization: accumulation by hand, clip_gradients, lr_schedulers() stepped on is_last_batch "
-        "and on callback_metrics, a ReduceLROnPlateau without monitor",
-        studied="Lightning-AI/pytorch-lightning: docs/source-pytorch/model/manual_optimization.rst",
-        max_epochs=3,
-        logger=CSV,
     ),
     # Renders, then the script exits at the sanity check with "val_dataloader() gave several loaders: fit takes
     # one" (templates/data.j2), where Lightning 2.6.6 validates the two loaders one after the other in fit (its
