@@ -160,7 +160,7 @@ LOGGER_KINDS = {"CSVLogger": "csv", "TensorBoardLogger": "tensorboard", "MLFlowL
 # The arguments of the script's logger classes, and their defaults (the spec's other arguments are refused
 # unless at Lightning's default: loopgen/spec/flags.py, LOGGER_ARGS)
 SCRIPT_LOGGER_ARGS = {
-    "CSVLogger": {"name": "lightning_logs", "version": None, "prefix": ""},
+    "CSVLogger": {"name": "lightning_logs", "version": None, "prefix": "", "flush_logs_every_n_steps": 100},
     "TensorBoardLogger": {"name": "lightning_logs", "version": None, "prefix": "", "default_hp_metric": True,
                           "log_graph": False},
     "MLFlowLogger": {"experiment_name": "lightning_logs", "run_name": None, "tracking_uri": None, "tags": None,
@@ -377,7 +377,11 @@ def _logger_plan(ref: ClassRef) -> LoggerPlan:
     args = ref.init_args
     kind = LOGGER_KINDS[ref.name]
     defaults = SCRIPT_LOGGER_ARGS[ref.name]
-    given = {name: args[name] for name in defaults if not same(args[name], defaults[name])}
+    given = {
+        name: args.get(name, default)
+        for name, default in defaults.items()
+        if not same(args.get(name, default), default)
+    }
     if "name" in given and kind in ("csv", "tensorboard"):
         given["name"] = args["name"] or ""  # null or empty: no experiment directory
     return LoggerPlan(

@@ -482,8 +482,8 @@ LOGGER_ARGS: Mapping[str, tuple[Flag, ...]] = {
         _arg("version", version_kind(), None, "version_N for a number, the name itself for a string (null: the next"
              " free version_N)", nullable=True),
         _arg("prefix", string(), "", "put before each metric's name (joined with -)"),
-        _arg("flush_logs_every_n_steps", integer(1), 100, "accepted; as under Lightning's Trainer, metrics.csv is"
-             " written after every logging step"),
+        _arg("flush_logs_every_n_steps", integer(1), 100, "metrics.csv is written after every logging step, as"
+             " under Lightning's Trainer; a row logged without a step is numbered as Lightning numbers it"),
     ),
     "TensorBoardLogger": (
         _arg("save_dir", string(), None, "the directory of the logs (required)"),

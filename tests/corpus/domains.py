@@ -2201,6 +2201,40 @@ CASES = [
         max_epochs=2,
         logger=CSV,
     ),
+    corpus_case(
+        "dom_hf_legacy_setup_loaders",
+        "domains",
+        "BaseTransformer",
+        pattern="setup() building the train loader, total_steps from hparams, a {loss, log} dict returned, the lr"
+        " read from trainer.lr_scheduler_configs, a callback calling logger.log_metrics without a step",
+        studied="huggingface/transformers: examples/legacy/pytorch-lightning/lightning_base.py",
+        max_epochs=2,
+        accumulate_grad_batches=2,
+        gradient_clip_val=1.0,
+        logger=CSV,
+        enable_checkpointing=True,
+        callbacks=[
+            {"class_path": "tests.corpus.domains.LoggingCallback"},
+            {"class_path": "ModelCheckpoint", "init_args": {"monitor": "val_loss", "mode": "min", "save_top_k": 1}},
+        ],
+    ),
+    corpus_case(
+        "dom_asteroid_plateau_system",
+        "domains",
+        "SeparationSystem",
+        data="MixtureData",
+        pattern="common_step, ReduceLROnPlateau dict in a list, callback_metrics read and logger.log_metrics in"
+        " on_validation_epoch_end, gradient clipping, EarlyStopping and ModelCheckpoint on val_loss",
+        studied="asteroid-team/asteroid: asteroid/engine/system.py",
+        max_epochs=3,
+        logger=CSV,
+        gradient_clip_val=5.0,
+        enable_checkpointing=True,
+        callbacks=[
+            {"class_path": "ModelCheckpoint", "init_args": {"monitor": "val_loss", "mode": "min", "save_top_k": 2}},
+            {"class_path": "EarlyStopping", "init_args": {"monitor": "val_loss", "patience": 2}},
+        ],
+    ),
 ]
 
 # Cases that render and then train or log differently from Lightning (loopgen bugs): kept out of CASES.
@@ -2230,46 +2264,6 @@ FINDINGS = [
                     "filename": "{val_loss:.2f}-{epoch}",
                 },
             }
-        ],
-    ),
-    # The script crashes in LoggingCallback.on_train_batch_end: "TypeError: CSVLogger.log_metrics() missing 1
-    # required positional argument: 'step'". Lightning's Logger.log_metrics(metrics, step=None) takes no step (its
-    # CSV writer then numbers the row len(self.metrics)); with step=trainer.global_step the case trains alike.
-    corpus_case(
-        "dom_hf_legacy_setup_loaders",
-        "domains",
-        "BaseTransformer",
-        pattern="setup() building the train loader, total_steps from hparams, a {loss, log} dict returned, the lr"
-        " read from trainer.lr_scheduler_configs, a callback calling logger.log_metrics without a step",
-        studied="huggingface/transformers: examples/legacy/pytorch-lightning/lightning_base.py",
-        max_epochs=2,
-        accumulate_grad_batches=2,
-        gradient_clip_val=1.0,
-        logger=CSV,
-        enable_checkpointing=True,
-        callbacks=[
-            {"class_path": "tests.corpus.domains.LoggingCallback"},
-            {"class_path": "ModelCheckpoint", "init_args": {"monitor": "val_loss", "mode": "min", "save_top_k": 1}},
-        ],
-    ),
-    # The CSV row of `trainer.logger.log_metrics({"hp_metric": tensor})` (called by the module) holds
-    # '0.8594253659248352' under Lightning (its CSV writer turns tensors into floats with .item()) and
-    # 'tensor(0.8594)' under the script (its CSVLogger.log_metrics writes the value as it is given).
-    corpus_case(
-        "dom_asteroid_plateau_system",
-        "domains",
-        "SeparationSystem",
-        data="MixtureData",
-        pattern="common_step, ReduceLROnPlateau dict in a list, callback_metrics read and logger.log_metrics in"
-        " on_validation_epoch_end, gradient clipping, EarlyStopping and ModelCheckpoint on val_loss",
-        studied="asteroid-team/asteroid: asteroid/engine/system.py",
-        max_epochs=3,
-        logger=CSV,
-        gradient_clip_val=5.0,
-        enable_checkpointing=True,
-        callbacks=[
-            {"class_path": "ModelCheckpoint", "init_args": {"monitor": "val_loss", "mode": "min", "save_top_k": 2}},
-            {"class_path": "EarlyStopping", "init_args": {"monitor": "val_loss", "patience": 2}},
         ],
     ),
     # val_acc (logged on epoch, no batch_size) differs: Lightning 0.543367326259613, script 0.5416666865348816.
