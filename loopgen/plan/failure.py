@@ -1,7 +1,8 @@
 """What the script does when a run raises, as Lightning's `_call_and_handle_interrupt` does around fit, validate,
 test and predict: the trainer's status becomes "interrupted", each callback's `on_exception` runs (Lightning's
-order), then the datamodule's (2.x), then the loggers end their runs as failed (MLflow's run marked FAILED); the error is raised again, except a KeyboardInterrupt, after which the
-script says so in Lightning's words and exits with status 1 (Lightning 2.x exits so; 1.9.5's fit returns)."""
+order), then the datamodule's (2.x), then the loggers end their runs as failed (MLflow's run marked FAILED); the
+error is raised again, except a KeyboardInterrupt, after which the script says so in Lightning's words and exits
+with status 1 (Lightning 2.x exits so; 1.9.5's fit returns)."""
 
 from __future__ import annotations
 

@@ -1333,6 +1333,11 @@ DDPM_FLAGS = {
     "log_every_n_steps": 3,
     "enable_checkpointing": True,
 }
+# the two best checkpoints by the EMA weights' validation loss, and last.ckpt
+EMA_BEST_2 = {
+    "class_path": "ModelCheckpoint",
+    "init_args": {"dirpath": "checkpoints", "monitor": "val/loss_ema", "save_top_k": 2, "save_last": True},
+}
 
 CASES = [
     corpus_case(
@@ -1578,12 +1583,7 @@ CASES = [
         **DDPM_FLAGS,
         val_check_interval=0.5,
         accumulate_grad_batches=2,
-        callbacks=[
-            {
-                "class_path": "ModelCheckpoint",
-                "init_args": {"dirpath": "checkpoints", "monitor": "val/loss_ema", "save_top_k": 2, "save_last": True},
-            },
-        ],
+        callbacks=[EMA_BEST_2],
     ),
     corpus_case(
         "tpl_ddpm_ema_validation_hooks",
@@ -1653,12 +1653,7 @@ FINDINGS = [
         **DDPM_FLAGS,
         val_check_interval=0.5,
         accumulate_grad_batches=2,
-        callbacks=[
-            {
-                "class_path": "ModelCheckpoint",
-                "init_args": {"dirpath": "checkpoints", "monitor": "val/loss_ema", "save_top_k": 2, "save_last": True},
-            },
-        ],
+        callbacks=[EMA_BEST_2],
     ),
     # The same deferred write, at a validation's end: ModelCheckpoint(save_on_train_epoch_end=False) saves in its
     # on_validation_end, which Lightning calls before the module's on_validation_end, so Lightning's file holds
