@@ -11,10 +11,6 @@ from dataclasses import dataclass
 from loopgen.plan.hooks import Hooks
 from loopgen.plan.loggers import Logging
 
-# The loggers whose run Lightning's finalize("failed") changes: MLflow's is marked FAILED. The others lose nothing
-# (the script's CSV and TensorBoard loggers write each row through; W&B's own exit hook marks its run failed).
-FAILING_LOGGERS = ("mlflow",)
-
 
 @dataclass(frozen=True)
 class Failure:
@@ -33,7 +29,7 @@ def resolve_failure(hooks: Hooks, logging: Logging, follows_1_9_5: bool) -> Fail
     return Failure(
         calls_callbacks=bool(hooks.callbacks_with("on_exception")),
         calls_data=hooks.data_has("on_exception"),
-        ends_loggers=any(logger.kind in FAILING_LOGGERS for logger in logging.loggers),
+        ends_loggers=logging.fails is not None,
         keyboard_message=(
             "Detected KeyboardInterrupt, attempting graceful shutdown..."
             if follows_1_9_5

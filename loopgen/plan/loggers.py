@@ -130,6 +130,24 @@ class Logging:
         return self.hparams and self.versions
 
     @property
+    def saves(self) -> str | None:
+        """Lightning saves a CSV logger after each write of values (its rows reach metrics.csv): "every" logger is a
+        CSV logger, "some" are, or None."""
+        return self._every_or_some("csv")
+
+    @property
+    def fails(self) -> str | None:
+        """The run raised: an MLflow logger's run ends FAILED (Lightning's finalize("failed")). "every" logger is an
+        MLflow logger, "some" are, or None. The others lose nothing: the script's CSV and TensorBoard loggers write
+        each row through, and W&B's own exit hook marks its run failed."""
+        return self._every_or_some("mlflow")
+
+    def _every_or_some(self, kind: str) -> str | None:
+        if kind not in self.kinds:
+            return None
+        return "every" if self.kinds == {kind} else "some"
+
+    @property
     def auto_version(self) -> bool:
         """The first logger numbers its directory (version_N): earlier runs' directories sit beside it."""
         return bool(self.loggers) and self.loggers[0].numbered
