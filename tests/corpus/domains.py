@@ -2235,6 +2235,30 @@ CASES = [
             {"class_path": "EarlyStopping", "init_args": {"monitor": "val_loss", "patience": 2}},
         ],
     ),
+    corpus_case(
+        "dom_pyg_graph_level_dataclass_batch",
+        "domains",
+        "GraphLevelGNN",
+        data="GraphData",
+        pattern="a dataclass batch from a graph collate_fn, self.log without batch_size (inferred from the"
+        " dataclass's first tensor), index_add_ message passing and pooling, AdamW",
+        studied="Lightning-AI/tutorials: course_UvA-DL/06-graph-neural-networks/GNN_overview.py",
+        max_epochs=2,
+        logger=CSV,
+        log_every_n_steps=2,
+    ),
+    corpus_case(
+        "dom_lightning_transformers_mapping_batch",
+        "domains",
+        "TextClassificationTransformer",
+        data="EncodedTextData",
+        data_init={"samples": 200},
+        pattern="a UserDict (BatchEncoding-like) batch, val_loss logged with sync_dist and no batch_size, log_dict"
+        " with prog_bar, compute_warmup over estimated_stepping_batches, a step-interval LambdaLR dict",
+        studied="Lightning-Universe/lightning-transformers: lightning_transformers/core/model.py",
+        max_epochs=2,
+        logger=CSV,
+    ),
 ]
 
 # Cases that render and then train or log differently from Lightning (loopgen bugs): kept out of CASES.
@@ -2265,35 +2289,5 @@ FINDINGS = [
                 },
             }
         ],
-    ),
-    # val_acc (logged on epoch, no batch_size) differs: Lightning 0.543367326259613, script 0.5416666865348816.
-    # Lightning's extract_batch_size walks a dataclass batch's fields (here x: the node count); the script's
-    # batch_size_of knows only tensors, dicts, lists and tuples, so it weights every batch by 1.
-    corpus_case(
-        "dom_pyg_graph_level_dataclass_batch",
-        "domains",
-        "GraphLevelGNN",
-        data="GraphData",
-        pattern="a dataclass batch from a graph collate_fn, self.log without batch_size (inferred from the"
-        " dataclass's first tensor), index_add_ message passing and pooling, AdamW",
-        studied="Lightning-AI/tutorials: course_UvA-DL/06-graph-neural-networks/GNN_overview.py",
-        max_epochs=2,
-        logger=CSV,
-        log_every_n_steps=2,
-    ),
-    # val_accuracy (logged on epoch, no batch_size) differs: Lightning 0.5799999833106995, script 0.671875.
-    # Lightning's extract_batch_size treats any Mapping (a UserDict, transformers' BatchEncoding) by its values;
-    # the script's batch_size_of only a dict, so the last, smaller validation batch weighs as much as the others.
-    corpus_case(
-        "dom_lightning_transformers_mapping_batch",
-        "domains",
-        "TextClassificationTransformer",
-        data="EncodedTextData",
-        data_init={"samples": 200},
-        pattern="a UserDict (BatchEncoding-like) batch, val_loss logged with sync_dist and no batch_size, log_dict"
-        " with prog_bar, compute_warmup over estimated_stepping_batches, a step-interval LambdaLR dict",
-        studied="Lightning-Universe/lightning-transformers: lightning_transformers/core/model.py",
-        max_epochs=2,
-        logger=CSV,
     ),
 ]
