@@ -203,6 +203,28 @@ def test_subclass_overrides_and_base_order(tmp_path: Path) -> None:
     assert facts(tmp_path, "m.C", {}).methods["hook"] == ("c",)
 
 
+@pytest.mark.parametrize(("call", "reached"), [("", False), ("super().training_step(batch, i)", True)])
+def test_an_overridden_method_counts_only_when_reached(tmp_path: Path, call: str, reached: bool) -> None:
+    """What a base's method reads counts only when it runs: a subclass that overrides it and never calls it
+    through super() (a manual GAN's subclass training automatically) reads nothing of it."""
+    source = f"""
+        import lightning.pytorch as pl
+
+        class Manual(pl.LightningModule):
+            def training_step(self, batch, i):
+                self.manual_backward(self.trainer.model(batch).sum())
+
+        class Automatic(Manual):
+            def training_step(self, batch, i):
+                {call}
+                return self.net(batch).sum()
+    """
+    found = facts(tmp_path, "m.Automatic", {"m.py": source})
+    assert ("manual_backward" in found.attributes_read) == reached
+    assert ("model" in (found.trainer_reads or set())) == reached
+    assert "net" in found.attributes_read
+
+
 def test_same_name_subclass_of_imported_base(tmp_path: Path) -> None:
     files = {
         "pkg/__init__.py": "",

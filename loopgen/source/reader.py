@@ -91,13 +91,17 @@ def inspect_class(
     for ancestor in reversed(_linearize([c for c in found if isinstance(c, _Class)])):
         automatic.walk(ancestor.node.body)  # bases first: the subclass's assignment wins
     fixed = _fixed(found, init_args) if init_args is not None else None
-    for ancestor in _linearize([c for c in found if isinstance(c, _Class)]):
+    lineage = _linearize([c for c in found if isinstance(c, _Class)])
+    named = _attribute_names(lineage)
+    for ancestor in lineage:
         class_attributes |= ancestor.assigned()
         source = ancestor.module.source
         for fn in ancestor.methods():
             me = self_name(fn)
             first = fn.name not in methods
             methods.setdefault(fn.name, parameters_of(fn, skip_first=me is not None))
+            if not first and fn.name not in named:
+                continue  # overridden, and never reached (`super().name(...)`): what it reads never runs
             uses_log = uses_log or (me is not None and calls_any(fn, {f"{me}.log", f"{me}.log_dict"}))
             saves_hparams = saves_hparams or (me is not None and calls_any(fn, {f"{me}.save_hyperparameters"}))
             if me is not None:
@@ -163,6 +167,18 @@ def inspect_class(
         experiment_read_at=_line_of(experiment_in, [cls.module.file, *reader.files_read]),
         configured_callbacks=configured,
     )
+
+
+def _attribute_names(classes: Sequence[_Class]) -> set[str]:
+    """Every attribute name the classes' methods read (`super().training_step`, `self.step`, `Base.step`): a
+    method a subclass overrides still runs only when one of them names it."""
+    return {
+        node.attr
+        for cls in classes
+        for fn in cls.methods()
+        for node in ast.walk(fn)
+        if isinstance(node, ast.Attribute)
+    }
 
 
 def _fixed(found: Sequence[_Class | str], init_args: Mapping[str, Any]) -> Fixed:

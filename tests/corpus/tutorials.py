@@ -2376,12 +2376,6 @@ CASES = [
         max_epochs=3,
         logger=CSV,
     ),
-]
-
-FINDINGS = [
-    # Refused at render time although Lightning 2.6.6 trains it: "GeneratorWarmup calls self.manual_backward, which
-    # needs manual optimization". loopgen reads the base class's training_step (ManualGAN's, with manual_backward)
-    # although the subclass overrides it; only the subclass's own training_step ever runs.
     corpus_case(
         "tut_gan_subclass_back_to_automatic",
         "tutorials",
@@ -2392,6 +2386,9 @@ FINDINGS = [
         studied="Lightning-AI/pytorch-lightning: examples/pytorch/domain_templates/generative_adversarial_net.py",
         max_epochs=1,
     ),
+]
+
+FINDINGS = [
     # Renders, then the script exits at the sanity check with "val_dataloader() gave several loaders: fit takes
     # one" (templates/data.j2), where Lightning 2.6.6 validates the two loaders one after the other in fit (its
     # sequential CombinedLoader mode, dataloader_idx passed, keys suffixed /dataloader_idx_N). docs/evaluation.md
