@@ -230,6 +230,29 @@ def test_every_problem_is_reported_together(tmp_path: Path) -> None:
             "dict",
             [("scheduler", "epoch", 1, False, None)],
         ),
+        (
+            # lists grown by append / extend / += (PyTorch-VAE-style), a scheduler on an item of one
+            (
+                "optims, scheds = [], []\n"
+                "optims.append(torch.optim.SGD(self.parameters(), lr=0.1))\n"
+                "scheds.extend([torch.optim.lr_scheduler.StepLR(optims[0], 1)])\n"
+                "scheds += [{'scheduler': torch.optim.lr_scheduler.ExponentialLR(optims[-1], 0.9), 'interval': 'step'}]\n"
+                "return optims, scheds"
+            ),
+            "lists",
+            [("scheduler_0", "epoch", 1, False, None), ("scheduler_1", "step", 1, False, None)],
+        ),
+        (
+            # a dict given its scheduler entry after it was built
+            (
+                "opt = torch.optim.SGD(self.parameters(), lr=0.1)\n"
+                "config = {'optimizer': opt}\n"
+                "config['lr_scheduler'] = {'scheduler': torch.optim.lr_scheduler.StepLR(opt, 1), 'interval': 'step'}\n"
+                "return config"
+            ),
+            "dict",
+            [("scheduler", "step", 1, False, None)],
+        ),
     ],
     ids=[
         "optimizer",
@@ -240,6 +263,8 @@ def test_every_problem_is_reported_together(tmp_path: Path) -> None:
         "dict-with-scheduler-dict",
         "rebound-scheduler-dict",
         "rebound-optimizer",
+        "appended-lists",
+        "dict-entry-set",
     ],
 )
 def test_configure_optimizers_shape(tmp_path: Path, body: str, form: str, schedulers: list) -> None:
@@ -268,8 +293,22 @@ def test_configure_optimizers_shape(tmp_path: Path, body: str, form: str, schedu
             ),
             'sets "frequency" to `self.every`, known only at run time',
         ),
+        (
+            (
+                "optims = []\nalias = optims\n"
+                "alias.append(torch.optim.SGD(self.parameters(), lr=0.1))\nreturn optims"
+            ),
+            "grows `alias` (line 26), a list not built in it alone",
+        ),
+        (
+            (
+                "opt = torch.optim.SGD(self.parameters(), lr=0.1)\nconfig = {'optimizer': opt}\n"
+                "config.update(lr_scheduler=torch.optim.lr_scheduler.StepLR(opt, 1))\nreturn config"
+            ),
+            "returns `config`, not an optimizer built in it",
+        ),
     ],
-    ids=["from-a-helper", "two-returns", "run-time-frequency"],
+    ids=["from-a-helper", "two-returns", "run-time-frequency", "grown-alias", "dict-updated"],
 )
 def test_source_that_does_not_show_the_shape_gets_the_general_helper(tmp_path: Path, body: str, reason: str) -> None:
     plan = plan_of(tmp_path, configure_optimizers=body)

@@ -66,16 +66,39 @@ def read_optimizers(fn: Function, source: Source, fixed: Fixed | None = None) ->
             for target in statement.targets:
                 if isinstance(target, ast.Name):
                     bind(target.id, value)  # type: ignore[arg-type]
+                elif _unpacked(target, value):  # `optims, scheds = [], []`
+                    for item, item_value in zip(target.elts, value.elts):  # type: ignore[attr-defined]
+                        bind(item.id, item_value)  # type: ignore[attr-defined]
+                elif (entry := _dict_entry(target, names, current)) is not None:
+                    name, kept, key = entry  # `config["lr_scheduler"] = scheduler`: the dict with that entry
+                    keys = [k for k in kept.keys if not (isinstance(k, ast.Constant) and k.value == key)]
+                    values = [v for k, v in zip(kept.keys, kept.values) if k in keys]
+                    bind(name, ast.copy_location(ast.Dict(keys=[*keys, target.slice], values=[*values, value]), kept))
                 else:
                     _forget_targets(target, current)
+                    _forget_container(target, names, current)
         elif (
             isinstance(statement, ast.AnnAssign)
             and statement.value is not None
             and isinstance(statement.target, ast.Name)
         ):
             bind(statement.target.id, _Versions(current).read(statement.value))  # type: ignore[arg-type]
+        elif isinstance(statement, (ast.Expr, ast.AugAssign)) and (grown := _grown(statement)) is not None:
+            name, added = grown
+            kept = names.get(current.get(name, ""))
+            if not isinstance(kept, (ast.List, ast.Name)):
+                current.pop(name, None)  # not a list the source shows: what it holds is unknown
+                continue
+            if isinstance(kept, ast.Name) or _held_elsewhere(current[name], names):  # another name's list too
+                return f"configure_optimizers grows `{name}` (line {statement.lineno}), a list not built in it alone"
+            grown_list = ast.copy_location(ast.List(elts=[*kept.elts, *_Versions(current).read_all(added)]), kept)
+            bind(name, grown_list)
         elif isinstance(statement, (ast.AugAssign, ast.AnnAssign)):
             _forget_targets(statement.target, current)
+        elif isinstance(statement, ast.Expr):
+            for node in ast.walk(statement):  # a method call may change the list or dict it is called on
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                    _forget_container(node.func.value, names, current)
     if returned is None:
         return "configure_optimizers returns nothing"
     try:
@@ -127,6 +150,9 @@ class _Versions(ast.NodeTransformer):
     def read(self, node: ast.expr | None) -> ast.expr | None:
         return None if node is None else self.visit(copy.deepcopy(node))
 
+    def read_all(self, nodes: list[ast.expr]) -> list[ast.expr]:
+        return [self.visit(copy.deepcopy(node)) for node in nodes]
+
     def visit_Name(self, node: ast.Name) -> ast.Name:
         if isinstance(node.ctx, ast.Load) and node.id in self.current:
             return ast.copy_location(ast.Name(id=self.current[node.id], ctx=node.ctx), node)
@@ -151,6 +177,74 @@ class _Returns(Visitor):
 
     def visit_Lambda(self, node: ast.Lambda) -> bool:
         return False
+
+
+def _grown(statement: ast.Expr | ast.AugAssign) -> tuple[str, list[ast.expr]] | None:
+    """(name, elements added) of `name.append(x)`, `name.extend([x, y])` or `name += [x, y]`; None otherwise."""
+    if isinstance(statement, ast.AugAssign):
+        target, added = statement.target, statement.value
+        if not isinstance(statement.op, ast.Add) or not isinstance(added, (ast.List, ast.Tuple)):
+            return None
+        return (target.id, list(added.elts)) if isinstance(target, ast.Name) else None
+    call = statement.value
+    if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Attribute) or call.keywords:
+        return None
+    owner, method = call.func.value, call.func.attr
+    if not isinstance(owner, ast.Name) or len(call.args) != 1 or isinstance(call.args[0], ast.Starred):
+        return None
+    if method == "append":
+        return owner.id, [call.args[0]]
+    if method == "extend" and isinstance(call.args[0], (ast.List, ast.Tuple)):
+        return owner.id, list(call.args[0].elts)
+    return None
+
+
+def _unpacked(target: ast.expr, value: ast.expr | None) -> bool:
+    """Whether `target = value` binds names one by one to the items of a list or tuple the source shows."""
+    return (
+        isinstance(target, (ast.Tuple, ast.List))
+        and isinstance(value, (ast.Tuple, ast.List))
+        and len(target.elts) == len(value.elts)
+        and all(isinstance(e, ast.Name) for e in target.elts)
+        and not any(isinstance(e, ast.Starred) for e in value.elts)
+    )
+
+
+def _dict_entry(
+    target: ast.expr, names: Mapping[str, ast.expr], current: Mapping[str, str]
+) -> tuple[str, ast.Dict, str] | None:
+    """(name, dict, key) of an assignment to `name["key"]`, where `name` holds a dict the source shows."""
+    if not (isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name)):
+        return None
+    key = target.slice
+    kept = names.get(current.get(target.value.id, ""))
+    if not (isinstance(key, ast.Constant) and isinstance(key.value, str) and isinstance(kept, ast.Dict)):
+        return None
+    if None in kept.keys or _held_elsewhere(current[target.value.id], names):
+        return None
+    return target.value.id, kept, key.value
+
+
+def _forget_container(node: ast.expr, names: Mapping[str, ast.expr], current: dict[str, str]) -> None:
+    """Forget the name under `node` (`config` of `config["k"]`, `config.update`) when it holds a list or a dict
+    the source shows: its contents changed in a way the reader does not follow."""
+    while isinstance(node, (ast.Subscript, ast.Attribute)):
+        node = node.value
+    if isinstance(node, ast.Name) and isinstance(names.get(current.get(node.id, "")), (ast.List, ast.Dict)):
+        current.pop(node.id, None)
+
+
+def _held_elsewhere(version: str, names: Mapping[str, ast.expr]) -> bool:
+    """Whether a binding holds the list `version` itself (an alias, an element), not an item of it (`l[0]`)."""
+    for value in names.values():
+        pending: list[ast.AST] = [value]
+        while pending:
+            node = pending.pop()
+            if isinstance(node, ast.Name) and node.id == version:
+                return True
+            if not (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name)):
+                pending.extend(ast.iter_child_nodes(node))
+    return False
 
 
 def _forget_targets(target: ast.expr, names: dict[str, str]) -> None:
@@ -180,6 +274,15 @@ class _Shape:
             if isinstance(node, ast.Name) and node.id in self.names and node.id not in seen:
                 seen = seen | {node.id}
                 node = self.names[node.id]
+            elif (
+                isinstance(node, ast.Subscript)
+                and isinstance(node.slice, ast.Constant)
+                and type(node.slice.value) is int
+                and isinstance(listed := self.resolve(node.value, seen), (ast.List, ast.Tuple))
+                and -len(listed.elts) <= node.slice.value < len(listed.elts)
+                and not any(isinstance(e, ast.Starred) for e in listed.elts)
+            ):
+                node = listed.elts[node.slice.value]  # `optimizers[0]`: an item of a list the source shows
             elif isinstance(node, ast.IfExp):
                 try:
                     test = self.fixed.value(node.test, self_name(self.fn), {})

@@ -1601,6 +1601,16 @@ CASES = [
             },
         ],
     ),
+    corpus_case(
+        "tpl_vae_appended_lists",
+        "templates",
+        "VAEXperimentAppended",
+        data="VectorsData",
+        model_init={"vae_model": {"class_path": "tests.corpus.templates.VanillaVAE", "init_args": {"latent_dim": 4}}},
+        pattern="configure_optimizers building `optims`/`scheds` lists with append, returned as a pair",
+        studied="AntixK/PyTorch-VAE: experiment.py",
+        max_epochs=2,
+    ),
 ]
 
 # Trained differently, or refused for a wrong reason: loopgen bugs, kept out of CASES (see the comment above each).
@@ -1623,19 +1633,6 @@ FINDINGS = [
                 "init_args": {"dirpath": "checkpoints", "every_n_train_steps": 7, "save_top_k": -1, "save_last": True},
             },
         ],
-    ),
-    # Refused at render time for a wrong reason: "configure_optimizers returns 0 optimizers; training with
-    # several optimizers is only supported with manual optimization". The source returns `optims, scheds`,
-    # lists built by `append` (one optimizer, one scheduler); Lightning trains it.
-    corpus_case(
-        "tpl_vae_appended_lists",
-        "templates",
-        "VAEXperimentAppended",
-        data="VectorsData",
-        model_init={"vae_model": {"class_path": "tests.corpus.templates.VanillaVAE", "init_args": {"latent_dim": 4}}},
-        pattern="configure_optimizers building `optims`/`scheds` lists with append, returned as a pair",
-        studied="AntixK/PyTorch-VAE: experiment.py",
-        max_epochs=2,
     ),
     # A ModelCheckpoint decision inside an accumulation window (a mid-epoch validation after batch 5 of 10,
     # windows of 2): Lightning writes the file there (global_step 7 in epoch 1); the script writes it at the
