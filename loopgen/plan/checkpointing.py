@@ -46,6 +46,13 @@ class Checkpointing:
     hyperparameters: bool  # the model calls save_hyperparameters
     data_hyperparameters: bool  # ... the datamodule
     resume_variables: tuple[str, ...]  # main()'s loop variables a checkpoint records
+    # a file holds the module's weights as they were when ModelCheckpoint decided it, as Lightning's does: hooks
+    # that run before the file is written (the module's on_train_batch_end, on_validation_end, ...) change them
+    weights_at_decision: bool
+    # a file decided inside an accumulation window is written there, as Lightning's, with the gradients the
+    # window summed so far (the run resumes from it exactly); several processes' gradients differ, so a file
+    # one of them writes there resumes without them, as Lightning's does
+    window_grads: bool
     monitors: bool  # some ModelCheckpoint ranks by a metric
     unmonitored: bool  # some ModelCheckpoint keeps the newest
     verbose: bool  # some ModelCheckpoint says what it saves
@@ -213,6 +220,9 @@ def resolve_checkpointing(
         )
         if used
     ]
+    mid_batch = step_triggered or time_triggered  # a file decided in a batch or after a validation is written
+    after_validation = validation.enabled and not all(every("save_on_train_epoch_end"))  # at its end
+    weights_at_decision = saves and _may_change_weights(user, mid_batch, after_validation)
     user = [cb for cb in user.callbacks if cb.kind == "user"]
     # with a logger, the default directory is the first logger's: save_dir/name/version/checkpoints, where the
     # version is version_N (CSV, TensorBoard) or the id of the run (MLflow, W&B)
@@ -248,6 +258,8 @@ def resolve_checkpointing(
         hyperparameters=model.is_lightning_module and model.saves_hyperparameters,
         data_hyperparameters=data is not None and data.saves_hyperparameters,
         resume_variables=tuple(resume_variables),
+        weights_at_decision=weights_at_decision,
+        window_grads=saves and optimization.accumulates and engine_kind(spec) in (None, "dp"),
         monitors=monitors,
         unmonitored=any(m is None for m in every("monitor")),
         verbose=any(every("verbose")),
@@ -281,6 +293,21 @@ def resolve_checkpointing(
         stopping_state_key=_stopping_state_key(stopping_shared) if len(early_stopping) == 1 else None,
         stopping_min_delta=_signed_min_delta(stopping_shared),
     )
+
+
+def _may_change_weights(user: UserCode, mid_batch: bool, after_validation: bool) -> bool:
+    """Whether the module or a callback has a hook that runs after a ModelCheckpoint decided a file and before
+    the script writes it, at the batch's or the epoch's end: after its on_train_batch_end (`mid_batch`), the
+    module's on_train_batch_end (an EMA's update), the validation that may follow, the epoch's end; after its
+    on_validation_end (`after_validation`), the module's (EMA weights swapped back) and the epoch's end."""
+    later = {"on_train_epoch_end", "on_validation_model_train"}
+    if after_validation:
+        later.add("on_validation_end")
+    if mid_batch:
+        later |= {f"on_validation_{hook}" for hook in ("start", "epoch_start", "batch_start", "batch_end")}
+        later |= {"on_validation_epoch_end", "on_validation_end", "on_validation_model_eval"}
+    callbacks = set().union(*(cb.hooks for cb in user.callbacks if cb.kind not in ("checkpoint", "early_stopping")))
+    return bool(later & user.model) or bool(later & callbacks) or (mid_batch and "on_train_batch_end" in user.model)
 
 
 def _checkpoint_args(ref: ClassRef, spec: Spec, validation: Validation, problems: list[Problem]) -> dict[str, Any]:

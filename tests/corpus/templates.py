@@ -1611,14 +1611,6 @@ CASES = [
         studied="AntixK/PyTorch-VAE: experiment.py",
         max_epochs=2,
     ),
-]
-
-# Trained differently, or refused for a wrong reason: loopgen bugs, kept out of CASES (see the comment above each).
-FINDINGS = [
-    # The script writes the ModelCheckpoint(every_n_train_steps) file after the module's on_train_batch_end (its
-    # CheckpointFiles defer the write to the batch's end, and take the module's state then); Lightning saves in
-    # the callback's on_train_batch_end, before the module's hook. The EMA updated there differs in the files:
-    # "checkpoint checkpoints/epoch=0-step=7.ckpt: state_dict['model_ema.num_updates']: Lightning 6, script 7".
     corpus_case(
         "tpl_ddpm_ema_step_checkpoints",
         "templates",
@@ -1634,29 +1626,6 @@ FINDINGS = [
             },
         ],
     ),
-    # A ModelCheckpoint decision inside an accumulation window (a mid-epoch validation after batch 5 of 10,
-    # windows of 2): Lightning writes the file there (global_step 7 in epoch 1); the script writes it at the
-    # window's end, after the next optimizer step: "checkpoint checkpoints/epoch=1-step=7.ckpt: global_step:
-    # Lightning 7, script 8" and the weights and Adam state one step later. docs/checkpoints.md lists this as a
-    # known deviation (so that every file resumes exactly); kept here because the parity test cannot pass.
-    corpus_case(
-        "tpl_ddpm_validation_inside_window",
-        "templates",
-        "DDPM",
-        data="SignalsData",
-        pattern="the DDPM with validation twice an epoch (EMA swapped in mid-epoch), accumulation over 2 "
-        "batches (the mid-epoch validation inside a window) with the step-interval warm-up, ModelCheckpoint on the EMA's validation loss",
-        studied="CompVis/latent-diffusion: ldm/models/diffusion/ddpm.py",
-        **DDPM_FLAGS,
-        val_check_interval=0.5,
-        accumulate_grad_batches=2,
-        callbacks=[EMA_BEST_2],
-    ),
-    # The same deferred write, at a validation's end: ModelCheckpoint(save_on_train_epoch_end=False) saves in its
-    # on_validation_end, which Lightning calls before the module's on_validation_end, so Lightning's file holds
-    # the EMA weights still swapped in; the script writes the file at the batch's end, after the module restored
-    # the training weights: "checkpoint checkpoints/epoch=0-step=10.ckpt: state_dict['model.net.0.weight']:
-    # Lightning 0.02367991954088211, script 0.025339391082525253" (every file; the trained weights agree).
     corpus_case(
         "tpl_ddpm_ema_checkpoint_at_validation_end",
         "templates",
@@ -1679,4 +1648,20 @@ FINDINGS = [
             },
         ],
     ),
+    corpus_case(
+        "tpl_ddpm_validation_inside_window",
+        "templates",
+        "DDPM",
+        data="SignalsData",
+        pattern="the DDPM with validation twice an epoch (EMA swapped in mid-epoch), accumulation over 2 "
+        "batches (the mid-epoch validation inside a window) with the step-interval warm-up, ModelCheckpoint on the EMA's validation loss",
+        studied="CompVis/latent-diffusion: ldm/models/diffusion/ddpm.py",
+        **DDPM_FLAGS,
+        val_check_interval=0.5,
+        accumulate_grad_batches=2,
+        callbacks=[EMA_BEST_2],
+    ),
 ]
+
+# Trained differently, or refused for a wrong reason: loopgen bugs, kept out of CASES (see the comment above each).
+FINDINGS = []
