@@ -452,3 +452,39 @@ def test_attributes_read_and_scheduler_mentions(tmp_path: Path) -> None:
     assert {"layer", "current_epoch", "parameters"} <= m.attributes_read
     assert m.mentions_scheduler
     assert not facts(tmp_path, "proj.models.N", files).mentions_scheduler
+
+
+@pytest.mark.parametrize(
+    ("body", "line"),
+    [
+        ("return DataLoader(self.val_set)", None),
+        ("return [DataLoader(self.val_set)]", None),
+        ("return [DataLoader(self.a), DataLoader(self.b)]", 4),
+        ("return {'a': DataLoader(self.a), 'b': DataLoader(self.b)}", 4),
+        ("return [DataLoader(s) for s in self.sets]", 4),
+        ("return (*self.loaders,)", 4),
+        ("loaders = [DataLoader(self.a), DataLoader(self.b)]\n                return loaders", 5),
+        ("def make():\n                    return [1, 2]\n                return DataLoader(make())", None),
+    ],
+)
+def test_a_val_dataloader_returning_several_loaders(tmp_path: Path, body: str, line: int | None) -> None:
+    source = f"""
+        class Data:
+            def val_dataloader(self):
+                {body}
+    """
+    found = facts(tmp_path, "m.Data", {"m.py": source})
+    assert found.several_val_loaders_at == (f"{tmp_path / 'm.py'}:{line}" if line else "")
+
+
+def test_a_val_dataloader_that_may_return_one_loader_is_left_to_the_script(tmp_path: Path) -> None:
+    """A branch that returns one loader (Lightning's GLUE tutorial: one eval set, or a list of them): the source
+    does not say how many come back; the script checks when it runs."""
+    source = """
+        class Data:
+            def val_dataloader(self):
+                if len(self.sets) == 1:
+                    return DataLoader(self.sets[0])
+                return [DataLoader(s) for s in self.sets]
+    """
+    assert facts(tmp_path, "m.Data", {"m.py": source}).several_val_loaders_at == ""

@@ -43,6 +43,15 @@ def resolve_data(spec: Spec, model: ClassFacts, data: ClassFacts | None, problem
     limit_train, limit_val = batch_limits(spec)
     val_owner = owner("val_dataloader")
     validation = val_owner is not None and model.defines("validation_step") and limit_val != 0
+    owner_facts = data if val_owner == "data" else model
+    if validation and owner_facts is not None and owner_facts.several_val_loaders_at:
+        message = refusal(
+            f"{owner_facts.class_path}.val_dataloader returning several loaders",
+            "Lightning's fit validates them one after the other; the script's fit validates one (its validate and"
+            " test commands take several)",
+            "return one loader from val_dataloader",
+        )
+        problems.append(Problem(owner_facts.several_val_loaders_at, message))
     counts_train = limits_batches(limit_train)
     counts_val = validation and limits_batches(limit_val)
     unsized, checks_fraction = unsized_loaders(spec, model, data, problems)

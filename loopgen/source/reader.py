@@ -88,6 +88,7 @@ def inspect_class(
     automatic = AutomaticOptimization()
     experiment_in = ""  # the first line of a method that reads a logger's experiment
     configured: tuple | str | None = None
+    several_val_loaders_at = ""
     for ancestor in reversed(_linearize([c for c in found if isinstance(c, _Class)])):
         automatic.walk(ancestor.node.body)  # bases first: the subclass's assignment wins
     fixed = _fixed(found, init_args) if init_args is not None else None
@@ -125,6 +126,8 @@ def inspect_class(
                 lbfgs = "LBFGS" in words.words
                 read = read_optimizers(fn, source, fixed)
                 optimizers, optimizers_unknown = (read, "") if isinstance(read, OptimizersFacts) else (None, read)
+            if first and fn.name == "val_dataloader" and (line := _returns_several(fn)) is not None:
+                several_val_loaders_at = f"{ancestor.module.file}:{line}"
             if first and fn.name == "configure_callbacks":
                 module = ancestor.module
                 configured = read_callbacks(
@@ -166,18 +169,53 @@ def inspect_class(
         mentions_iterable_dataset=any(_source_matches(file, r"\bIterableDataset\b") for file in reader.files_read),
         experiment_read_at=_line_of(experiment_in, [cls.module.file, *reader.files_read]),
         configured_callbacks=configured,
+        several_val_loaders_at=several_val_loaders_at,
     )
+
+
+_DISPLAYS = (ast.List, ast.Tuple, ast.Dict, ast.ListComp, ast.DictComp, ast.GeneratorExp)
+
+
+def _returns_several(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> int | None:
+    """The line of the first return in `fn` when every one of its returns gives several loaders: a list, tuple
+    or dict of two or more, or one whose length the source does not show (a comprehension, a starred item),
+    directly or through a local name it was assigned; None when one may give a single loader (a branch that
+    returns one: the script's check decides when it runs)."""
+    assigned: dict[str, list[ast.expr]] = {}
+    returns: list[ast.Return] = []
+    pending: list[ast.AST] = list(fn.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue  # a nested function's returns are its own
+        if isinstance(node, ast.Return) and node.value is not None:
+            returns.append(node)
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    assigned.setdefault(target.id, []).append(node.value)
+        pending.extend(ast.iter_child_nodes(node))
+    for ret in returns:
+        values = assigned.get(ret.value.id, []) if isinstance(ret.value, ast.Name) else [ret.value]
+        if not values or not all(_several(value) for value in values):  # type: ignore[arg-type]
+            return None
+    return min((ret.lineno for ret in returns), default=None)
+
+
+def _several(node: ast.expr | None) -> bool:
+    if not isinstance(node, _DISPLAYS):
+        return False
+    if isinstance(node, (ast.ListComp, ast.DictComp, ast.GeneratorExp)):
+        return True
+    items = node.keys if isinstance(node, ast.Dict) else node.elts
+    return len(items) > 1 or any(item is None or isinstance(item, ast.Starred) for item in items)
 
 
 def _attribute_names(classes: Sequence[_Class]) -> set[str]:
     """Every attribute name the classes' methods read (`super().training_step`, `self.step`, `Base.step`): a
     method a subclass overrides still runs only when one of them names it."""
     return {
-        node.attr
-        for cls in classes
-        for fn in cls.methods()
-        for node in ast.walk(fn)
-        if isinstance(node, ast.Attribute)
+        node.attr for cls in classes for fn in cls.methods() for node in ast.walk(fn) if isinstance(node, ast.Attribute)
     }
 
 

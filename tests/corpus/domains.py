@@ -2259,18 +2259,11 @@ CASES = [
         max_epochs=2,
         logger=CSV,
     ),
-]
-
-# Cases that render and then train or log differently from Lightning (loopgen bugs): kept out of CASES.
-FINDINGS = [
-    # Renders, then the script stops at the sanity check: "val_dataloader() gave several loaders: fit takes one"
-    # (exit 1). Lightning 2.6.6 runs a list of val loaders in fit one after the other (dataloader_idx passed, keys
-    # suffixed /dataloader_idx_N), as loopgen's validate/test subcommands do; fit's loop serves one loader, and the
-    # source (validation_step taking dataloader_idx) shows it at render time, where no refusal comes.
     corpus_case(
         "dom_nemo_multi_validation",
         "domains",
         "MultiValCTCModel",
+        refused="val_dataloader returning several loaders is not supported by loopgen",
         data="TwoSetSpeechData",
         pattern="two validation loaders, validation_step with dataloader_idx, trainer.val_dataloaders read, step logs"
         " suffixed by the loader index, per-loader epoch means, ModelCheckpoint with a metric filename and save_last",
@@ -2291,3 +2284,6 @@ FINDINGS = [
         ],
     ),
 ]
+
+# Cases that render and then train or log differently from Lightning (loopgen bugs): kept out of CASES.
+FINDINGS = []

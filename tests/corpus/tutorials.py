@@ -2389,10 +2389,11 @@ CASES = [
 ]
 
 FINDINGS = [
-    # Renders, then the script exits at the sanity check with "val_dataloader() gave several loaders: fit takes
-    # one" (templates/data.j2), where Lightning 2.6.6 validates the two loaders one after the other in fit (its
-    # sequential CombinedLoader mode, dataloader_idx passed, keys suffixed /dataloader_idx_N). docs/evaluation.md
-    # serves several loaders in validate/test only; fit's limit is documented nowhere and not refused at render time.
+    # Renders, then the script exits at the sanity check, before any training, with "val_dataloader() gave 2
+    # loaders: the script's fit validates one (Lightning's fit validates them one after the other)", where
+    # Lightning 2.6.6 validates the two loaders one after the other in fit (dataloader_idx passed, keys suffixed
+    # /dataloader_idx_N). The source cannot say at render time: val_dataloader returns one loader or a list, by
+    # how many eval sets setup() built (the GLUE tutorial's pattern; one set trains, tut_glue_outputs_by_hand).
     corpus_case(
         "tut_glue_mnli_two_val_loaders",
         "tutorials",

@@ -127,6 +127,18 @@ class MLP(Classifier):
         return DataLoader(make_classification(self.n_val, seed=1), batch_size=self.batch_size)
 
 
+class ListedValidationModel(MLP):
+    """val_dataloader returns its one loader in a list (Lightning validates it as that loader, no
+    dataloader_idx), and validation_step reads trainer.val_dataloaders, which keeps the list."""
+
+    def val_dataloader(self):
+        return [super().val_dataloader()]
+
+    def validation_step(self, batch, batch_idx):
+        assert isinstance(self.trainer.val_dataloaders, list) and len(self.trainer.val_dataloaders) == 1
+        return super().validation_step(batch, batch_idx)
+
+
 class BackboneModel(MLP):
     """A backbone (with BatchNorm) and a head. configure_optimizers gives SGD only the parameters that require
     gradients (the head's while a BaseFinetuning callback keeps the backbone frozen), with a StepLR."""

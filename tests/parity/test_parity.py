@@ -133,6 +133,7 @@ CASES = [
     case("sanity_2_of_3", max_epochs=1, num_sanity_val_steps=2, limit_val_batches=3),
     case("sanity_all", max_epochs=1, num_sanity_val_steps=-1),
     # --- data -----------------------------------------------------------------------------------
+    case("val_loader_in_a_list", "ListedValidationModel", max_epochs=2),
     case("datamodule_shuffle_dropout", "Classifier", {"dropout": 0.3}, data="ShuffledData", max_epochs=3),
     case("random_draws_in_epoch_hooks", "RandomHooksModel", max_epochs=3),
     case(
