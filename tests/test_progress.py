@@ -68,6 +68,15 @@ class Shown(pl.LightningModule):
         return torch.optim.SGD(self.parameters(), lr=0.1)
 
 
+class Failing(Shown):
+    """Shown, whose fourth training batch raises."""
+
+    def training_step(self, batch, batch_idx):
+        if batch_idx == 3:
+            raise ValueError("the fourth batch")
+        return super().training_step(batch, batch_idx)
+
+
 class Tested(Shown):
     """Shown, with a test step over two loaders: the test subcommand's bar."""
 
@@ -130,8 +139,9 @@ def spec_of(**trainer: Any) -> dict[str, Any]:
     return {**BASE, "trainer": {**BASE["trainer"], **trainer}}
 
 
-def in_pty(command: list[str], cwd: Path, env: dict[str, str]) -> str:
-    """What `command` writes to its terminal: a pseudo-terminal COLUMNS wide (stderr apart)."""
+def in_pty(command: list[str], cwd: Path, env: dict[str, str], returncode: int = 0) -> str:
+    """What `command` writes to its terminal: a pseudo-terminal COLUMNS wide (stderr apart); it must exit with
+    `returncode`."""
     main, terminal = pty.openpty()
     fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 50, COLUMNS, 0, 0))
     env = {**env, "COLUMNS": str(COLUMNS), "PYTHONIOENCODING": "utf-8"}
@@ -152,7 +162,7 @@ def in_pty(command: list[str], cwd: Path, env: dict[str, str]) -> str:
             break
     stderr = process.communicate(timeout=300)[1]
     os.close(main)
-    assert process.returncode == 0, stderr.decode()[-4000:]
+    assert process.returncode == returncode, stderr.decode()[-4000:]
     return output.decode("utf-8")
 
 
@@ -328,6 +338,23 @@ def test_rich_when_the_spec_names_richprogressbar(project):
     ours_words = last_epoch_line(ours)
     assert ours_words == last_epoch_line(lightning)
     assert ours_words[:2] == ["Epoch", "1/1"] and "10/10" in ours_words and "v_num:" in ours_words
+
+
+def test_rich_stops_its_display_when_fit_raises(project):
+    """RichProgressBar.on_exception stops the display, as Lightning's does: the cursor is shown again after the
+    last frame, and the error's traceback is not drawn into the bar (rich's display redirects the output)."""
+    directory = project / "ours_rich_failing"
+    directory.mkdir(exist_ok=True)
+    spec = {**spec_of(max_epochs=1, callbacks=["RichProgressBar"]), "model": "barproj.models.Failing"}
+    cwd = os.getcwd()
+    os.chdir(project)
+    try:
+        (directory / "train.py").write_text(render(write_spec(directory, spec)))
+    finally:
+        os.chdir(cwd)
+    output = in_pty([sys.executable, "train.py"], directory, env_with_root(project), returncode=1)
+    assert output.rfind("\x1b[?25h") > output.rfind("\x1b[?25l") >= 0
+    assert "3/10" in ANSI.sub("", output) and "ValueError" not in output
 
 
 def test_rich_evaluation_bar_and_table_as_lightnings(project):

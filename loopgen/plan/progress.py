@@ -132,6 +132,8 @@ def progress_callback(progress: Progress) -> Callback | None:
         return None
     hooks = {"on_train_start", "on_train_epoch_start", "on_train_batch_end"}
     hooks.add("teardown" if progress.kind == "rich" else "on_train_end")  # rich's display stops at teardown
+    if progress.kind == "rich":
+        hooks.add("on_exception")  # ... or when fit raises
     if progress.own or progress.postfix or (progress.kind == "tqdm" and progress.leave):
         hooks.add("on_train_epoch_end")
     if progress.sanity:
