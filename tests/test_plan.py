@@ -294,10 +294,7 @@ def test_configure_optimizers_shape(tmp_path: Path, body: str, form: str, schedu
             'sets "frequency" to `self.every`, known only at run time',
         ),
         (
-            (
-                "optims = []\nalias = optims\n"
-                "alias.append(torch.optim.SGD(self.parameters(), lr=0.1))\nreturn optims"
-            ),
+            "optims = []\nalias = optims\nalias.append(torch.optim.SGD(self.parameters(), lr=0.1))\nreturn optims",
             "grows `alias` (line 26), a list not built in it alone",
         ),
         (
