@@ -474,17 +474,4 @@ def test_a_val_dataloader_returning_several_loaders(tmp_path: Path, body: str, l
                 {body}
     """
     found = facts(tmp_path, "m.Data", {"m.py": source})
-    assert found.several_val_loaders_at == (f"{tmp_path / 'm.py'}:{line}" if line else "")
-
-
-def test_a_val_dataloader_that_may_return_one_loader_is_left_to_the_script(tmp_path: Path) -> None:
-    """A branch that returns one loader (Lightning's GLUE tutorial: one eval set, or a list of them): the source
-    does not say how many come back; the script checks when it runs."""
-    source = """
-        class Data:
-            def val_dataloader(self):
-                if len(self.sets) == 1:
-                    return DataLoader(self.sets[0])
-                return [DataLoader(s) for s in self.sets]
-    """
-    assert facts(tmp_path, "m.Data", {"m.py": source}).several_val_loaders_at == ""
+    assert found.val_loaders_listed_at == (f"{tmp_path / 'm.py'}:{line}" if line else "")

@@ -77,6 +77,17 @@ class Failing(Shown):
         return super().training_step(batch, batch_idx)
 
 
+class TwoVal(Shown):
+    """Shown, validated on two loaders in fit (5 and 2 batches), each logging its own val_loss."""
+
+    def val_dataloader(self):
+        return [self._loader(20), self._loader(8)]
+
+    def validation_step(self, batch, batch_idx, dataloader_idx=0):
+        x, y = batch
+        self.log("val_loss", torch.nn.functional.mse_loss(self.layer(x), y), prog_bar=True)
+
+
 class Tested(Shown):
     """Shown, with a test step over two loaders: the test subcommand's bar."""
 
@@ -338,6 +349,21 @@ def test_rich_when_the_spec_names_richprogressbar(project):
     ours_words = last_epoch_line(ours)
     assert ours_words == last_epoch_line(lightning)
     assert ours_words[:2] == ["Epoch", "1/1"] and "10/10" in ours_words and "v_num:" in ours_words
+
+
+@pytest.mark.parametrize("bar", ["own", "TQDMProgressBar"])
+def test_several_val_loaders_in_fit_as_lightnings(project, bar):
+    """Two val loaders in fit: the sanity check's and each validation's bar restarts for the second loader
+    ("DataLoader 1", its own total), and each loader's value shows under its suffixed name."""
+    spec = {**spec_of(max_epochs=2, **({"callbacks": [bar]} if bar != "own" else {})), "model": "barproj.models.TwoVal"}
+    ours = run_script(project, spec, f"ours_two_val_{bar}", terminal=True)
+    lightning = run_lightning(
+        project, {**spec_of(max_epochs=2, callbacks=["TQDMProgressBar"]), "model": spec["model"]}, "lightning_two_val"
+    )
+    assert states(ours) == states(lightning)
+    described = [state[:3] for state in states(ours)]
+    assert ("Sanity Checking DataLoader 1", 2, "2") in described and ("Validation DataLoader 1", 2, "2") in described
+    assert "val_loss/dataloader_idx_1=" in states(ours)[-1][3]
 
 
 def test_rich_stops_its_display_when_fit_raises(project):

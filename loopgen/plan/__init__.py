@@ -152,7 +152,7 @@ def make_plan(
     hooks = resolve_hooks(spec, user, checkpointing, logging, summaries, progress, timer)
     evaluation = with_callback_order(evaluation, hooks.callbacks)
     metrics = resolve_metrics(spec, model, user_callbacks, hooks, optimizers, optimization, checkpointing, logging,
-                              progress, distributed, evaluation, problems)  # fmt: skip
+                              progress, distributed, evaluation, data_plan, problems)  # fmt: skip
     if problems:
         raise LoopgenError(problems)
     state = resolve_state(

@@ -93,6 +93,11 @@ def limits_batches(limit: float) -> bool:
     return not (isinstance(limit, float) and limit == 1.0)
 
 
+def takes_dataloader_idx(params: tuple[str, ...]) -> bool:
+    """An evaluation step that takes dataloader_idx: by name, *args, or a third positional parameter."""
+    return "dataloader_idx" in params or "*args" in params or len(params) >= 3
+
+
 def takes_two(params: tuple[str, ...]) -> bool:
     return len([p for p in params if not p.startswith("*")]) >= 2 or "*args" in params
 

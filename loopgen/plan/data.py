@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from loopgen.errors import Problem
-from loopgen.plan.common import batch_limits, flag_problem, limits_batches
+from loopgen.plan.common import batch_limits, flag_problem, follows_1_9_5, limits_batches
+from loopgen.plan.distributed import engine_kind
 from loopgen.source.facts import ClassFacts
 from loopgen.spec.kinds import refusal
 from loopgen.spec.model import Spec
@@ -25,6 +26,9 @@ class Data:
     reloads: bool
     unsized: bool  # a loader may have no length (IterableDataset): decided when the script runs
     checks_fraction: bool  # ... and val_check_interval is a float other than 1.0: Lightning's error then
+    # val_dataloader's source may return several loaders: fit validates each in turn (dataloader_idx passed,
+    # logged names suffixed /dataloader_idx_N when there are several)
+    several_val: bool = False
 
 
 def resolve_data(spec: Spec, model: ClassFacts, data: ClassFacts | None, problems: list[Problem]) -> Data:
@@ -44,17 +48,12 @@ def resolve_data(spec: Spec, model: ClassFacts, data: ClassFacts | None, problem
     val_owner = owner("val_dataloader")
     validation = val_owner is not None and model.defines("validation_step") and limit_val != 0
     owner_facts = data if val_owner == "data" else model
-    if validation and owner_facts is not None and owner_facts.several_val_loaders_at:
-        message = refusal(
-            f"{owner_facts.class_path}.val_dataloader returning several loaders",
-            "Lightning's fit validates them one after the other; the script's fit validates one (its validate and"
-            " test commands take several)",
-            "return one loader from val_dataloader",
-        )
-        problems.append(Problem(owner_facts.several_val_loaders_at, message))
+    listed_at = owner_facts.val_loaders_listed_at if validation and owner_facts is not None else ""
     counts_train = limits_batches(limit_train)
     counts_val = validation and limits_batches(limit_val)
     unsized, checks_fraction = unsized_loaders(spec, model, data, problems)
+    if listed_at:
+        _check_several_val_loaders(spec, model, listed_at, problems)
     return Data(
         train_owner=train_owner or "model",
         val_owner=val_owner if validation else None,
@@ -68,7 +67,31 @@ def resolve_data(spec: Spec, model: ClassFacts, data: ClassFacts | None, problem
         reloads=t.reload_dataloaders_every_n_epochs > 0,
         unsized=unsized,
         checks_fraction=checks_fraction,
+        several_val=bool(listed_at),
     )
+
+
+def _check_several_val_loaders(spec: Spec, model: ClassFacts, where: str, problems: list[Problem]) -> None:
+    """Several val loaders in fit (val_dataloader's source returns a list of them): what the script's
+    validation of each in turn does not serve."""
+    t = spec.trainer
+    cases = (
+        (
+            follows_1_9_5(spec, model),
+            "a spec that follows Lightning 1.9.5",
+            "its validation_epoch_end gets a list per loader",
+        ),
+        (engine_kind(spec) is not None, f"the {engine_kind(spec)} engine", "each process would shard every loader"),
+        (t.profiler is not None, "a profiler", "its actions are named per loader"),
+    )
+    for refused, what, why in cases:
+        if refused:
+            message = refusal(
+                f"val_dataloader returning several loaders with {what}",
+                f"fit validates them one after the other, and {why}",
+                "return one loader from val_dataloader, or validate the others with the script's `validate` command",
+            )
+            problems.append(Problem(where, message))
 
 
 def unsized_loaders(

@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 
 from loopgen.errors import Problem
 from loopgen.plan.checkpointing import Checkpointing
-from loopgen.plan.common import batch_limits, follows_1_9_5, limits_batches, takes_two
+from loopgen.plan.common import batch_limits, follows_1_9_5, limits_batches, takes_dataloader_idx, takes_two
 from loopgen.plan.data import Data
 from loopgen.plan.distributed import Distributed
 from loopgen.plan.hooks import EVALUATION_HOOKS, UserCode
@@ -218,7 +218,7 @@ def resolve_evaluation(
                 infix=infix,
                 owner=loader_owner,
                 takes_batch_idx=takes_two(params),
-                takes_dataloader_idx="dataloader_idx" in params or "*args" in params or len(params) >= 3,
+                takes_dataloader_idx=takes_dataloader_idx(params),
                 default_step=not model.defines(step),
                 limit=limit,
                 counts=limits_batches(limit),

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from loopgen.errors import Problem
 from loopgen.plan.checkpointing import Checkpointing
 from loopgen.plan.common import METRIC_ATTRIBUTES, reads_trainer
+from loopgen.plan.data import Data
 from loopgen.plan.distributed import Distributed
 from loopgen.plan.evaluation import Evaluation
 from loopgen.plan.hooks import Hooks
@@ -73,6 +74,7 @@ def resolve_metrics(
     progress: Progress,
     distributed: Distributed,
     evaluation: Evaluation,
+    data: Data,
     problems: list[Problem],
 ) -> Metrics:
     """self.log needs a collector only when something reads what is logged (a plateau scheduler, EarlyStopping,
@@ -124,7 +126,7 @@ def resolve_metrics(
         publishes_after_train_epoch_end=collect and hooks.user_code("on_train_epoch_end"),
         publishes_after_val_epoch_end=collect and hooks.user_code("on_validation_epoch_end"),
         returns_logged=collect and (logging.values or evaluation.returns_metrics),
-        dataloaders=collect and evaluation.returns_metrics,
+        dataloaders=collect and (evaluation.returns_metrics or data.several_val),
         tests=collect and evaluation.has("test"),
         predicts=collect and evaluation.has("predict"),
     )

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from loopgen.errors import Problem
 from loopgen.plan.bounds import Bounds
-from loopgen.plan.common import flag_problem, follows_1_9_5, takes_two
+from loopgen.plan.common import flag_problem, follows_1_9_5, takes_dataloader_idx, takes_two
 from loopgen.plan.data import Data
 from loopgen.plan.hooks import UserCode
 from loopgen.source.facts import ClassFacts
@@ -43,6 +43,8 @@ class Validation:
     # trainer.num_sanity_val_batches is set where the validation data loads (Lightning 2.x's property reads the
     # loop's batches); else once, when the sanity check runs (1.9.5's attribute, never set without one)
     sanity_batches_at_load: bool = True
+    # validation_step takes dataloader_idx, which Lightning requires of it with several loaders
+    takes_dataloader_idx: bool = False
 
 
 def resolve_validation(
@@ -99,4 +101,5 @@ def resolve_validation(
         # drops the window's gradients so far (EvaluationLoop.on_run_start calls lightning_module.zero_grad())
         clears_grads=enabled and seed_loop,
         sanity_batches_at_load=not seed_loop,
+        takes_dataloader_idx=takes_dataloader_idx(model.methods.get("validation_step", ())),
     )

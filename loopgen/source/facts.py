@@ -55,9 +55,9 @@ class ClassFacts:
     # what configure_callbacks returns (loopgen.source.callbacks.ReturnedCallback each), or why its source does
     # not show it; None: the class does not define it
     configured_callbacks: tuple[Any, ...] | str | None = None
-    # "file:line" of a return of val_dataloader that gives several loaders (a list or tuple of two or more, a
-    # dict of them, a comprehension): fit validates one
-    several_val_loaders_at: str = field(default="", compare=False)
+    # "file:line" of a return of val_dataloader that may give several loaders (a list or tuple of two or more, a
+    # dict of them, a comprehension): fit validates each of them in turn
+    val_loaders_listed_at: str = field(default="", compare=False)
 
     def defines(self, hook: str) -> bool:
         return hook in self.methods

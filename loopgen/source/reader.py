@@ -88,7 +88,7 @@ def inspect_class(
     automatic = AutomaticOptimization()
     experiment_in = ""  # the first line of a method that reads a logger's experiment
     configured: tuple | str | None = None
-    several_val_loaders_at = ""
+    val_loaders_listed_at = ""
     for ancestor in reversed(_linearize([c for c in found if isinstance(c, _Class)])):
         automatic.walk(ancestor.node.body)  # bases first: the subclass's assignment wins
     fixed = _fixed(found, init_args) if init_args is not None else None
@@ -127,7 +127,7 @@ def inspect_class(
                 read = read_optimizers(fn, source, fixed)
                 optimizers, optimizers_unknown = (read, "") if isinstance(read, OptimizersFacts) else (None, read)
             if first and fn.name == "val_dataloader" and (line := _returns_several(fn)) is not None:
-                several_val_loaders_at = f"{ancestor.module.file}:{line}"
+                val_loaders_listed_at = f"{ancestor.module.file}:{line}"
             if first and fn.name == "configure_callbacks":
                 module = ancestor.module
                 configured = read_callbacks(
@@ -169,7 +169,7 @@ def inspect_class(
         mentions_iterable_dataset=any(_source_matches(file, r"\bIterableDataset\b") for file in reader.files_read),
         experiment_read_at=_line_of(experiment_in, [cls.module.file, *reader.files_read]),
         configured_callbacks=configured,
-        several_val_loaders_at=several_val_loaders_at,
+        val_loaders_listed_at=val_loaders_listed_at,
     )
 
 
@@ -177,10 +177,9 @@ _DISPLAYS = (ast.List, ast.Tuple, ast.Dict, ast.ListComp, ast.DictComp, ast.Gene
 
 
 def _returns_several(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> int | None:
-    """The line of the first return in `fn` when every one of its returns gives several loaders: a list, tuple
-    or dict of two or more, or one whose length the source does not show (a comprehension, a starred item),
-    directly or through a local name it was assigned; None when one may give a single loader (a branch that
-    returns one: the script's check decides when it runs)."""
+    """The line of the first return in `fn` that may give several loaders: a list, tuple or dict of two or
+    more, or one whose length the source does not show (a comprehension, a starred item), directly or through a
+    local name it was assigned; None when none does."""
     assigned: dict[str, list[ast.expr]] = {}
     returns: list[ast.Return] = []
     pending: list[ast.AST] = list(fn.body)
@@ -195,11 +194,11 @@ def _returns_several(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> int | None:
                 if isinstance(target, ast.Name):
                     assigned.setdefault(target.id, []).append(node.value)
         pending.extend(ast.iter_child_nodes(node))
-    for ret in returns:
+    for ret in sorted(returns, key=lambda r: r.lineno):
         values = assigned.get(ret.value.id, []) if isinstance(ret.value, ast.Name) else [ret.value]
-        if not values or not all(_several(value) for value in values):  # type: ignore[arg-type]
-            return None
-    return min((ret.lineno for ret in returns), default=None)
+        if any(_several(value) for value in values):  # type: ignore[arg-type]
+            return ret.lineno
+    return None
 
 
 def _several(node: ast.expr | None) -> bool:

@@ -2263,7 +2263,6 @@ CASES = [
         "dom_nemo_multi_validation",
         "domains",
         "MultiValCTCModel",
-        refused="val_dataloader returning several loaders is not supported by loopgen",
         data="TwoSetSpeechData",
         pattern="two validation loaders, validation_step with dataloader_idx, trainer.val_dataloaders read, step logs"
         " suffixed by the loader index, per-loader epoch means, ModelCheckpoint with a metric filename and save_last",

@@ -2386,14 +2386,6 @@ CASES = [
         studied="Lightning-AI/pytorch-lightning: examples/pytorch/domain_templates/generative_adversarial_net.py",
         max_epochs=1,
     ),
-]
-
-FINDINGS = [
-    # Renders, then the script exits at the sanity check, before any training, with "val_dataloader() gave 2
-    # loaders: the script's fit validates one (Lightning's fit validates them one after the other)", where
-    # Lightning 2.6.6 validates the two loaders one after the other in fit (dataloader_idx passed, keys suffixed
-    # /dataloader_idx_N). The source cannot say at render time: val_dataloader returns one loader or a list, by
-    # how many eval sets setup() built (the GLUE tutorial's pattern; one set trains, tut_glue_outputs_by_hand).
     corpus_case(
         "tut_glue_mnli_two_val_loaders",
         "tutorials",
@@ -2409,3 +2401,5 @@ FINDINGS = [
         callbacks=[_callback("ModelCheckpoint", monitor="val_loss_matched", save_top_k=1)],
     ),
 ]
+
+FINDINGS = []

@@ -139,6 +139,38 @@ class ListedValidationModel(MLP):
         return super().validation_step(batch, batch_idx)
 
 
+class TwoValidationLoadersModel(MLP):
+    """Two val loaders as a dict (the second a smaller set in smaller batches): validation_step gets
+    dataloader_idx and logs val_loss (Lightning suffixes the loader's index) and each loader's accuracy under
+    a name of its own (add_dataloader_idx=False); the batch hooks see the index; trainer.num_val_batches keeps
+    each loader's count."""
+
+    def val_dataloader(self):
+        return {
+            "full": super().val_dataloader(),
+            "half": DataLoader(make_classification(self.n_val // 2, seed=2), batch_size=self.batch_size // 2),
+        }
+
+    def validation_step(self, batch, batch_idx, dataloader_idx=0):
+        x, y = batch
+        logits = self(x)
+        loss = F.cross_entropy(logits, y)
+        self.log("val_loss", loss)
+        self.log(f"val_acc_{dataloader_idx}", (logits.argmax(dim=1) == y).float().mean(), add_dataloader_idx=False)
+        return loss
+
+    def on_validation_batch_end(self, outputs, batch, batch_idx, dataloader_idx=0):
+        super().on_validation_batch_end(outputs, batch, batch_idx, dataloader_idx)
+        self.val_points.append(("batch", dataloader_idx, batch_idx, list(self.trainer.num_val_batches)))
+
+
+class TwoValidationLoadersNoIndexModel(TwoValidationLoadersModel):
+    """Two val loaders, and a validation_step without dataloader_idx: Lightning refuses to validate."""
+
+    def validation_step(self, batch, batch_idx):
+        return super().validation_step(batch, batch_idx)
+
+
 class BackboneModel(MLP):
     """A backbone (with BatchNorm) and a head. configure_optimizers gives SGD only the parameters that require
     gradients (the head's while a BaseFinetuning callback keeps the backbone frozen), with a StepLR."""

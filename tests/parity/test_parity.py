@@ -134,6 +134,16 @@ CASES = [
     case("sanity_all", max_epochs=1, num_sanity_val_steps=-1),
     # --- data -----------------------------------------------------------------------------------
     case("val_loader_in_a_list", "ListedValidationModel", max_epochs=2),
+    case(
+        "val_loaders_two",
+        "TwoValidationLoadersModel",
+        max_epochs=2,
+        limit_val_batches=3,
+        val_check_interval=0.5,
+        logger=csv_logger(),
+        enable_checkpointing=True,
+        callbacks=[model_checkpoint(monitor="val_loss/dataloader_idx_1", save_top_k=2, save_last=True)],
+    ),
     case("datamodule_shuffle_dropout", "Classifier", {"dropout": 0.3}, data="ShuffledData", max_epochs=3),
     case("random_draws_in_epoch_hooks", "RandomHooksModel", max_epochs=3),
     case(
