@@ -144,6 +144,15 @@ CASES = [
         enable_checkpointing=True,
         callbacks=[model_checkpoint(monitor="val_loss/dataloader_idx_1", save_top_k=2, save_last=True)],
     ),
+    case(
+        "val_loaders_two_reloaded_early_stopping",
+        "TwoValidationLoadersModel",
+        max_epochs=4,
+        reload_dataloaders_every_n_epochs=1,
+        num_sanity_val_steps=-1,
+        callbacks=[early_stopping(monitor="val_acc_1", mode="max", patience=1)],
+    ),
+    case("val_loaders_two_overfit", "TwoValidationLoadersModel", max_epochs=2, overfit_batches=2),
     case("datamodule_shuffle_dropout", "Classifier", {"dropout": 0.3}, data="ShuffledData", max_epochs=3),
     case("random_draws_in_epoch_hooks", "RandomHooksModel", max_epochs=3),
     case(
