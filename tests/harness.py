@@ -154,6 +154,7 @@ LIGHTNING_CALLBACKS = {
     "DeviceStatsMonitor": "device_stats_monitor",
     "ModelPruning": "pruning",
     "SpikeDetection": "spike",
+    "OnExceptionCheckpoint": "on_exception_checkpoint",
 }
 CALLBACK_PACKAGES = ("pytorch_lightning.callbacks", "lightning.pytorch.callbacks")
 # Keys of a checkpoint file that are not compared: Lightning's version, and the script's own state (its key's

@@ -802,7 +802,7 @@ def test_a_name_lightning_does_not_have_is_refused_with_what_is_served(tmp_path:
     assert text.endswith(
         "; use ModelCheckpoint, EarlyStopping, LearningRateMonitor, ModelSummary, RichModelSummary, Timer,"
         " BackboneFinetuning, WeightAveraging, EMAWeightAveraging, DeviceStatsMonitor, ModelPruning, SpikeDetection,"
-        " TQDMProgressBar, RichProgressBar, or a callback class of your own with the same hooks"
+        " OnExceptionCheckpoint, TQDMProgressBar, RichProgressBar, or a callback class of your own with the same hooks"
     )
 
 

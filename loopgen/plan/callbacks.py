@@ -24,7 +24,7 @@ def resolve_hooks(
 ) -> Hooks:
     """All the callbacks in the order Lightning calls them: the spec's order, then the default progress bar (a
     TQDMProgressBar or RichProgressBar the spec names stays where it is) and the default ModelSummary, with every
-    ModelCheckpoint (the default one included) moved to the end. A Timer entry stays where it is; max_time's comes
+    ModelCheckpoint (the default one included) and OnExceptionCheckpoint moved to the end. A Timer entry stays where it is; max_time's comes
     after the spec's callbacks. Those configure_callbacks returned come after these defaults, as Lightning appends
     them when fit starts."""
     users = iter(user.callbacks)
@@ -56,11 +56,11 @@ def resolve_hooks(
         elif is_progress_bar(ref):
             ordered.append(bar)
             bar = None
-        elif not is_lightning(ref, "ModelCheckpoint"):
+        elif not is_lightning(ref, "ModelCheckpoint") and not is_lightning(ref, "OnExceptionCheckpoint"):
             ordered.append(next(users))
     if timer is not None and timer.entry is None and not defaults_placed:
         ordered.append(timer.callback)
-    ordered += [bar, *summary, *checkpointing.checkpoints]
+    ordered += [bar, *summary, *checkpointing.checkpoint_order]
     callbacks = tuple(cb for cb in ordered if cb is not None)
     return Hooks(
         model=user.model,

@@ -17,6 +17,7 @@ from loopgen.plan.optimization import Optimization
 from loopgen.plan.timer import Timer
 from loopgen.plan.validation import Validation
 from loopgen.source.facts import ClassFacts
+from loopgen.spec.kinds import refusal
 from loopgen.spec.model import ClassRef, Spec
 
 
@@ -31,6 +32,8 @@ class Checkpointing:
     weights_only: bool
     resumes_validation: bool  # ... of a run with validation: the val loader is loaded before training
     checkpoints: tuple[Callback, ...]  # the ModelCheckpoint callbacks (the default one when the spec has none)
+    on_exception: tuple[Callback, ...]  # the OnExceptionCheckpoint callbacks
+    checkpoint_order: tuple[Callback, ...]  # ... and both, as Lightning orders them (last, in the spec's order)
     early_stopping: tuple[Callback, ...]
     default_dir: bool  # a ModelCheckpoint writes into the default directory
     versioned: bool  # ... which is in the first logger's directory (save_dir/name/version_N/checkpoints)
@@ -142,12 +145,15 @@ def resolve_checkpointing(
     what a checkpoint must hold to resume this script's loop exactly."""
     t = spec.trainer
     given = [ref for ref in t.callbacks if is_lightning(ref, "ModelCheckpoint")]
-    if not t.enable_checkpointing and given:
+    on_exception_refs = [ref for ref in t.callbacks if is_lightning(ref, "OnExceptionCheckpoint")]
+    if not t.enable_checkpointing and (given or on_exception_refs):
         message = "is false, but the callbacks have a ModelCheckpoint (Lightning refuses this too)"
         problems.append(flag_problem(spec, "enable_checkpointing", message))
     saves = bool(t.enable_checkpointing) and not t.fast_dev_run  # fast_dev_run saves nothing (Lightning)
-    if saves and not given:
+    # Lightning adds its default ModelCheckpoint when no callback is a Checkpoint (OnExceptionCheckpoint is one)
+    if saves and not given and not on_exception_refs:
         given = [ClassRef("pytorch_lightning.callbacks.ModelCheckpoint", callback_defaults("ModelCheckpoint"))]
+    on_exception = _on_exception_checkpoints(spec, on_exception_refs, problems)
     given = given if saves else []
     # each instance's arguments (all of them, defaults included), then the class made for them, then the instances
     checkpoint_args = [_checkpoint_args(ref, spec, validation, problems) for ref in given]
@@ -232,13 +238,16 @@ def resolve_checkpointing(
     in_run = first is not None and first.name not in NUMBERED_LOGGERS
     placeholders = any(_placeholders(f) - {"epoch", "step"} for f in every("filename"))
     # torchrun signals every process when one fails: no checkpoint is written on a signal under an engine
-    on_signals = saves and engine_kind(spec) is None
+    on_signals = saves and engine_kind(spec) is None and bool(checkpoints)
     return Checkpointing(
         saves=saves,
         resumes=resumes,
         weights_only=spec.weights_only is not False,
         resumes_validation=resumes and validation.enabled,
         checkpoints=checkpoints,
+        on_exception=on_exception,
+        # Lightning calls its Checkpoint callbacks last, in the spec's order
+        checkpoint_order=tuple(_in_spec_order(spec, checkpoints, on_exception)),
         early_stopping=early_stopping,
         default_dir=any(cb.dirpath is None for cb in checkpoints),
         versioned=versioned,
@@ -293,6 +302,57 @@ def resolve_checkpointing(
         stopping_state_key=_stopping_state_key(stopping_shared) if len(early_stopping) == 1 else None,
         stopping_min_delta=_signed_min_delta(stopping_shared),
     )
+
+
+def _on_exception_checkpoints(spec: Spec, refs: list[ClassRef], problems: list[Problem]) -> tuple[Callback, ...]:
+    """Lightning's OnExceptionCheckpoint: the run as it stood when fit raised, written to dirpath/filename.ckpt
+    (a file the script does not resume from); removed when a fit ends without an error."""
+    for ref in refs:
+        where = f"trainer.callbacks ({ref.name})"
+        cases = (
+            (
+                ref.init_args["dirpath"] is None,
+                "without dirpath",
+                "Lightning requires it (an error can come before any directory is decided)",
+                "give dirpath",
+            ),
+            (
+                engine_kind(spec) is not None,
+                f"with the {engine_kind(spec)} engine",
+                "an error in one process would leave the others waiting for it to save",
+                "run on one device, or keep ModelCheckpoint(save_last=true) and resume from last.ckpt",
+            ),
+            (
+                bool(spec.trainer.fast_dev_run),
+                "with fast_dev_run",
+                "the script writes no checkpoint under fast_dev_run",
+                "leave fast_dev_run off",
+            ),
+        )
+        for refused, what, why, instead in cases:
+            if refused:
+                problems.append(Problem(where, refusal(f"{ref.class_path} {what}", why, instead), ref.line))
+    return tuple(
+        Callback(
+            construct=Construct("", "OnExceptionCheckpoint", dict(ref.init_args)),
+            var=numbered_name("on_exception_checkpoint", i, len(refs)),
+            hooks=frozenset({"on_exception", "teardown"}),
+            kind="on_exception_checkpoint",
+        )
+        for i, ref in enumerate(refs)
+    )
+
+
+def _in_spec_order(spec: Spec, checkpoints: tuple[Callback, ...], on_exception: tuple[Callback, ...]) -> list[Callback]:
+    """The Checkpoint callbacks in the spec's order (the default ModelCheckpoint, when there is one, alone)."""
+    remaining = {"ModelCheckpoint": iter(checkpoints), "OnExceptionCheckpoint": iter(on_exception)}
+    ordered = [
+        next(remaining[name])
+        for ref in spec.trainer.callbacks
+        for name in ("ModelCheckpoint", "OnExceptionCheckpoint")
+        if is_lightning(ref, name)
+    ]
+    return ordered + list(remaining["ModelCheckpoint"])
 
 
 def _may_change_weights(user: UserCode, mid_batch: bool, after_validation: bool) -> bool:

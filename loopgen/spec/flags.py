@@ -250,6 +250,11 @@ _AVERAGING_ARGS = (
 )  # fmt: skip
 
 
+def _filename_given(name: str) -> str | None:
+    """OnExceptionCheckpoint's filename: Lightning raises ValueError on an empty one."""
+    return None if name else refused("Lightning raises ValueError: The filename cannot be empty", "name the file")
+
+
 def _directory_given(path: str | None) -> str | None:
     """SpikeDetection's file needs a directory: Lightning makes os.path.dirname(path), which fails on ""."""
     if path is not None and path.endswith(".json") and not os.path.dirname(path):
@@ -397,6 +402,10 @@ CALLBACK_ARGS: Mapping[str, tuple[Flag, ...]] = {
              support=_directory_given),
         _arg("finite_only", boolean(), True, "a loss that is not finite is a spike (false: it is left out of the"
              " mean)"),
+    ),
+    "OnExceptionCheckpoint": (
+        _arg("dirpath", string(), None, "where the file goes (required)"),
+        _arg("filename", string(), "on_exception", "the file's name, without its .ckpt", support=_filename_given),
     ),
     "RichModelSummary": (
         _arg("max_depth", integer(-1, "-1: every level, 0: no summary"), 1, "the deepest level of submodules listed"),

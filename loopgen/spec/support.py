@@ -522,6 +522,7 @@ LIGHTNING_CALLBACKS = {
     "DeviceStatsMonitor": ("device_stats_monitor",),
     "ModelPruning": ("pruning",),
     "SpikeDetection": ("spike",),
+    "OnExceptionCheckpoint": ("on_exception_checkpoint",),
     "TQDMProgressBar": ("progress", "progress.tqdm_progress"),
     "RichProgressBar": ("progress", "progress.rich_progress"),
 }

@@ -27,14 +27,6 @@ OTHER_LIGHTNING_CALLBACKS = {
         ),
         "average the weights with WeightAveraging (torch's AveragedModel, equal weights) or EMAWeightAveraging",
     ),
-    "OnExceptionCheckpoint": (
-        (
-            "the script writes its checkpoints where its run resumes exactly (after a batch's optimizer step and"
-            " schedulers), and an error can come at any point of a batch; it runs the rest of Lightning's"
-            " exception path (the on_exception hooks, the loggers' failed runs)"
-        ),
-        "keep ModelCheckpoint(save_last=true) and resume from last.ckpt with --ckpt-path",
-    ),
     "ThroughputMonitor": (
         "its batch_size_fn and length_fn are functions, and the script does not measure throughput",
         "measure with benchmarks of your own, or self.log a rate from your module's hooks",

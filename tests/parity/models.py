@@ -673,6 +673,21 @@ class CheckpointModel(MLP):
         self.log("val_acc", (logits.argmax(dim=1) == y).float().mean())
 
 
+class RaisingModel(CheckpointModel):
+    """CheckpointModel, raising in training_step at the `raise_at`-th batch of the run (0-based, counted across epochs)."""
+
+    def __init__(self, raise_at: int = 13, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.raise_at = raise_at
+        self.seen = 0
+
+    def training_step(self, batch, batch_idx):
+        if self.seen == self.raise_at:
+            raise RuntimeError(f"batch {self.seen} of the run")
+        self.seen += 1
+        return super().training_step(batch, batch_idx)
+
+
 class DivergingCheckpointModel(CheckpointModel):
     """CheckpointModel with a learning rate that makes the validation loss blow up: 0.70, 3.80, 15.5 after
     epochs 0-2 (seed 42)."""
