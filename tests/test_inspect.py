@@ -475,3 +475,22 @@ def test_a_val_dataloader_returning_several_loaders(tmp_path: Path, body: str, l
     """
     found = facts(tmp_path, "m.Data", {"m.py": source})
     assert found.val_loaders_listed_at == (f"{tmp_path / 'm.py'}:{line}" if line else "")
+
+
+@pytest.mark.parametrize(
+    ("body", "built"),
+    [
+        ("return DataLoader(self.val_set)", True),
+        ("return torch.utils.data.DataLoader(self.val_set)", True),
+        ("return [DataLoader(self.val_set)]", False),
+        ("return self.make_loader()", False),
+    ],
+)
+def test_a_val_dataloader_that_builds_one_loader(tmp_path: Path, body: str, built: bool) -> None:
+    """A val_dataloader that returns `DataLoader(...)` on every path needs no check for a list of loaders."""
+    source = f"""
+        class Data:
+            def val_dataloader(self):
+                {body}
+    """
+    assert facts(tmp_path, "m.Data", {"m.py": source}).val_loader_built == built

@@ -69,6 +69,9 @@ class Helpers:
     numpy: bool  # main() looks numpy up (seeded, its state kept by the sanity check and the checkpoints)
     loads_checkpoints: bool  # load_checkpoint / restore: fit resumes, or an evaluation loads weights
     num_batches: bool  # a loop runs fewer batches than its loader has (a limit_*_batches)
+    one_loader: bool  # fit validates one loader: one in a list is that loader
+    loaders_of: bool  # a loop takes several loaders (evaluation, or fit's validation of several)
+    as_returned: bool  # trainer.<stage>_dataloaders: the loaders as the hook returned them
 
 
 @dataclass(frozen=True)
@@ -175,7 +178,7 @@ def make_plan(
     header = resolve_header(spec, script_name)
     command_line = resolve_command_line(spec, build, bounds, checkpointing, evaluation)
     helpers = resolve_helpers(build, device, precision, optimization, validation, hooks, data_plan, checkpointing,
-                              evaluation)  # fmt: skip
+                              evaluation, state)  # fmt: skip
     evaluation = with_trainer_attributes(evaluation, state.attributes)
     variables = evaluation_variables(evaluation, device, metrics.collect, checkpointing, logging, profiling)
     evaluation = replace(evaluation, variables=variables)
@@ -222,6 +225,7 @@ def resolve_helpers(
     data: Data,
     checkpointing: Checkpointing,
     evaluation: Evaluation,
+    state: State,
 ) -> Helpers:
     """The script's helper functions that more than one feature calls."""
     return Helpers(
@@ -233,4 +237,7 @@ def resolve_helpers(
         numpy=build.seeds or validation.sanity,
         loads_checkpoints=checkpointing.resumes or evaluation.enabled,
         num_batches=data.counts or evaluation.counts,
+        one_loader=validation.enabled and not data.several_val and not data.one_val_loader_shown,
+        loaders_of=evaluation.enabled or data.several_val,
+        as_returned=evaluation.sets_loaders or (validation.enabled and state.has("val_dataloaders")),
     )

@@ -29,6 +29,7 @@ class Data:
     # val_dataloader's source may return several loaders: fit validates each in turn (dataloader_idx passed,
     # logged names suffixed /dataloader_idx_N when there are several)
     several_val: bool = False
+    one_val_loader_shown: bool = False  # ... or returns one DataLoader on every path: no check for a list
 
 
 def resolve_data(spec: Spec, model: ClassFacts, data: ClassFacts | None, problems: list[Problem]) -> Data:
@@ -68,6 +69,7 @@ def resolve_data(spec: Spec, model: ClassFacts, data: ClassFacts | None, problem
         unsized=unsized,
         checks_fraction=checks_fraction,
         several_val=bool(listed_at),
+        one_val_loader_shown=validation and owner_facts is not None and owner_facts.val_loader_built,
     )
 
 

@@ -58,6 +58,7 @@ class ClassFacts:
     # "file:line" of a return of val_dataloader that may give several loaders (a list or tuple of two or more, a
     # dict of them, a comprehension): fit validates each of them in turn
     val_loaders_listed_at: str = field(default="", compare=False)
+    val_loader_built: bool = False  # every return of val_dataloader builds one DataLoader
 
     def defines(self, hook: str) -> bool:
         return hook in self.methods

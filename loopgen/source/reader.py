@@ -89,6 +89,7 @@ def inspect_class(
     experiment_in = ""  # the first line of a method that reads a logger's experiment
     configured: tuple | str | None = None
     val_loaders_listed_at = ""
+    val_loader_built = False
     for ancestor in reversed(_linearize([c for c in found if isinstance(c, _Class)])):
         automatic.walk(ancestor.node.body)  # bases first: the subclass's assignment wins
     fixed = _fixed(found, init_args) if init_args is not None else None
@@ -128,6 +129,8 @@ def inspect_class(
                 optimizers, optimizers_unknown = (read, "") if isinstance(read, OptimizersFacts) else (None, read)
             if first and fn.name == "val_dataloader" and (line := _returns_several(fn)) is not None:
                 val_loaders_listed_at = f"{ancestor.module.file}:{line}"
+            if first and fn.name == "val_dataloader":
+                val_loader_built = _returns_a_loader(fn)
             if first and fn.name == "configure_callbacks":
                 module = ancestor.module
                 configured = read_callbacks(
@@ -170,6 +173,7 @@ def inspect_class(
         experiment_read_at=_line_of(experiment_in, [cls.module.file, *reader.files_read]),
         configured_callbacks=configured,
         val_loaders_listed_at=val_loaders_listed_at,
+        val_loader_built=val_loader_built,
     )
 
 
@@ -199,6 +203,15 @@ def _returns_several(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> int | None:
         if any(_several(value) for value in values):  # type: ignore[arg-type]
             return ret.lineno
     return None
+
+
+def _returns_a_loader(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether every return of `fn` builds one DataLoader (`return DataLoader(...)`): never a list of them."""
+    returns = [node for node in ast.walk(fn) if isinstance(node, ast.Return)]
+    return bool(returns) and all(
+        isinstance(ret.value, ast.Call) and dotted_name(ret.value.func).rpartition(".")[2] == "DataLoader"
+        for ret in returns
+    )
 
 
 def _several(node: ast.expr | None) -> bool:
