@@ -25,7 +25,7 @@ from loopgen.spec.support import (
 REASONED = re.compile(r"not supported by loopgen \((?P<why>.+)\); (?P<instead>.+)")
 
 SAMPLES: tuple[Any, ...] = (
-    True, False, 0, 1, 2, -1, 0.5, 3.5, "x", "skip.json", "00:01:00:00", "all", {"hours": 1}, [1, 3], ["my.Plugin"],
+    True, False, 0, 1, 2, -1, 0.5, 3.5, "", "x", "skip.json", "00:01:00:00", "all", {"hours": 1}, [1, 3], ["my.Plugin"],
     {"class_path": "my.Thing"}, {"class_path": "FSDPStrategy"},
     {"class_path": "DDPStrategy", "init_args": {"start_method": "spawn"}},
 )  # fmt: skip
