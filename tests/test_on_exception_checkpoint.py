@@ -81,8 +81,8 @@ def test_the_next_fit_resumes_as_lightnings_or_says_why_it_cannot(tmp_path: Path
         (tmp_path / side / "out.pt").unlink(missing_ok=True)
     bare = run("loopgen", spec(raise_at=-1), tmp_path / "loopgen")
     assert bare.returncode != 0
-    assert "on_exception.ckpt: written by OnExceptionCheckpoint when a run raised" in bare.stderr, bare.stderr[-2000:]
-    assert "pass --ckpt-path with a ModelCheckpoint file (last.ckpt)" in bare.stderr
+    assert "on_exception.ckpt: written when a run raised (OnExceptionCheckpoint" in bare.stderr, bare.stderr[-2000:]
+    assert "pass --ckpt-path with a file ModelCheckpoint wrote before the error" in bare.stderr
     # both resume from Lightning's file (the script's own resumes exactly, with the random state Lightning's lacks)
     shutil.copy(tmp_path / "lightning" / "ck" / "last.ckpt", tmp_path / "loopgen" / "ck" / "last.ckpt")
     outputs = {}
@@ -95,6 +95,74 @@ def test_the_next_fit_resumes_as_lightnings_or_says_why_it_cannot(tmp_path: Path
     assert all(torch.equal(value, ours[key]) for key, value in theirs.items())
 
 
+def saving_on_exception(raise_at: int, **checkpoint) -> dict:
+    """Two ModelCheckpoints, one saving on exception (with last.ckpt), one not: only the first writes when fit raises."""
+    case = spec(raise_at=raise_at)
+    case["trainer"]["callbacks"] = [
+        {
+            "class_path": "ModelCheckpoint",
+            "init_args": {
+                "dirpath": "ck",
+                "monitor": "val_loss",
+                "save_last": True,
+                "save_on_exception": True,
+                **checkpoint,
+            },
+        },
+        {"class_path": "ModelCheckpoint", "init_args": {"dirpath": "every", "every_n_train_steps": 5}},
+    ]
+    return case
+
+
+@pytest.mark.parametrize(
+    ("raise_at", "checkpoint", "files"),
+    [
+        # epoch 1's fourth batch: the run's state in the file's own name, and in last.ckpt, beside epoch 0's file
+        (13, {}, ["epoch=0-step=10.ckpt", "epoch=1-step=13.ckpt", "last.ckpt"]),
+        # a name taken by epoch 0's file is overwritten (Lightning's name has no version); no last.ckpt to update
+        (13, {"filename": "crash", "save_last": False, "save_top_k": -1}, ["crash.ckpt"]),
+        # right after the epoch-end save at step 10 (nothing new to save), and before any step (nothing to save)
+        (10, {}, ["epoch=0-step=10.ckpt", "last.ckpt"]),
+        (0, {}, []),
+    ],
+    ids=["mid-epoch", "fixed-name", "just-saved", "first-batch"],
+)
+def test_model_checkpoint_saves_on_exception_as_lightnings(
+    tmp_path: Path, raise_at: int, checkpoint: dict, files: list[str]
+) -> None:
+    case = saving_on_exception(raise_at, **checkpoint)
+    outputs = {}
+    for side in ("lightning", "loopgen"):
+        result = run(side, case, tmp_path / side)
+        assert result.returncode != 0 and f"RuntimeError: batch {raise_at} of the run" in result.stderr, result.stderr[
+            -3000:
+        ]
+        outputs[side] = result.stdout
+    for directory in ("ck", "every"):
+        theirs = checkpoint_facts(tmp_path / "lightning" / directory)
+        ours = checkpoint_facts(tmp_path / "loopgen" / directory)
+        assert ours == theirs, directory
+    assert sorted(fact["path"] for fact in checkpoint_facts(tmp_path / "loopgen" / "ck")) == files
+    if files and raise_at == 13:
+        raised = tmp_path / "loopgen" / "ck" / (files[1] if len(files) > 1 else files[0])
+        assert torch.load(raised, weights_only=False)["global_step"] == 13
+        said = f"An RuntimeError was raised with message: batch 13 of the run, saved checkpoint to {raised.resolve()}"
+        assert said in outputs["loopgen"]
+    else:
+        assert "was raised with message" not in outputs["loopgen"]
+
+
+def test_a_file_saved_on_exception_is_not_resumed_from(tmp_path: Path) -> None:
+    """last.ckpt, written when fit raised, holds a point in the middle of a batch: the next fit resuming from "last"
+    stops before training and says why."""
+    assert run("loopgen", saving_on_exception(13), tmp_path).returncode != 0
+    again = run("loopgen", {**saving_on_exception(-1), "ckpt_path": "last"}, tmp_path)
+    assert again.returncode != 0
+    assert (
+        "last.ckpt: written when a run raised (OnExceptionCheckpoint, or ModelCheckpoint's" in again.stderr
+    ), again.stderr[-2000:]
+
+
 @pytest.mark.parametrize(
     ("entry", "trainer", "message"),
     [
@@ -103,14 +171,21 @@ def test_the_next_fit_resumes_as_lightnings_or_says_why_it_cannot(tmp_path: Path
         ({"dirpath": "crashed"}, {"fast_dev_run": True}, "with fast_dev_run is not supported by loopgen"),
         ({"dirpath": "crashed"}, {"enable_checkpointing": False}, "the callbacks have a ModelCheckpoint"),
         ({"dirpath": "crashed", "filename": ""}, {}, "The filename cannot be empty"),
+        (None, {"strategy": "ddp", "devices": 2}, "save_on_exception=true with the ddp engine is not supported"),
     ],
-    ids=["no-dirpath", "ddp", "fast-dev-run", "checkpointing-off", "empty-filename"],
+    ids=["no-dirpath", "ddp", "fast-dev-run", "checkpointing-off", "empty-filename", "saving-ddp"],
 )
 def test_what_is_refused(tmp_path: Path, entry: dict, trainer: dict, message: str) -> None:
     from loopgen.errors import LoopgenError
     from tests.helpers import render
 
     case = spec(raise_at=-1, accelerator="cpu", **trainer)
-    case["trainer"]["callbacks"] = [{"class_path": "OnExceptionCheckpoint", "init_args": entry}]
+    case["trainer"]["callbacks"] = [
+        (
+            {"class_path": "OnExceptionCheckpoint", "init_args": entry}
+            if entry is not None
+            else {"class_path": "ModelCheckpoint", "init_args": {"save_on_exception": True}}
+        )
+    ]
     with pytest.raises(LoopgenError, match=re.escape(message)):
         render(case, tmp_path)

@@ -689,8 +689,8 @@ def test_lightning_callbacks_in_every_spelling(tmp_path: Path, class_path: str) 
             "trainer.callbacks[0].init_args.train_time_interval (line 4): expected a number of seconds",
         ),
         (
-            "{class_path: ModelCheckpoint, init_args: {save_on_exception: true}}",
-            "trainer.callbacks[0].init_args.save_on_exception (line 4): ModelCheckpoint(save_on_exception=true) is not",
+            "{class_path: ModelCheckpoint, init_args: {save_on_exception: sometimes}}",
+            "trainer.callbacks[0].init_args.save_on_exception (line 4): expected true or false, got sometimes",
         ),
         (
             "{class_path: LearningRateMonitor, init_args: {logging_interval: batch}}",

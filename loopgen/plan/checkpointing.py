@@ -65,6 +65,9 @@ class Checkpointing:
     defers: bool  # ... waits for the validation after an epoch's last batch to rank by a fresh metric
     saves_last: bool
     links: bool  # save_last="link"
+    # some ModelCheckpoint saves when fit raises (save_on_exception=True): in its own name and "last", files the
+    # script does not resume from
+    saves_on_exception: bool
     reads_metrics: bool  # file names or rankings read the logged metrics
     searches_versions: bool  # `--ckpt-path last` looks into every version_N/checkpoints of the first logger
     stops_on_signals: bool  # SIGTERM / SIGINT write a resumable checkpoint before the script exits
@@ -87,6 +90,12 @@ class Checkpointing:
     def epoch_saves_top_k_only(self) -> bool:
         """At an epoch's end they save the top k checkpoints, every epoch, and no last one."""
         return self.shared.get("every_n_epochs") == 1 and not self.saves_last
+
+    @property
+    def writes_on_exception(self) -> bool:
+        """A file is written when fit raises (an OnExceptionCheckpoint, or a ModelCheckpoint's save_on_exception):
+        the script's checkpoint() is at hand from training's start."""
+        return bool(self.on_exception) or self.saves_on_exception
 
     @property
     def never_versions(self) -> bool:
@@ -119,7 +128,7 @@ LIGHTNING_VERSION = "2.6.6"  # the Lightning 2.x release the scripts' behaviour 
 CHECKPOINT_ARGS = (  # the arguments of the script's ModelCheckpoint
     "filename", "monitor", "mode", "save_top_k", "save_last", "save_weights_only", "every_n_epochs",
     "every_n_train_steps", "train_time_interval", "save_on_train_epoch_end", "auto_insert_metric_name",
-    "enable_version_counter", "verbose",
+    "enable_version_counter", "verbose", "save_on_exception",
 )  # fmt: skip
 
 
@@ -178,6 +187,7 @@ def resolve_checkpointing(
     step_triggered = any(n > 0 for n in every("every_n_train_steps"))
     time_triggered = any(interval is not None for interval in every("train_time_interval"))
     saves_last = any(every("save_last"))
+    saves_on_exception = any(every("save_on_exception"))
     monitors = any(m is not None for m in every("monitor"))
     # after a validation it notes that one ran (which a missing metric's error needs), or saves there
     acts_after_validation = validation.enabled and (monitors or not all(every("save_on_train_epoch_end")))
@@ -187,6 +197,7 @@ def resolve_checkpointing(
         ("on_train_end", saves_last),
         ("on_train_start", time_triggered),
         ("on_train_batch_end", step_triggered or time_triggered),
+        ("on_exception", saves_on_exception),
     ):
         if used:
             hooks_of_checkpoints.add(hook)
@@ -287,6 +298,7 @@ def resolve_checkpointing(
         defers=monitors and step_triggered and validation.enabled and not all(every("save_on_train_epoch_end")),
         saves_last=saves_last,
         links="link" in every("save_last"),
+        saves_on_exception=saves_on_exception,
         reads_metrics=monitors or placeholders or bool(early_stopping),
         searches_versions=saves and numbered and any(cb.dirpath is None for cb in checkpoints),
         stops_on_signals=on_signals,
@@ -385,6 +397,13 @@ def _checkpoint_args(ref: ClassRef, spec: Spec, validation: Validation, problems
         problems.append(Problem(where, message, line))
     if args["monitor"] is None and args["save_top_k"] not in (-1, 0, 1):
         message = f"save_top_k={args['save_top_k']} needs a monitor (no quantity to rank the checkpoints by)"
+        problems.append(Problem(where, message, line))
+    if args["save_on_exception"] and engine_kind(spec) is not None:
+        message = refusal(
+            f"save_on_exception=true with the {engine_kind(spec)} engine",
+            "an error in one process would leave the others waiting for it to save",
+            "run on one device, or leave it false and resume from the last checkpoint saved",
+        )
         problems.append(Problem(where, message, line))
     if args["filename"] is not None and not _valid_filename(args["filename"]):
         problems.append(Problem(where, f"filename {args['filename']!r} is not a valid name template", line))

@@ -281,11 +281,7 @@ CALLBACK_ARGS: Mapping[str, tuple[Flag, ...]] = {
         _arg("save_last", save_last_kind(), None, 'also keep last.ckpt (true), or a link to the newest ("link")',
              nullable=True),
         _arg("save_top_k", integer(-1, "-1: all, 0: none"), 1, "how many of the best checkpoints to keep"),
-        _arg("save_on_exception", boolean(), False, "save when training raises",
-             support=lightning_default(False, "the script writes its checkpoints where its run resumes exactly"
-                                              " (after a batch's optimizer step and schedulers), and an error can"
-                                              " come at any point of a batch",
-                                       "leave it false and resume from the last checkpoint saved")),
+        _arg("save_on_exception", boolean(), False, "save when fit raises (a file the script does not resume from)"),
         _arg("save_weights_only", boolean(), False, "save the weights only"),
         _arg("mode", choice("min", "max"), "min", "whether a lower (min) or higher (max) metric is better"),
         _arg("auto_insert_metric_name", boolean(), True, 'write "name=" before each placeholder of filename'),
