@@ -481,6 +481,32 @@ def test_a_val_dataloader_returning_several_loaders(tmp_path: Path, body: str, l
     ("body", "built"),
     [
         ("return DataLoader(self.val_set)", True),
+        ("if self.a:\n                    return DataLoader(self.a)\n                return DataLoader(self.b)", True),
+        # a nested function's return is its own: the loader is still built on every path
+        (
+            "def collate(batch):\n                    return batch\n                return DataLoader(self.a, collate_fn=collate)",
+            True,
+        ),
+        ("return [DataLoader(self.val_set)]", False),
+        ("return self.make()", False),
+        ("if not self.a:\n                    return\n                return DataLoader(self.a)", False),
+    ],
+    ids=["one", "both-branches", "nested-function", "list", "helper", "bare-return"],
+)
+def test_a_val_dataloader_building_one_loader_on_every_path(tmp_path: Path, body: str, built: bool) -> None:
+    """Where every return builds a DataLoader, the script has no list check for val_dataloader's result."""
+    source = f"""
+        class Data:
+            def val_dataloader(self):
+                {body}
+    """
+    assert facts(tmp_path, "m.Data", {"m.py": source}).val_loader_built is built
+
+
+@pytest.mark.parametrize(
+    ("body", "built"),
+    [
+        ("return DataLoader(self.val_set)", True),
         ("return torch.utils.data.DataLoader(self.val_set)", True),
         ("return [DataLoader(self.val_set)]", False),
         ("return self.make_loader()", False),
