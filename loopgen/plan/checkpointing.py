@@ -98,6 +98,12 @@ class Checkpointing:
         return bool(self.on_exception) or self.saves_on_exception
 
     @property
+    def states_now(self) -> bool:
+        """CheckpointFiles has now(): the states for a file, with the weights where a file holds them as decided,
+        for an OnExceptionCheckpoint's file and each decided one."""
+        return bool(self.on_exception) or self.weights_at_decision
+
+    @property
     def never_versions(self) -> bool:
         """No ModelCheckpoint adds -v1, -v2, ... to a name that is taken (enable_version_counter=False)."""
         return self.shared.get("enable_version_counter") is False
