@@ -87,7 +87,7 @@ def read_classes(spec: Any, roots: list[Path]) -> tuple[Any, Any, tuple[Any, ...
     """The facts of the spec's model, data and callbacks, and every problem with their class paths and
     init_args (all of them, each with its key and YAML line); the model's facts are None when it is not found."""
     from loopgen.errors import LoopgenError
-    from loopgen.source.reader import inspect_class
+    from loopgen.source.reader import find_function, inspect_class
     from loopgen.source.signatures import check_arguments, torch_signature
     from loopgen.spec.support import lightning_callback
 
@@ -151,6 +151,15 @@ def read_classes(spec: Any, roots: list[Path]) -> tuple[Any, Any, tuple[Any, ...
         )
         for i, ref in enumerate(spec.trainer.callbacks)
     )
+    for i, ref in enumerate(spec.trainer.callbacks):
+        if lightning_callback(ref.class_path) == "pytorch_lightning.callbacks.ThroughputMonitor":
+            for name in ("batch_size_fn", "length_fn"):
+                if isinstance(path := ref.init_args.get(name), str):
+                    key = f"{_args_key(spec, ref.where or f'trainer.callbacks[{i}]')}.{name}"
+                    try:
+                        find_function(path, roots, where=key, line=spec.line(key))
+                    except LoopgenError as error:
+                        problems.extend(error.problems)
     for kind in ("optimizer", "lr_scheduler"):
         ref = getattr(spec, kind)
         if ref is None:

@@ -72,7 +72,8 @@ def instantiate(entry: Any, *args: Any) -> Any:
 
     Objects among the init_args (nested class_path entries, to any depth, also as list items and mapping values)
     are instantiated first, as jsonargparse does: in the order of the class's `__init__` parameters (those it does
-    not name after, in the entry's order), each one's own objects before it. dict_kwargs are passed as they are.
+    not name after, in the entry's order), each one's own objects before it. A string given for a parameter typed
+    Callable is the import path of the function. dict_kwargs are passed as they are.
     """
     if isinstance(entry, str):
         entry = {"class_path": entry}
@@ -81,11 +82,16 @@ def instantiate(entry: Any, *args: Any) -> Any:
     cls = import_object(entry["class_path"])
     given = dict(entry.get("init_args") or {})
     try:
-        params = list(inspect.signature(cls).parameters)
+        signature = inspect.signature(cls).parameters
     except (TypeError, ValueError):
-        params = []
+        signature = {}
+    params = list(signature)
     built = {}
     for name in [p for p in params if p in given] + [n for n in given if n not in params]:
+        callable_param = name in signature and "Callable" in str(signature[name].annotation)
+        if callable_param and isinstance(given[name], str):  # an import path, as jsonargparse resolves it
+            built[name] = import_object(given[name])
+            continue
         built[name] = _argument(given[name])
     init_args = {name: built[name] for name in given}  # the entry's order
     return cls(*args, **init_args, **dict(entry.get("dict_kwargs") or {}))
@@ -155,6 +161,7 @@ LIGHTNING_CALLBACKS = {
     "ModelPruning": "pruning",
     "SpikeDetection": "spike",
     "OnExceptionCheckpoint": "on_exception_checkpoint",
+    "ThroughputMonitor": "throughput_monitor",
 }
 CALLBACK_PACKAGES = ("pytorch_lightning.callbacks", "lightning.pytorch.callbacks")
 # Keys of a checkpoint file that are not compared: Lightning's version, and the script's own state (its key's

@@ -167,6 +167,8 @@ QUICK = (
     "ddp:pruning_spike_detection",
     "cross:module:accelerator=1,precision=2",
     "text:deterministic",
+    "throughput:accumulating",
+    "throughput:silent",
     # findings once, in these alone: an argument, a variable or an import the script did not use
     "cross:module:summary=1,accelerator=1",  # the model summary's `device`, without an example input
     "ddp:lbfgs_accumulate",  # the closure's `should_step`, nullcontext
@@ -213,7 +215,7 @@ def cross_specs() -> dict[str, dict[str, Any]]:
 def fixture_specs() -> dict[str, dict[str, Any]]:
     """The specs other tests render (examples, parity cases, Lightning 1.9.5's cases, DDP's and Horovod's), by
     name (the files they write: relative to where their script runs)."""
-    from tests import test_ddp, test_horovod, test_lightning195, test_no_silent_render
+    from tests import test_ddp, test_horovod, test_lightning195, test_no_silent_render, test_throughput
     from tests.parity import test_manual, test_metric_attributes
 
     specs = test_no_silent_render.fixture_specs()
@@ -233,6 +235,8 @@ def fixture_specs() -> dict[str, dict[str, Any]]:
         specs[f"ddp:{job}"] = test_ddp.more_spec(job, Path(job))
     for name, (model, args, flags) in test_horovod.CASES.items():
         specs[f"horovod:{name}"] = test_horovod.spec("horovod", 0.05, model, args, **flags)
+    for name, case in {**test_throughput.CASES, "silent": test_throughput.spec(logger=False)}.items():
+        specs[f"throughput:{name}"] = copy.deepcopy(case)
     return specs
 
 

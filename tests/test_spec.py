@@ -801,8 +801,9 @@ def test_a_name_lightning_does_not_have_is_refused_with_what_is_served(tmp_path:
     assert text.startswith("trainer.callbacks[0] (line 3): Swa is not supported by loopgen (")
     assert text.endswith(
         "; use ModelCheckpoint, EarlyStopping, LearningRateMonitor, ModelSummary, RichModelSummary, Timer,"
-        " BackboneFinetuning, WeightAveraging, EMAWeightAveraging, DeviceStatsMonitor, ModelPruning, SpikeDetection,"
-        " OnExceptionCheckpoint, TQDMProgressBar, RichProgressBar, or a callback class of your own with the same hooks"
+        " BackboneFinetuning, WeightAveraging, EMAWeightAveraging, DeviceStatsMonitor, ThroughputMonitor, ModelPruning,"
+        " SpikeDetection, OnExceptionCheckpoint, TQDMProgressBar, RichProgressBar, or a callback class of your own with"
+        " the same hooks"
     )
 
 

@@ -46,6 +46,9 @@ def resolve_hooks(
         elif is_lightning(ref, "LearningRateMonitor"):
             if logging.lr_monitor is not None and logging.lr_monitor.callback not in ordered:
                 ordered.append(logging.lr_monitor.callback)
+        elif is_lightning(ref, "ThroughputMonitor"):
+            if logging.throughput is not None and logging.throughput.callback not in ordered:
+                ordered.append(logging.throughput.callback)
         elif is_lightning(ref, "DeviceStatsMonitor"):
             if logging.device_stats is not None and logging.device_stats.callback not in ordered:
                 ordered.append(logging.device_stats.callback)

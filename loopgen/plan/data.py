@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from loopgen.errors import Problem
 from loopgen.plan.common import batch_limits, flag_problem, follows_1_9_5, limits_batches
 from loopgen.plan.distributed import engine_kind
+from loopgen.plan.objects import is_lightning
 from loopgen.source.facts import ClassFacts
 from loopgen.spec.kinds import refusal
 from loopgen.spec.model import Spec
@@ -85,6 +86,11 @@ def _check_several_val_loaders(spec: Spec, model: ClassFacts, where: str, proble
         ),
         (engine_kind(spec) is not None, f"the {engine_kind(spec)} engine", "each process would shard every loader"),
         (t.profiler is not None, "a profiler", "its actions are named per loader"),
+        (
+            any(is_lightning(ref, "ThroughputMonitor") for ref in t.callbacks),
+            "a ThroughputMonitor",
+            "its counts and steps run on across the loaders, which the script does not follow",
+        ),
     )
     for refused, what, why in cases:
         if refused:

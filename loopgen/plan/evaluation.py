@@ -11,7 +11,7 @@ from loopgen.plan.data import Data
 from loopgen.plan.distributed import Distributed
 from loopgen.plan.hooks import EVALUATION_HOOKS, UserCode
 from loopgen.plan.loggers import Logging
-from loopgen.plan.objects import Callback
+from loopgen.plan.objects import Callback, is_lightning
 from loopgen.plan.precision import Device
 from loopgen.plan.profiling import Profiling
 from loopgen.plan.progress import Progress
@@ -306,12 +306,15 @@ STRATEGIES_1_9_5 = ("horovod", "dp")
 
 def unserved_reason(spec: Spec, model: ClassFacts, distributed: Distributed) -> str | None:
     """What keeps the script to fit although the module could evaluate: a hook of Lightning 1.9.5's evaluation
-    outputs in a spec that follows 2.x, whose validate and test refuse it. Every engine evaluates, under
+    outputs in a spec that follows 2.x, whose validate and test refuse it; a ThroughputMonitor, which the
+    script carries in fit only. Every engine evaluates, under
     Lightning 2.x's semantics or 1.9.5's (its flags, hooks and strategies)."""
     legacy = evaluates_as_1_9_5(spec, model, distributed)
     hooks = [hook for hook in OUTPUT_HOOKS_1_9_5 if model.defines(hook)]
     if hooks and not legacy:
         return f"a `{hooks[0]}` hook (Lightning 1.9.5's; 2.x refuses it in evaluation)"
+    if any(is_lightning(ref, "ThroughputMonitor") for ref in spec.trainer.callbacks):
+        return "a ThroughputMonitor (Lightning's also counts the batches of validate, test and predict)"
     return None
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from loopgen.errors import LoopgenError, Problem
 from loopgen.plan.common import NUMBERED_LOGGERS, follows_1_9_5
-from loopgen.plan.objects import Callback, Construct, is_lightning
+from loopgen.plan.objects import Callback, Construct, Name, is_lightning
 from loopgen.plan.optimization import Optimization
 from loopgen.plan.optimizers import Optimizers, Scheduler
 from loopgen.plan.validation import Validation
@@ -47,6 +47,16 @@ class LrMonitor:
 
 
 @dataclass(frozen=True)
+class ThroughputPlan:
+    """Lightning's ThroughputMonitor in fit: each training and validation batch counted with the spec's
+    batch_size_fn (and length_fn), the totals and rates written to the loggers when they are due."""
+
+    callback: Callback
+    imports: tuple[tuple[str, str, str], ...]  # (module, function, the script's name for it)
+    writes: bool  # something is written: a logger, and log_every_n_steps > 0 (else the functions still run)
+
+
+@dataclass(frozen=True)
 class DeviceStats:
     """Lightning's DeviceStatsMonitor: the device's statistics written to the loggers at each training, validation
     and test batch's start and end, when the loggers are due."""
@@ -72,6 +82,7 @@ class Logging:
     prefixed: bool  # some logger puts a prefix before the names
     lr_monitor: LrMonitor | None  # the spec's LearningRateMonitor
     device_stats: DeviceStats | None  # the spec's DeviceStatsMonitor
+    throughput: ThroughputPlan | None  # the spec's ThroughputMonitor
     counts_steps: bool  # the script keeps the loggers' step (log_step): values or learning rates are logged
     every_n_steps_used: bool  # ... and something reads LOG_EVERY_N_STEPS
     hp_metric: bool  # a TensorBoardLogger logs hp_metric -1 with the hyperparameters (default_hp_metric)
@@ -232,6 +243,8 @@ def resolve_logging(
             )
     lr_monitor = _lr_monitor(spec, model, optimizers, bool(loggers), problems)
     device_stats = _device_stats(spec, model, bool(loggers), problems)
+    throughput = _throughput(spec, model, bool(loggers), problems)
+    writes_throughput = throughput is not None and throughput.writes
     hparams_model = hparams_model and model.hyperparameters_to_loggers is not False
     hparams_data = hparams_data and data is not None and data.hyperparameters_to_loggers is not False
     graphs = any(ref.init_args.get("log_graph") for ref in refs)
@@ -267,9 +280,14 @@ def resolve_logging(
         finishes=any(logger.kind != "csv" for logger in loggers),
         lr_monitor=lr_monitor,
         device_stats=device_stats,
-        counts_steps=values or lr_monitor is not None or device_stats is not None,
+        throughput=throughput,
+        counts_steps=values or lr_monitor is not None or device_stats is not None or writes_throughput,
         every_n_steps_used=(
-            values or lr_monitor is not None and lr_monitor.at_batch_start is not None or device_stats is not None
+            values
+            or lr_monitor is not None
+            and lr_monitor.at_batch_start is not None
+            or device_stats is not None
+            or writes_throughput
         )
         and t.log_every_n_steps > 0,
     )
@@ -344,6 +362,83 @@ def _device_stats(spec: Spec, model: ClassFacts, logs: bool, problems: list[Prob
         kind="device_stats",
     )
     return DeviceStats(callback=callback, cpu_stats=cpu_stats, psutil=cpu_stats is not False)
+
+
+# the hooks where the script's ThroughputMonitor counts and writes (the sanity check's validation is not counted)
+THROUGHPUT_HOOKS = (
+    "on_sanity_check_start",
+    "on_sanity_check_end",
+    "on_train_start",
+    "on_train_epoch_start",
+    "on_train_batch_end",
+    "on_validation_start",
+    "on_validation_batch_end",
+    "on_validation_end",
+)
+
+
+def _throughput(spec: Spec, model: ClassFacts, logs: bool, problems: list[Problem]) -> ThroughputPlan | None:
+    """The spec's ThroughputMonitor (one at most), in fit on one CPU or GPU; its functions imported from the
+    user's code (checked there when the classes are read, loopgen/pipeline.py)."""
+    from loopgen.plan.distributed import engine_kind
+
+    refs = [ref for ref in spec.trainer.callbacks if is_lightning(ref, "ThroughputMonitor")]
+    if not refs:
+        return None
+    where, line = "trainer.callbacks (ThroughputMonitor)", refs[0].line
+    args = refs[0].init_args
+    flops = "flops_per_batch" in model.attributes_read | model.class_attributes | set(model.methods)
+    cases = (
+        (len(refs) > 1, "a second ThroughputMonitor", "each would write the same names at the same steps", "keep one"),
+        (
+            follows_1_9_5(spec, model),
+            "ThroughputMonitor in a spec that follows Lightning 1.9.5",
+            "Lightning 1.9.5 has no ThroughputMonitor",
+            "follow Lightning 2.x",
+        ),
+        (
+            engine_kind(spec) is not None,
+            f"ThroughputMonitor with the {engine_kind(spec)} engine",
+            ("the script counts one process's batches, and Lightning's figures for several devices add the"
+            " world's rates"),
+            "measure on one device",
+        ),
+        (
+            spec.trainer.accelerator not in ("cpu", "auto", "gpu", "cuda") or flops and spec.trainer.accelerator != "cpu",
+            f"ThroughputMonitor with accelerator {spec.trainer.accelerator}"
+            + (f" and {spec.model.class_path}.flops_per_batch" if flops else ""),
+            ("Lightning divides the flops by the device's peak flops from its own table of devices (device/mfu),"
+            " which the script does not carry"),
+            "measure flops on the CPU (accelerator: cpu), or leave flops_per_batch out",
+        ),
+        (args.get("batch_size_fn") is None, "ThroughputMonitor without batch_size_fn", "Lightning requires it",
+         "give the import path of a function of a batch, e.g. `my_project.data.batch_size`"),
+    )  # fmt: skip
+    for refused, what, why, instead in cases:
+        if refused:
+            problems.append(Problem(where, refusal(what, why, instead), line))
+    if args.get("batch_size_fn") is None:
+        return None
+    imports, passed = [], {}
+    for name in ("batch_size_fn", "length_fn"):
+        if args.get(name) is not None:
+            module, _, function = args[name].rpartition(".")
+            alias = f"throughput_{name.removesuffix('_fn')}"
+            imports.append((module, function, alias))
+            passed[name] = Name(alias)
+    passed |= {name: args[name] for name in ("window_size", "separator") if args[name] != THROUGHPUT_DEFAULTS[name]}
+    writes = logs and spec.trainer.log_every_n_steps > 0
+    callback = Callback(
+        construct=Construct("", "ThroughputMonitor", passed),
+        var="throughput",
+        # the validation steps count from each training epoch's start, when they are written
+        hooks=frozenset(hook for hook in THROUGHPUT_HOOKS if writes or hook != "on_train_epoch_start"),
+        kind="throughput",
+    )
+    return ThroughputPlan(callback, tuple(imports), writes=writes)
+
+
+THROUGHPUT_DEFAULTS = {"window_size": 100, "separator": "/"}
 
 
 def _lr_monitor(

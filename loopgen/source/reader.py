@@ -53,6 +53,41 @@ def find_class_source(
     return cls.module.root, cls.module.file
 
 
+def find_function(path: str, roots: Sequence[Path], *, where: str, line: int | None = None) -> None:
+    """Check that `path` (package.module.function) names a function the user's code defines at module level (a
+    `def`, or a name assigned a lambda or such a function), or imports from another of its modules: a LoopgenError
+    when not."""
+    reader = _Reader(roots, where, line)
+    seen: set[str] = set()
+    while path not in seen:
+        seen.add(path)
+        module_name, _, name = path.rpartition(".")
+        module = reader._module(module_name)
+        if module is None:
+            raise reader._error(f"cannot find module '{module_name}' of the function '{path}' in the project")
+        tree = ast.parse(module.file.read_bytes(), str(module.file))
+        defined: list[str] = []  # a def, a name assigned a lambda or a function defined before
+        for node in tree.body:
+            if isinstance(node, FUNCTIONS):
+                defined.append(node.name)
+            elif isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
+                value = node.value
+                if isinstance(value, ast.Lambda) or isinstance(value, ast.Name) and value.id in defined:
+                    defined.append(node.targets[0].id)
+        if name in defined:
+            return
+        binding = _bindings(module).get(name)
+        if not isinstance(binding, str):
+            close = difflib.get_close_matches(name, defined, n=1)
+            hint = _hint(f"{module_name}.{close[0]}" if close else None)
+            listing = ", ".join(defined) if defined else "no functions"
+            raise reader._error(
+                f"module '{module_name}' ({module.file}) defines no function '{name}'; it defines {listing}{hint}"
+            )
+        path = binding
+    raise reader._error(f"'{path}' is imported in a circle")
+
+
 def inspect_class(
     class_path: str,
     roots: Sequence[Path],

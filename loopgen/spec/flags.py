@@ -38,6 +38,7 @@ from loopgen.spec.kinds import (
     class_path_of,
     count_or_fraction,
     implemented,
+    import_path,
     integer,
     is_number,
     lightning_default,
@@ -319,6 +320,15 @@ CALLBACK_ARGS: Mapping[str, tuple[Flag, ...]] = {
     "DeviceStatsMonitor": (
         _arg("cpu_stats", boolean(), None, "the CPU's figures (psutil): null on a CPU only, true also beside a"
              " GPU's, false never", nullable=True),
+    ),
+    "ThroughputMonitor": (
+        _arg("batch_size_fn", import_path(), None, "the import path of a function giving a batch's number of samples"
+             " (required)"),
+        _arg("length_fn", import_path(), None, "the import path of a function giving a batch's number of items",
+             nullable=True),
+        # Throughput's, which LightningCLI takes under dict_kwargs
+        _arg("window_size", integer(2), 100, "the updates a rate is measured over"),
+        _arg("separator", string(), "/", "between a name's parts"),
     ),
     "ModelSummary": (
         _arg("max_depth", integer(-1, "-1: every level, 0: no summary"), 1, "the deepest level of submodules listed"),

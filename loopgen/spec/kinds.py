@@ -95,6 +95,18 @@ def string() -> Kind:
     return Kind(parse, {"type": "string"})
 
 
+def import_path() -> Kind:
+    """A function's dotted import path, `package.module.function` (LightningCLI resolves a callable so)."""
+
+    def parse(raw: Any) -> str:
+        parts = raw.split(".") if isinstance(raw, str) else []
+        if len(parts) < 2 or not all(part.isidentifier() for part in parts):
+            raise FlagError(f"expected the import path of a function, as package.module.function, {got(raw)}")
+        return raw
+
+    return Kind(parse, {"type": "string", "pattern": r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)+$"})
+
+
 def choice(*options: str, aliases: Mapping[str | int, str] | None = None, lower: bool = False) -> Kind:
     """One of `options`, or an alias of one (normalised to it). `lower`: case-insensitive (Lightning's strategy)."""
     aliases = dict(aliases or {})

@@ -520,6 +520,7 @@ LIGHTNING_CALLBACKS = {
     "WeightAveraging": ("weight_averaging",),
     "EMAWeightAveraging": ("weight_averaging",),
     "DeviceStatsMonitor": ("device_stats_monitor",),
+    "ThroughputMonitor": ("throughput_monitor",),
     "ModelPruning": ("pruning",),
     "SpikeDetection": ("spike",),
     "OnExceptionCheckpoint": ("on_exception_checkpoint",),

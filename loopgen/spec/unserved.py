@@ -27,10 +27,6 @@ OTHER_LIGHTNING_CALLBACKS = {
         ),
         "average the weights with WeightAveraging (torch's AveragedModel, equal weights) or EMAWeightAveraging",
     ),
-    "ThroughputMonitor": (
-        "its batch_size_fn and length_fn are functions, and the script does not measure throughput",
-        "measure with benchmarks of your own, or self.log a rate from your module's hooks",
-    ),
     "LambdaCallback": (
         "its hooks are functions, which a YAML spec cannot give",
         "write a callback class of your own with the same hooks",
