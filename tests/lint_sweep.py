@@ -169,6 +169,7 @@ QUICK = (
     "text:deterministic",
     "throughput:accumulating",
     "throughput:silent",
+    "throughput:logged",
     # findings once, in these alone: an argument, a variable or an import the script did not use
     "cross:module:summary=1,accelerator=1",  # the model summary's `device`, without an example input
     "ddp:lbfgs_accumulate",  # the closure's `should_step`, nullcontext
@@ -235,7 +236,8 @@ def fixture_specs() -> dict[str, dict[str, Any]]:
         specs[f"ddp:{job}"] = test_ddp.more_spec(job, Path(job))
     for name, (model, args, flags) in test_horovod.CASES.items():
         specs[f"horovod:{name}"] = test_horovod.spec("horovod", 0.05, model, args, **flags)
-    for name, case in {**test_throughput.CASES, "silent": test_throughput.spec(logger=False)}.items():
+    silent = test_throughput.spec(logger=False)
+    for name, case in {**test_throughput.CASES, "logged": test_throughput.LOGGED, "silent": silent}.items():
         specs[f"throughput:{name}"] = copy.deepcopy(case)
     return specs
 

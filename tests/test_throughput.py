@@ -100,6 +100,10 @@ CASES["stopping"]["trainer"]["callbacks"].append(
 )
 
 
+# a module that reads trainer.logged_metrics
+LOGGED = spec("LoggingModel", monitor={"dict_kwargs": {"window_size": 2}}, max_epochs=3)
+
+
 @pytest.mark.parametrize("name", list(CASES))
 def test_the_rows_written_are_lightnings(tmp_path: Path, name: str) -> None:
     case, errors = CASES[name], {}
@@ -181,3 +185,19 @@ def test_a_second_monitor_several_val_loaders_and_evaluation_are_refused(tmp_pat
         render(spec("TwoValidationLoadersModel"), tmp_path)
     with pytest.raises(LoopgenError, match=re.escape("not written for a ThroughputMonitor (Lightning's also counts")):
         render({**spec(), "loop": {"subcommands": ["fit", "validate"]}}, tmp_path)
+
+
+def test_its_rows_reach_trainer_logged_metrics_as_lightnings(tmp_path: Path) -> None:
+    """A module that reads trainer.logged_metrics (at each epoch's start) sees the monitor's rows there too."""
+    case, events = LOGGED, {}
+    for side in ("lightning", "loopgen"):
+        result = run(side, case, tmp_path / side)
+        assert result.returncode == 0, result.stderr[-3000:]
+        recorded = torch.load(tmp_path / side / "out.pt", weights_only=False)["records"]["events"]
+        events[side] = [
+            (epoch, {name: value > 0 if clocked(name) else value for name, value in values.items()})
+            for kind, epoch, values in recorded
+            if kind == "logged"
+        ]
+    assert events["loopgen"] == events["lightning"]
+    assert "train/device/samples_per_sec" in events["loopgen"][-1][1]

@@ -105,6 +105,13 @@ class Plan:
     distributed: Distributed
     notices: tuple[str, ...] = ()  # decisions the user should hear about
 
+    @property
+    def throughput_logged(self) -> bool:
+        """ThroughputMonitor's rows also go to trainer.logged_metrics, which the user's code reads (Lightning's
+        logger connector puts them there)."""
+        throughput = self.logging.throughput
+        return throughput is not None and throughput.writes and self.state.has("logged_metrics")
+
 
 def make_plan(
     spec: Spec,
