@@ -166,8 +166,9 @@ def test_without_writing_the_functions_still_run_and_raise_as_lightnings(tmp_pat
         ({}, {"strategy": "ddp", "devices": 2}, "ThroughputMonitor with the ddp engine is not supported by loopgen"),
         ({}, {"accelerator": "gpu"}, "ThroughputMonitor with accelerator cuda and tests.parity.throughput.FlopsModel"),
         ({}, {"track_grad_norm": 2}, "ThroughputMonitor in a spec that follows Lightning 1.9.5 is not supported"),
+        ({}, {"accelerator": "tpu", "devices": 1}, "ThroughputMonitor with accelerator tpu is not supported"),
     ],
-    ids=["no-function", "not-a-path", "misspelt", "no-module", "window", "ddp", "gpu-flops", "lightning-1.9.5"],
+    ids=["no-function", "not-a-path", "misspelt", "no-module", "window", "ddp", "gpu-flops", "lightning-1.9.5", "tpu"],
 )
 def test_what_is_refused(tmp_path: Path, monitor: dict, trainer: dict, message: str) -> None:
     case = spec(**trainer)

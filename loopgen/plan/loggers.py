@@ -404,12 +404,18 @@ def _throughput(spec: Spec, model: ClassFacts, logs: bool, problems: list[Proble
             "measure on one device",
         ),
         (
-            spec.trainer.accelerator not in ("cpu", "auto", "gpu", "cuda") or flops and spec.trainer.accelerator != "cpu",
-            f"ThroughputMonitor with accelerator {spec.trainer.accelerator}"
-            + (f" and {spec.model.class_path}.flops_per_batch" if flops else ""),
+            flops and spec.trainer.accelerator != "cpu",
+            (f"ThroughputMonitor with accelerator {spec.trainer.accelerator} and"
+             f" {spec.model.class_path}.flops_per_batch"),
             ("Lightning divides the flops by the device's peak flops from its own table of devices (device/mfu),"
             " which the script does not carry"),
             "measure flops on the CPU (accelerator: cpu), or leave flops_per_batch out",
+        ),
+        (
+            spec.trainer.accelerator == "tpu",
+            "ThroughputMonitor with accelerator tpu",
+            "the script's monitor is written for the CPU and CUDA only (it times CUDA's work by synchronising)",
+            "measure on the CPU or a GPU",
         ),
         (args.get("batch_size_fn") is None, "ThroughputMonitor without batch_size_fn", "Lightning requires it",
          "give the import path of a function of a batch, e.g. `my_project.data.batch_size`"),
