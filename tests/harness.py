@@ -88,8 +88,9 @@ def instantiate(entry: Any, *args: Any) -> Any:
     params = list(signature)
     built = {}
     for name in [p for p in params if p in given] + [n for n in given if n not in params]:
-        callable_param = name in signature and "Callable" in str(signature[name].annotation)
-        if callable_param and isinstance(given[name], str):  # an import path, as jsonargparse resolves it
+        annotation = str(signature[name].annotation) if name in signature else ""
+        # a string for a parameter typed Callable (and not str too) is an import path, as jsonargparse resolves it
+        if "Callable" in annotation and "str" not in annotation and isinstance(given[name], str):
             built[name] = import_object(given[name])
             continue
         built[name] = _argument(given[name])
