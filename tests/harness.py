@@ -163,6 +163,7 @@ LIGHTNING_CALLBACKS = {
     "SpikeDetection": "spike",
     "OnExceptionCheckpoint": "on_exception_checkpoint",
     "ThroughputMonitor": "throughput_monitor",
+    "StochasticWeightAveraging": "stochastic_weight_avg",
 }
 CALLBACK_PACKAGES = ("pytorch_lightning.callbacks", "lightning.pytorch.callbacks")
 # Keys of a checkpoint file that are not compared: Lightning's version, and the script's own state (its key's

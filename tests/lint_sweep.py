@@ -164,6 +164,8 @@ QUICK = (
     "case:model_pruning_random_rows_at_each_validation_masks_kept",
     "case:model_pruning_l2_columns_resampled",
     "case:spike_detection_watches_accumulated_losses",
+    "case:swa_batch_norm_epoch_and_checkpoints",
+    "case:swa_replaces_a_step_scheduler",
     "ddp:pruning_spike_detection",
     "cross:module:accelerator=1,precision=2",
     "text:deterministic",

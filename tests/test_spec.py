@@ -781,18 +781,18 @@ def test_seed_progress_bar_refresh_rate_is_the_bars_refresh_rate(tmp_path: Path)
 @pytest.mark.parametrize(
     "spelled",
     [
-        "StochasticWeightAveraging",  # as LightningCLI takes it: not "needs its module"
-        "pytorch_lightning.callbacks.StochasticWeightAveraging",
-        "lightning.pytorch.callbacks.stochastic_weight_avg.StochasticWeightAveraging",
+        "LearningRateFinder",  # as LightningCLI takes it: not "needs its module"
+        "pytorch_lightning.callbacks.LearningRateFinder",
+        "lightning.pytorch.callbacks.lr_finder.LearningRateFinder",
     ],
 )
 def test_lightnings_other_callbacks_are_refused_with_their_reason(tmp_path: Path, spelled: str) -> None:
     text = trainer_problem(tmp_path, f"callbacks: [{spelled}]")
     assert text == (
-        "trainer.callbacks[0] (line 3): StochasticWeightAveraging is not supported by loopgen (its swap of the"
-        " learning-rate scheduler for SWALR and its extra epoch that recomputes batch-norm statistics change the"
-        " loop itself, and the script does not carry them); average the weights with WeightAveraging (torch's"
-        " AveragedModel, equal weights) or EMAWeightAveraging"
+        "trainer.callbacks[0] (line 3): LearningRateFinder is not supported by loopgen (its search trains the module"
+        " for up to num_training_steps steps before fit, restores the weights, and sets the learning rate it picked;"
+        " the script trains once, with the learning rate the spec gives); find the rate once with Lightning's"
+        " `Tuner(trainer).lr_find(model)` and write it in model.init_args"
     )
 
 
@@ -802,8 +802,8 @@ def test_a_name_lightning_does_not_have_is_refused_with_what_is_served(tmp_path:
     assert text.endswith(
         "; use ModelCheckpoint, EarlyStopping, LearningRateMonitor, ModelSummary, RichModelSummary, Timer,"
         " BackboneFinetuning, WeightAveraging, EMAWeightAveraging, DeviceStatsMonitor, ThroughputMonitor, ModelPruning,"
-        " SpikeDetection, OnExceptionCheckpoint, TQDMProgressBar, RichProgressBar, or a callback class of your own with"
-        " the same hooks"
+        " SpikeDetection, StochasticWeightAveraging, OnExceptionCheckpoint, TQDMProgressBar, RichProgressBar, or a"
+        " callback class of your own with the same hooks"
     )
 
 

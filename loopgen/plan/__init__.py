@@ -55,6 +55,7 @@ from loopgen.plan.progress import Progress, resolve_progress
 from loopgen.plan.pruning import Pruning, resolve_pruning
 from loopgen.plan.state import State, resolve_state
 from loopgen.plan.summary import Summary, resolve_summary
+from loopgen.plan.swa import Swa, resolve_swa
 from loopgen.plan.timer import Timer, resolve_timer
 from loopgen.plan.validation import Validation, resolve_validation
 from loopgen.source.facts import ClassFacts
@@ -91,6 +92,7 @@ class Plan:
     hooks: Hooks
     checkpointing: Checkpointing
     timer: Timer | None
+    swa: Swa | None
     pruning: Pruning | None
     failure: Failure
     logging: Logging
@@ -146,6 +148,7 @@ def make_plan(
         spec, model, data, user_callbacks, validation, optimizers, optimization, problems, notices
     )
     timer = resolve_timer(spec, problems, notices)
+    swa = resolve_swa(spec, model, problems)
     checkpointing = resolve_checkpointing(
         spec, model, data, user, validation, optimization, bounds, logging, timer, problems
     )
@@ -159,7 +162,7 @@ def make_plan(
         raise LoopgenError(problems)
     evaluation = resolve_evaluation(spec, model, data, user, data_plan, distributed, logging, progress, problems,
                                     notices)  # fmt: skip
-    hooks = resolve_hooks(spec, user, checkpointing, logging, summaries, progress, timer)
+    hooks = resolve_hooks(spec, user, checkpointing, logging, summaries, progress, timer, swa)
     evaluation = with_callback_order(evaluation, hooks.callbacks)
     metrics = resolve_metrics(spec, model, user_callbacks, hooks, optimizers, optimization, checkpointing, logging,
                               progress, distributed, evaluation, data_plan, problems)  # fmt: skip
@@ -206,6 +209,7 @@ def make_plan(
         hooks=hooks,
         checkpointing=checkpointing,
         timer=timer,
+        swa=swa,
         pruning=pruning,
         failure=resolve_failure(hooks, logging, follows_1_9_5(spec, model)),
         logging=logging,

@@ -9,6 +9,7 @@ from loopgen.plan.loggers import Logging
 from loopgen.plan.objects import Callback, is_lightning, numbered_name
 from loopgen.plan.progress import Progress, is_progress_bar, progress_callback
 from loopgen.plan.summary import is_summary
+from loopgen.plan.swa import Swa
 from loopgen.plan.timer import Timer
 from loopgen.spec.model import Spec
 
@@ -21,6 +22,7 @@ def resolve_hooks(
     summaries: tuple[Callback, ...],
     progress: Progress,
     timer: Timer | None,
+    swa: Swa | None,
 ) -> Hooks:
     """All the callbacks in the order Lightning calls them: the spec's order, then the default progress bar (a
     TQDMProgressBar or RichProgressBar the spec names stays where it is) and the default ModelSummary, with every
@@ -54,6 +56,9 @@ def resolve_hooks(
                 ordered.append(logging.device_stats.callback)
         elif is_summary(ref):
             ordered.append(next(summary))
+        elif is_lightning(ref, "StochasticWeightAveraging"):
+            if swa is not None and swa.callback not in ordered:
+                ordered.append(swa.callback)
         elif is_lightning(ref, "Timer"):
             ordered.append(timer.callback if timer is not None else None)
         elif is_progress_bar(ref):

@@ -11,6 +11,7 @@ from loopgen.plan.common import follows_1_9_5, takes_two
 from loopgen.plan.distributed import steps_every_batch
 from loopgen.plan.hooks import UserCode, only_epoch_end
 from loopgen.plan.optimizers import Optimizers, frequencies_of
+from loopgen.plan.swa import is_swa
 from loopgen.plan.validation import Validation
 from loopgen.source.facts import ClassFacts
 from loopgen.spec.model import Spec
@@ -60,6 +61,13 @@ class Optimization:
     # code runs between the backward and the optimizer step (on_before_optimizer_step, gradient norms, clipping)
     before_step: bool = False
     gates_before_step: bool = False  # ... which a closure runs only when the accumulation window ends (should_step)
+    # the factor is a variable for StochasticWeightAveraging's batch-norm epoch only (the spec accumulates nothing)
+    swa_window: bool = False
+
+    @property
+    def names_schedule(self) -> bool:
+        """The spec's accumulation schedule, for the script's header."""
+        return self.scheduled and not self.swa_window
 
 
 def steps_at_last_batch(optimizers: Optimizers, notes_epoch_end: bool) -> bool:
@@ -85,6 +93,9 @@ def resolve_optimization(
         message = f"truncated_bptt_steps is set, but {spec.model.name}.training_step has no `hiddens` parameter"
         problems.append(Problem("model.class_path", message, spec.model.line))
     schedule = t.accumulate_grad_batches if isinstance(t.accumulate_grad_batches, Mapping) else None
+    if is_swa(spec) and t.accumulate_grad_batches == 1:
+        # StochasticWeightAveraging's batch-norm epoch accumulates over the whole epoch: the factor is a variable
+        schedule = {0: 1}
     accumulate = 1 if schedule is not None else t.accumulate_grad_batches
     accumulates = schedule is not None or accumulate > 1
     step_style = model.methods.get("optimizer_step")
@@ -122,6 +133,7 @@ def resolve_optimization(
         schedule=schedule,
         accumulates=accumulates,
         scheduled=schedule is not None,
+        swa_window=is_swa(spec) and t.accumulate_grad_batches == 1,
         window_end=window_end,
         clip=t.gradient_clip_val is not None,
         clip_val=t.gradient_clip_val,

@@ -8,6 +8,7 @@ from loopgen.errors import Problem
 from loopgen.plan.common import flag_problem
 from loopgen.plan.objects import Construct, construct_of
 from loopgen.plan.precision import Precision
+from loopgen.plan.swa import is_swa
 from loopgen.source.facts import ClassFacts, OptimizersFacts, SchedulerFacts
 from loopgen.spec.kinds import refusal
 from loopgen.spec.model import ClassRef, Spec
@@ -98,7 +99,13 @@ def resolve_optimizers(spec: Spec, model: ClassFacts, precision: Precision, prob
     else:
         form, general, count = None, True, 2 if several else 1
         lbfgs = model.mentions_lbfgs
-    general_schedulers = general and _returns_schedulers(spec, model)
+    swa = is_swa(spec) and spec.optimizer is None
+    if swa and not general:  # (several optimizers are refused with it: plan/swa.py)
+        # its SWALR replaces the scheduler, or joins as the only one, at run time: the schedulers are configs in a
+        # list, as Lightning's trainer.lr_scheduler_configs
+        general, schedulers = True, []
+        reason = "StochasticWeightAveraging swaps the scheduler at run time, as Lightning's does"
+    general_schedulers = general and (swa or _returns_schedulers(spec, model))
     if lbfgs and precision.scaler:
         message = "native 16-bit AMP and the LBFGS optimizer are not compatible"
         problems.append(flag_problem(spec, "precision", message))

@@ -37,6 +37,7 @@ from loopgen.spec.kinds import (
     choice,
     class_path_of,
     count_or_fraction,
+    epoch_or_fraction,
     implemented,
     import_path,
     integer,
@@ -46,6 +47,7 @@ from loopgen.spec.kinds import (
     only,
     refused,
     string,
+    swa_learning_rates,
 )
 from loopgen.spec.support import (
     PRECISION_ALIASES,
@@ -368,6 +370,19 @@ CALLBACK_ARGS: Mapping[str, tuple[Flag, ...]] = {
              " start)", nullable=True),
         _arg("update_starting_at_epoch", integer(0), None, "also update at the end of each epoch from this one"
              " on (null: never)", nullable=True),
+    ),
+    "StochasticWeightAveraging": (
+        _arg("swa_lrs", swa_learning_rates(), None, "the learning rate the average is taken at: a float for every"
+             " parameter group, or a list with one per group (required)"),
+        _arg("swa_epoch_start", epoch_or_fraction(), 0.8, "the epoch averaging starts at (1-based), or a fraction of"
+             " max_epochs"),
+        _arg("annealing_epochs", integer(0), 10, "the epochs SWALR takes from the optimizer's rate to swa_lrs"),
+        _arg("annealing_strategy", choice("cos", "linear"), "cos", "how SWALR anneals"),
+        _arg("avg_fn", anything(), None, "the averaging function (null: the equal-weight average)", nullable=True,
+             support=only(None, why="it is a function, which a YAML spec cannot give",
+                          instead="leave it null (the equal-weight average)")),
+        _arg("device", string(), "cpu", 'where the averaged copy is kept (null: the module\'s device)',
+             nullable=True),
     ),
     "ModelPruning": (
         _arg("pruning_fn", choice(*PRUNING_METHODS, lower=True), None, "torch.nn.utils.prune's method, by name"

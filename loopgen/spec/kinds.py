@@ -158,6 +158,33 @@ def count_or_fraction() -> Kind:
     return Kind(parse, {"anyOf": [{"type": "integer", "minimum": 0}, {"type": "number", "minimum": 0, "maximum": 1}]})
 
 
+def swa_learning_rates() -> Kind:
+    """StochasticWeightAveraging's swa_lrs: a positive float, or a list of them (one per parameter group); an int
+    is refused as Lightning refuses it."""
+
+    def parse(raw: Any) -> float | tuple[float, ...]:
+        if isinstance(raw, float) and raw > 0:
+            return raw
+        if isinstance(raw, list) and raw and all(isinstance(lr, float) and lr > 0 for lr in raw):
+            return tuple(raw)
+        raise FlagError(f"expected a positive float (e.g. 0.05), or a list of them, {got(raw)}")
+
+    positive = {"type": "number", "exclusiveMinimum": 0}
+    return Kind(parse, {"anyOf": [positive, {"type": "array", "items": positive, "minItems": 1}]})
+
+
+def epoch_or_fraction() -> Kind:
+    """StochasticWeightAveraging's swa_epoch_start: an epoch (an int >= 1) or a fraction of max_epochs (a float in
+    [0, 1])."""
+
+    def parse(raw: Any) -> int | float:
+        if is_int(raw) and raw >= 1 or isinstance(raw, float) and 0.0 <= raw <= 1.0:
+            return raw
+        raise FlagError(f"expected an integer >= 1 (an epoch) or a float in [0.0, 1.0] (of max_epochs), {got(raw)}")
+
+    return Kind(parse, {"anyOf": [{"type": "integer", "minimum": 1}, {"type": "number", "minimum": 0, "maximum": 1}]})
+
+
 def names_among(*options: str) -> Kind:
     """A list of some of `options`, each once."""
 

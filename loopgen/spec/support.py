@@ -523,6 +523,7 @@ LIGHTNING_CALLBACKS = {
     "ThroughputMonitor": ("throughput_monitor",),
     "ModelPruning": ("pruning",),
     "SpikeDetection": ("spike",),
+    "StochasticWeightAveraging": ("stochastic_weight_avg",),
     "OnExceptionCheckpoint": ("on_exception_checkpoint",),
     "TQDMProgressBar": ("progress", "progress.tqdm_progress"),
     "RichProgressBar": ("progress", "progress.rich_progress"),

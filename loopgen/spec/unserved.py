@@ -20,13 +20,6 @@ OTHER_LIGHTNING_CALLBACKS = {
         ),
         "find the size once with Lightning's `Tuner(trainer).scale_batch_size(model)` and write it in the spec",
     ),
-    "StochasticWeightAveraging": (
-        (
-            "its swap of the learning-rate scheduler for SWALR and its extra epoch that recomputes batch-norm"
-            " statistics change the loop itself, and the script does not carry them"
-        ),
-        "average the weights with WeightAveraging (torch's AveragedModel, equal weights) or EMAWeightAveraging",
-    ),
     "LambdaCallback": (
         "its hooks are functions, which a YAML spec cannot give",
         "write a callback class of your own with the same hooks",

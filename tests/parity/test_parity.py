@@ -318,6 +318,60 @@ CASES = [
         callbacks=[{"class_path": "WeightAveraging", "init_args": {"use_buffers": False}}],
         max_epochs=2,
     ),
+    # Lightning's StochasticWeightAveraging (the script's own class): SWALR from swa_epoch_start on, the average
+    # taken at each epoch's start, and with BatchNorm layers one more epoch that recomputes their statistics with
+    # the average's weights (forward passes only, one optimizer step at its last batch); its state and SWALR's in
+    # every checkpoint. Then SWALR replacing a step-interval scheduler on a module without BatchNorm (the average
+    # copied in when training ends), a linear schedule from a fraction of max_epochs with no validation (the
+    # batch-norm epoch's step then finds the last batch's gradients, as Lightning's does), and validation every
+    # other epoch with a module whose optimizer holds only the parameters that train
+    case(
+        "swa_batch_norm_epoch_and_checkpoints",
+        "BatchNormNet",
+        callbacks=[
+            {
+                "class_path": "StochasticWeightAveraging",
+                "init_args": {"swa_lrs": 0.05, "swa_epoch_start": 2, "annealing_epochs": 2},
+            },
+            {"class_path": "ModelCheckpoint", "init_args": {"dirpath": "ck", "save_top_k": -1, "save_last": True}},
+        ],
+        max_epochs=4,
+    ),
+    case(
+        "swa_replaces_a_step_scheduler",
+        "StepScheduleModel",
+        callbacks=[
+            {
+                "class_path": "pytorch_lightning.callbacks.StochasticWeightAveraging",
+                "init_args": {"swa_lrs": 0.02, "swa_epoch_start": 1, "device": None},
+            },
+        ],
+        max_epochs=3,
+    ),
+    case(
+        "swa_linear_from_a_fraction_without_validation",
+        "BatchNormNet",
+        callbacks=[
+            {
+                "class_path": "StochasticWeightAveraging",
+                "init_args": {
+                    "swa_lrs": [0.03],
+                    "swa_epoch_start": 0.5,
+                    "annealing_strategy": "linear",
+                    "annealing_epochs": 1,
+                },
+            },
+        ],
+        max_epochs=3,
+        limit_val_batches=0,
+    ),
+    case(
+        "swa_validating_every_other_epoch",
+        "BackboneModel",
+        callbacks=[{"class_path": "StochasticWeightAveraging", "init_args": {"swa_lrs": 0.01, "swa_epoch_start": 3}}],
+        max_epochs=4,
+        check_val_every_n_epoch=2,
+    ),
     # Lightning's ModelPruning (the script's own class, specialised to the entry): l1 over every module's weights
     # and biases together at each epoch's end, the weights left reset to their values at set-up, the masks applied
     # for good when training ends and in full checkpoints (weights-only ones keep `weight_orig` / `weight_mask`)

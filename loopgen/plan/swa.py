@@ -1,0 +1,162 @@
+"""Lightning's StochasticWeightAveraging (a trainer.callbacks entry): the script carries its class
+(templates/swa.j2), called where Lightning calls its hooks, and the loop surgery it makes in Lightning's fit loop:
+at `swa_epoch_start` its SWALR replaces the module's scheduler (or joins as the only one), the weights are averaged
+at the start of each epoch up to the last, and a module with BatchNorm layers gets one more epoch, with the
+average's weights, that recomputes the layers' statistics: forward passes only, one optimizer step at its last
+batch (Lightning skips the backward and accumulates over the whole epoch)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from loopgen.errors import Problem
+from loopgen.plan.common import follows_1_9_5
+from loopgen.plan.distributed import engine_kind
+from loopgen.plan.objects import Callback, Construct, is_lightning
+from loopgen.source.facts import ClassFacts
+from loopgen.spec.kinds import refusal
+from loopgen.spec.model import Spec
+
+NAME = "StochasticWeightAveraging"
+SWA_HOOKS = frozenset(
+    {"setup", "on_fit_start", "on_train_epoch_start", "on_train_epoch_end", "on_train_end", "state_dict",
+     "load_state_dict"}
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Swa:
+    callback: Callback  # kind "swa": its hooks dispatched in templates/hooks.j2
+    args: dict[str, Any]  # swa_lrs, swa_epoch_start, annealing_epochs, annealing_strategy, device
+
+
+def is_swa(spec: Spec) -> bool:
+    return any(is_lightning(ref, NAME) for ref in spec.trainer.callbacks)
+
+
+def resolve_swa(spec: Spec, model: ClassFacts, problems: list[Problem]) -> Swa | None:
+    """The entry, or None; what the script cannot serve with it is refused at the entry."""
+    entries = [ref for ref in spec.trainer.callbacks if is_lightning(ref, NAME)]
+    if not entries:
+        return None
+    ref = entries[0]
+
+    def refuse(what: str, why: str, instead: str, where: str = "trainer.callbacks", line: int | None = None) -> None:
+        problems.append(Problem(where, refusal(what, why, instead), ref.line if line is None else line))
+
+    if len(entries) > 1:
+        refuse(
+            f"a second StochasticWeightAveraging ({entries[1].class_path})",
+            "Lightning keeps each one's state under the same key, and both would swap the scheduler",
+            "keep one",
+            line=entries[1].line,
+        )
+    args = {name: value for name, value in ref.init_args.items() if name != "avg_fn"}
+    if args.get("swa_lrs") is None:
+        refuse(f"{ref.class_path} without swa_lrs", "Lightning requires the SWA learning rate", "give swa_lrs")
+    t = spec.trainer
+    surgery = "SWA changes Lightning's fit loop (its scheduler swap and its extra batch-norm epoch), which the script"
+    limits: list[tuple[str, str, str]] = []
+    if follows_1_9_5(spec, model):
+        limits.append(
+            ("a spec that follows Lightning 1.9.5", "1.9.5's SWA runs the loop of 1.9.5", "follow Lightning 2.x")
+        )
+    if model.manual_optimization:
+        limits.append(
+            (
+                "manual optimization",
+                (
+                    "Lightning's SWA skips the automatic loop's backward in its batch-norm epoch, which a module"
+                    " that steps itself does not have"
+                ),
+                "turn automatic optimization on",
+            )
+        )
+    if "optimizer_idx" in model.methods.get("training_step", ()) or (
+        model.optimizers is not None and len(model.optimizers.optimizers) > 1
+    ):
+        limits.append(("several optimizers", "Lightning's SWA works with one optimizer", "return one optimizer"))
+    if model.defines("optimizer_step") or model.mentions_lbfgs:
+        limits.append(
+            (
+                "an optimizer_step override or LBFGS",
+                f"{surgery} runs through its accumulation path, not the closure these need",
+                "step a plain optimizer",
+            )
+        )
+    if spec.optimizer is not None:
+        limits.append(
+            (
+                "the spec's optimizer:",
+                "the script takes the schedulers SWA swaps from configure_optimizers",
+                "return the optimizer (and scheduler) from configure_optimizers",
+            )
+        )
+    if engine_kind(spec) is not None:
+        limits.append((f"strategy {t.strategy}", f"{surgery} carries on one device only", "train on one device"))
+    if t.accumulate_grad_batches != 1:
+        limits.append(
+            (
+                "gradient accumulation",
+                f"{surgery} makes through its own accumulation factor (one window over the batch-norm epoch)",
+                "leave accumulate_grad_batches at 1",
+            )
+        )
+    for flag, default in (("limit_train_batches", 1.0), ("val_check_interval", 1.0), ("overfit_batches", 0.0)):
+        if getattr(t, flag) not in (default, None, int(default)):
+            limits.append(
+                (
+                    f"{flag}={getattr(t, flag)}",
+                    (
+                        "Lightning's batch-norm epoch then runs one batch more than the others, and validates"
+                        " where its count falls"
+                    ),
+                    f"leave {flag} at its default",
+                )
+            )
+    if t.fast_dev_run:
+        limits.append(("fast_dev_run", "its single batch leaves no epochs to average", "leave fast_dev_run off"))
+    if t.max_steps not in (None, -1):
+        limits.append(("max_steps", "Lightning's SWA counts epochs (up to max_epochs)", "bound the run by max_epochs"))
+    if t.max_epochs == -1:
+        limits.append(
+            ("max_epochs=-1", "the average is copied into the module only when training ends", "give max_epochs")
+        )
+    if t.truncated_bptt_steps:
+        limits.append(("truncated_bptt_steps", "1.9.5's time splits", "leave it off"))
+    averaging = [r for r in t.callbacks if is_lightning(r, "WeightAveraging") or is_lightning(r, "EMAWeightAveraging")]
+    if averaging:
+        limits.append(
+            (
+                f"{averaging[0].class_path}",
+                "both average the module's weights and copy their average into it when training ends",
+                "keep one of them",
+            )
+        )
+    if any(is_lightning(r, "LearningRateMonitor") for r in t.callbacks):
+        limits.append(
+            (
+                "a LearningRateMonitor",
+                "Lightning's monitor names its rows after the schedulers it found at the start, before the swap",
+                "log the learning rate from your module's hooks",
+            )
+        )
+    if model.is_lightning_module and "lr_schedulers" in model.attributes_read:
+        limits.append(
+            (
+                f"{spec.model.class_path} reading self.lr_schedulers()",
+                "after the swap Lightning returns SWALR there",
+                "read the optimizer's learning rate instead",
+            )
+        )
+    for what, why, instead in limits:
+        refuse(f"{ref.class_path} with {what}", why, instead)
+    return Swa(callback=swa_callback(spec), args=args)
+
+
+def swa_callback(spec: Spec) -> Callback:
+    """The script's `swa` (the spec's entry's arguments but avg_fn, which is refused unless null)."""
+    ref = next(ref for ref in spec.trainer.callbacks if is_lightning(ref, NAME))
+    args = {name: value for name, value in ref.init_args.items() if name != "avg_fn"}
+    return Callback(construct=Construct("", NAME, args), var="swa", hooks=SWA_HOOKS, kind="swa", state_key=NAME)
