@@ -64,7 +64,7 @@ def refused(tmp_path: Path, **changes) -> str:
 @pytest.mark.parametrize(
     ("changes", "expected"),
     [
-        ({"trainer": {"accumulate_grad_batches": 2}}, "with gradient accumulation"),
+        ({"trainer": {"accumulate_grad_batches": {0: 1, 1: 2}}}, "with an accumulation schedule"),
         ({"trainer": {"limit_train_batches": 5}}, "with limit_train_batches=5"),
         ({"trainer": {"val_check_interval": 0.5}}, "with val_check_interval=0.5"),
         ({"trainer": {"max_steps": 20}}, "with max_steps"),

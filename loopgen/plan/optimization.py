@@ -61,8 +61,13 @@ class Optimization:
     # code runs between the backward and the optimizer step (on_before_optimizer_step, gradient norms, clipping)
     before_step: bool = False
     gates_before_step: bool = False  # ... which a closure runs only when the accumulation window ends (should_step)
-    # the factor is a variable for StochasticWeightAveraging's batch-norm epoch only (the spec accumulates nothing)
+    # the factor is a variable for StochasticWeightAveraging's batch-norm epoch (the spec gives one number)
     swa_window: bool = False
+
+    @property
+    def factor(self) -> int:
+        """The spec's one accumulation factor (1 with a schedule)."""
+        return self.schedule[0] if self.swa_window and self.schedule else self.accumulate
 
     @property
     def names_schedule(self) -> bool:
@@ -93,9 +98,9 @@ def resolve_optimization(
         message = f"truncated_bptt_steps is set, but {spec.model.name}.training_step has no `hiddens` parameter"
         problems.append(Problem("model.class_path", message, spec.model.line))
     schedule = t.accumulate_grad_batches if isinstance(t.accumulate_grad_batches, Mapping) else None
-    if is_swa(spec) and t.accumulate_grad_batches == 1:
+    if is_swa(spec) and not isinstance(t.accumulate_grad_batches, Mapping):
         # StochasticWeightAveraging's batch-norm epoch accumulates over the whole epoch: the factor is a variable
-        schedule = {0: 1}
+        schedule = {0: t.accumulate_grad_batches}
     accumulate = 1 if schedule is not None else t.accumulate_grad_batches
     accumulates = schedule is not None or accumulate > 1
     step_style = model.methods.get("optimizer_step")
@@ -133,7 +138,7 @@ def resolve_optimization(
         schedule=schedule,
         accumulates=accumulates,
         scheduled=schedule is not None,
-        swa_window=is_swa(spec) and t.accumulate_grad_batches == 1,
+        swa_window=is_swa(spec) and not isinstance(t.accumulate_grad_batches, Mapping),
         window_end=window_end,
         clip=t.gradient_clip_val is not None,
         clip_val=t.gradient_clip_val,

@@ -95,12 +95,15 @@ def resolve_swa(spec: Spec, model: ClassFacts, problems: list[Problem]) -> Swa |
         )
     if engine_kind(spec) is not None:
         limits.append((f"strategy {t.strategy}", f"{surgery} carries on one device only", "train on one device"))
-    if t.accumulate_grad_batches != 1:
+    if not isinstance(t.accumulate_grad_batches, int):
         limits.append(
             (
-                "gradient accumulation",
-                f"{surgery} makes through its own accumulation factor (one window over the batch-norm epoch)",
-                "leave accumulate_grad_batches at 1",
+                "an accumulation schedule",
+                (
+                    "Lightning's GradientAccumulationScheduler sets its factor after SWA's hook, in the batch-norm"
+                    " epoch too, where SWA's one window over the epoch must hold"
+                ),
+                "give accumulate_grad_batches as one number",
             )
         )
     for flag, default in (("limit_train_batches", 1.0), ("val_check_interval", 1.0), ("overfit_batches", 0.0)):

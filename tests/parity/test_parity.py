@@ -323,8 +323,9 @@ CASES = [
     # the average's weights (forward passes only, one optimizer step at its last batch); its state and SWALR's in
     # every checkpoint. Then SWALR replacing a step-interval scheduler on a module without BatchNorm (the average
     # copied in when training ends), a linear schedule from a fraction of max_epochs with no validation (the
-    # batch-norm epoch's step then finds the last batch's gradients, as Lightning's does), and validation every
-    # other epoch with a module whose optimizer holds only the parameters that train
+    # batch-norm epoch's step then finds the last batch's gradients, as Lightning's does), and accumulation (one
+    # window over the whole batch-norm epoch) with validation every other epoch, on a module whose optimizer holds
+    # only the parameters that train
     case(
         "swa_batch_norm_epoch_and_checkpoints",
         "BatchNormNet",
@@ -366,11 +367,12 @@ CASES = [
         limit_val_batches=0,
     ),
     case(
-        "swa_validating_every_other_epoch",
+        "swa_accumulating_and_validating_every_other_epoch",
         "BackboneModel",
         callbacks=[{"class_path": "StochasticWeightAveraging", "init_args": {"swa_lrs": 0.01, "swa_epoch_start": 3}}],
         max_epochs=4,
         check_val_every_n_epoch=2,
+        accumulate_grad_batches=3,
     ),
     # Lightning's ModelPruning (the script's own class, specialised to the entry): l1 over every module's weights
     # and biases together at each epoch's end, the weights left reset to their values at set-up, the masks applied
