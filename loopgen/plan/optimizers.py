@@ -99,8 +99,9 @@ def resolve_optimizers(spec: Spec, model: ClassFacts, precision: Precision, prob
     else:
         form, general, count = None, True, 2 if several else 1
         lbfgs = model.mentions_lbfgs
-    swa = is_swa(spec) and spec.optimizer is None
-    if swa and not general:  # (several optimizers are refused with it: plan/swa.py)
+    # (refused with manual optimization, several optimizers and the spec's optimizer: plan/swa.py)
+    swa = is_swa(spec) and spec.optimizer is None and not manual and not several and count == 1
+    if swa and not general:
         # its SWALR replaces the scheduler, or joins as the only one, at run time: the schedulers are configs in a
         # list, as Lightning's trainer.lr_scheduler_configs
         general, schedulers = True, []

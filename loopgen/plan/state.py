@@ -245,7 +245,7 @@ def resolve_state(
         attributes -= METRIC_ATTRIBUTES
     if attributes & counters:  # the loop counts on the trainer: both counters live there
         attributes |= counters
-    if "estimated_stepping_batches" in attributes and optimization.scheduled:
+    if "estimated_stepping_batches" in attributes and optimization.names_schedule:
         message = refusal(
             "trainer.estimated_stepping_batches with an accumulation schedule",
             "Lightning 1.9.5 refuses it too: the number of steps per epoch changes with the schedule",

@@ -41,7 +41,7 @@ MODELS_2X = (
         "DropoutClassifier",
         ("train_loss_step", "train_loss_epoch", "val_loss", "val_acc"),
         data="ClassificationData",
-        init={"scheduler": ("none", "step", "plateau"), "dropout": (0.25, 0.0)},
+        init={"scheduler": ("none", "step", "plateau"), "dropout": (0.25, 0.0), "batch_norm": (False, True)},
     ),
     Model(
         "PlateauClassifier", ("train_loss_step", "train_loss_epoch", "val_loss", "val_acc"), data="ClassificationData"
@@ -118,6 +118,21 @@ def model_checkpoint(draw: st.DrawFn, model: Model) -> dict[str, Any]:
             args[name] = draw(st.sampled_from(values))
     return {"class_path": draw(st.sampled_from(("ModelCheckpoint", "pytorch_lightning.callbacks.ModelCheckpoint"))),
             "init_args": args}  # fmt: skip
+
+
+@st.composite
+def stochastic_weight_averaging(draw: st.DrawFn) -> dict[str, Any]:
+    """Lightning's SWA: its start an epoch or a fraction of max_epochs, its rates one or per group."""
+    args: dict[str, Any] = {"swa_lrs": draw(st.sampled_from((0.05, [0.02], 0.2)))}
+    for name, values in {
+        "swa_epoch_start": (1, 2, 0.5, 0.0),
+        "annealing_epochs": (1, 2),
+        "annealing_strategy": ("linear",),
+        "device": (None,),
+    }.items():
+        if draw(st.integers(0, 2)) == 0:
+            args[name] = draw(st.sampled_from(values))
+    return {"class_path": "StochasticWeightAveraging", "init_args": args}
 
 
 @st.composite
@@ -243,6 +258,8 @@ def draw_2x(draw: st.DrawFn) -> Draw:
         callbacks.append(draw(early_stopping(model)))
     if draw(st.integers(0, 4 if trainer["logger"] else 19)) == 0:  # without a logger Lightning refuses it
         callbacks.append(draw(lr_monitor()))
+    if draw(st.integers(0, 4)) == 0:
+        callbacks.append(draw(stochastic_weight_averaging()))
     if any(entry["class_path"].endswith("ModelCheckpoint") for entry in callbacks):
         trainer["enable_checkpointing"] = True
     if callbacks:

@@ -139,14 +139,16 @@ class ClassificationData(pl.LightningDataModule):
 
 
 class DropoutClassifier(pl.LightningModule):
-    """An MLP with dropout; the optimizer and scheduler chosen by a hyperparameter at run time."""
+    """An MLP with dropout (and BatchNorm, by a hyperparameter); the optimizer and scheduler chosen by a
+    hyperparameter at run time."""
 
     def __init__(self, features: int = 10, classes: int = 3, hidden: int = 24, dropout: float = 0.25,
-                 lr: float = 0.1, scheduler: str = "none") -> None:  # fmt: skip
+                 lr: float = 0.1, scheduler: str = "none", batch_norm: bool = False) -> None:  # fmt: skip
         super().__init__()
         self.save_hyperparameters()
+        norm = [nn.BatchNorm1d(hidden)] if batch_norm else []
         self.net = nn.Sequential(
-            nn.Linear(features, hidden), nn.ReLU(), nn.Dropout(dropout), nn.Linear(hidden, classes)
+            nn.Linear(features, hidden), *norm, nn.ReLU(), nn.Dropout(dropout), nn.Linear(hidden, classes)
         )
 
     def forward(self, x):
