@@ -100,7 +100,10 @@ def test_lightning_callback_spellings() -> None:
     assert lightning_callback("lightning.pytorch.callbacks.early_stopping.EarlyStopping") == "EarlyStopping"
     assert lightning_callback("my.callbacks.ModelCheckpoint") is None
     assert lightning_callback("pytorch_lightning.callbacks.LearningRateMonitor") == "LearningRateMonitor"
-    assert lightning_callback("pytorch_lightning.callbacks.StochasticWeightAveraging") is None
+    assert lightning_callback("pytorch_lightning.callbacks.LearningRateFinder") is None
+    assert lightning_callback("lightning.pytorch.callbacks.stochastic_weight_avg.StochasticWeightAveraging") == (
+        "StochasticWeightAveraging"
+    )
     mine = {"class_path": "tests.parity.callbacks.StopRequest", "init_args": {"at_step": 2}}
     assert callback_entry(mine) == mine
 
