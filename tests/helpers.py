@@ -53,6 +53,32 @@ def train_script(script: Path, out: Path, timeout: int = 300, cwd: Path | None =
     return torch.load(out, weights_only=False)
 
 
+def run_parity_side(
+    side: str, spec: dict, directory: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
+    """One side ("lightning" or "loopgen") of a spec, trained by tests/parity/runner.py in a fresh process, in
+    `directory` (its spec.yaml written there, the results in out.pt)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    spec_path = write_spec(directory, spec)
+    return subprocess.run(
+        [sys.executable, "-m", "tests.parity.runner", side, str(spec_path), str(directory / "out.pt")],
+        cwd=ROOT,
+        env=env or env_with_root(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def train_parity_side(side: str, spec: dict, directory: Path, env: dict[str, str] | None = None) -> dict:
+    """run_parity_side, which must succeed; what it saved ({"state_dict", "records", "checkpoints", ...})."""
+    import torch
+
+    result = run_parity_side(side, spec, directory, env)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+    return torch.load(directory / "out.pt", weights_only=False)
+
+
 @contextmanager
 def lightning_log_lines(name: str) -> Iterator[list[str]]:
     """The messages Lightning's logger `name` emits inside the block (Lightning's package logger does not pass them

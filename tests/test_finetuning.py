@@ -6,14 +6,11 @@ uninterrupted runs are compared by the parity cases `finetuning_*` (tests/parity
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
-from tests.helpers import ROOT, env_with_root
+from tests.helpers import train_parity_side
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("pytorch_lightning")
@@ -51,27 +48,10 @@ def spec(finetuner: dict, max_epochs: int, ckpt_path: str | None = None) -> dict
     }
 
 
-def train(side: str, case: dict, directory: Path) -> dict:
-    directory.mkdir(parents=True)
-    spec_path = directory / "spec.yaml"
-    spec_path.write_text(yaml.safe_dump(case, sort_keys=False), encoding="utf-8")
-    out = directory / "out.pt"
-    result = subprocess.run(
-        [sys.executable, "-m", "tests.parity.runner", side, str(spec_path), str(out)],
-        cwd=ROOT,
-        env=env_with_root(),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
-    return torch.load(out, weights_only=False)
-
-
 @pytest.mark.parametrize("finetuner", list(FINETUNERS))
 def test_a_resumed_finetuning_run_trains_as_lightnings(finetuner: str, tmp_path: Path) -> None:
     entry, key, sizes = FINETUNERS[finetuner]
-    train("lightning", spec(entry, max_epochs=2), tmp_path / "first")
+    train_parity_side("lightning", spec(entry, max_epochs=2), tmp_path / "first")
     last = tmp_path / "first" / "ck" / "last.ckpt"
     saved = torch.load(last, weights_only=False)
     # the backbone was added at epoch 1: two groups, kept by the callback's state under its name
@@ -79,8 +59,8 @@ def test_a_resumed_finetuning_run_trains_as_lightnings(finetuner: str, tmp_path:
     groups = saved["callbacks"][key]["internal_optimizer_metadata"][0]
     assert [len(group["params"]) for group in groups] == sizes
 
-    theirs = train("lightning", spec(entry, max_epochs=4, ckpt_path=str(last)), tmp_path / "lightning")
-    ours = train("loopgen", spec(entry, max_epochs=4, ckpt_path=str(last)), tmp_path / "loopgen")
+    theirs = train_parity_side("lightning", spec(entry, max_epochs=4, ckpt_path=str(last)), tmp_path / "lightning")
+    ours = train_parity_side("loopgen", spec(entry, max_epochs=4, ckpt_path=str(last)), tmp_path / "loopgen")
     assert ours["records"]["events"] == theirs["records"]["events"]
     different = [key for key, value in theirs["state_dict"].items() if not torch.equal(value, ours["state_dict"][key])]
     assert not different

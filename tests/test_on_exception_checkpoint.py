@@ -8,15 +8,12 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
 from tests.harness import checkpoint_facts
-from tests.helpers import ROOT, env_with_root
+from tests.helpers import run_parity_side
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("pytorch_lightning")
@@ -44,24 +41,10 @@ def spec(raise_at: int, **trainer) -> dict:
     }
 
 
-def run(side: str, case: dict, directory: Path) -> subprocess.CompletedProcess:
-    directory.mkdir(parents=True, exist_ok=True)
-    spec_path = directory / "spec.yaml"
-    spec_path.write_text(yaml.safe_dump(case, sort_keys=False), encoding="utf-8")
-    return subprocess.run(
-        [sys.executable, "-m", "tests.parity.runner", side, str(spec_path), str(directory / "out.pt")],
-        cwd=ROOT,
-        env=env_with_root(),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-
-
 def test_the_file_written_when_fit_raises_is_lightnings(tmp_path: Path) -> None:
     case = spec(raise_at=13)  # epoch 1's fourth batch: after a validation and a saved checkpoint
     for side in ("lightning", "loopgen"):
-        result = run(side, case, tmp_path / side)
+        result = run_parity_side(side, case, tmp_path / side)
         assert result.returncode != 0 and "RuntimeError: batch 13 of the run" in result.stderr, result.stderr[-3000:]
     theirs = checkpoint_facts(tmp_path / "lightning" / "crashed")
     ours = checkpoint_facts(tmp_path / "loopgen" / "crashed")
@@ -77,9 +60,9 @@ def test_the_next_fit_resumes_as_lightnings_or_says_why_it_cannot(tmp_path: Path
     candidate, the on-exception file, in the middle of an epoch; the script stops before training and says so."""
     first = spec(raise_at=13)
     for side in ("lightning", "loopgen"):
-        run(side, first, tmp_path / side)
+        run_parity_side(side, first, tmp_path / side)
         (tmp_path / side / "out.pt").unlink(missing_ok=True)
-    bare = run("loopgen", spec(raise_at=-1), tmp_path / "loopgen")
+    bare = run_parity_side("loopgen", spec(raise_at=-1), tmp_path / "loopgen")
     assert bare.returncode != 0
     assert "on_exception.ckpt: written when a run raised (OnExceptionCheckpoint" in bare.stderr, bare.stderr[-2000:]
     assert "pass --ckpt-path with a file ModelCheckpoint wrote before the error" in bare.stderr
@@ -87,7 +70,7 @@ def test_the_next_fit_resumes_as_lightnings_or_says_why_it_cannot(tmp_path: Path
     shutil.copy(tmp_path / "lightning" / "ck" / "last.ckpt", tmp_path / "loopgen" / "ck" / "last.ckpt")
     outputs = {}
     for side in ("lightning", "loopgen"):
-        result = run(side, {**spec(raise_at=-1), "ckpt_path": "ck/last.ckpt"}, tmp_path / side)
+        result = run_parity_side(side, {**spec(raise_at=-1), "ckpt_path": "ck/last.ckpt"}, tmp_path / side)
         assert result.returncode == 0, result.stderr[-3000:]
         assert not (tmp_path / side / "crashed" / "on_exception.ckpt").exists(), side
         outputs[side] = torch.load(tmp_path / side / "out.pt", weights_only=False)
@@ -139,7 +122,7 @@ def test_model_checkpoint_saves_on_exception_as_lightnings(
     case = saving_on_exception(raise_at, **checkpoint)
     outputs = {}
     for side in ("lightning", "loopgen"):
-        result = run(side, case, tmp_path / side)
+        result = run_parity_side(side, case, tmp_path / side)
         assert result.returncode != 0 and f"RuntimeError: batch {raise_at} of the run" in result.stderr, result.stderr[
             -3000:
         ]
@@ -162,8 +145,8 @@ def test_model_checkpoint_saves_on_exception_as_lightnings(
 def test_a_file_saved_on_exception_is_not_resumed_from(tmp_path: Path) -> None:
     """last.ckpt, written when fit raised, holds a point in the middle of a batch: the next fit resuming from "last"
     stops before training and says why."""
-    assert run("loopgen", saving_on_exception(13), tmp_path).returncode != 0
-    again = run("loopgen", {**saving_on_exception(-1), "ckpt_path": "last"}, tmp_path)
+    assert run_parity_side("loopgen", saving_on_exception(13), tmp_path).returncode != 0
+    again = run_parity_side("loopgen", {**saving_on_exception(-1), "ckpt_path": "last"}, tmp_path)
     assert again.returncode != 0
     assert (
         "last.ckpt: written when a run raised (OnExceptionCheckpoint, or ModelCheckpoint's" in again.stderr

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import ROOT, env_with_root, render, write_spec
+from tests.helpers import env_with_root, render, train_parity_side, write_spec
 
 torch = pytest.importorskip("torch")
 
@@ -176,21 +176,8 @@ PARITY = {
 
 
 def parity_run(tmp_path: Path, name: str, side: str, spec: dict[str, Any], *args: str) -> dict[str, Any]:
-    directory = tmp_path / name
-    directory.mkdir()
-    spec_path = write_spec(directory, spec)
-    out = directory / "out.pt"
     env = {**env_with_root(), "LOOPGEN_SCRIPT_ARGS": json.dumps(list(args))}
-    result = subprocess.run(
-        [sys.executable, "-m", "tests.parity.runner", side, str(spec_path), str(out)],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    return torch.load(out, weights_only=False)
+    return train_parity_side(side, spec, tmp_path / name, env)
 
 
 def assert_same(a: dict[str, Any], b: dict[str, Any]) -> None:

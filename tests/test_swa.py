@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 from loopgen.errors import LoopgenError
-from tests.helpers import render
-from tests.test_finetuning import train
+from tests.helpers import render, train_parity_side
 
 torch = pytest.importorskip("torch")
 
@@ -38,14 +37,14 @@ def spec(max_epochs: int, ckpt_path: str | None = None, model: str = "BatchNormN
 def test_a_resumed_run_trains_as_lightnings(model: str, written: str, tmp_path: Path) -> None:
     """SWA from epoch 2 (0-based 1) of 4: a file from epoch 2 holds SWALR's state and the average of two epochs (the
     module's scheduler gone); one from epoch 0 comes before the swap (the module's step scheduler in it)."""
-    train("lightning", spec(4, model=model, swa_epoch_start=2, annealing_epochs=2), tmp_path / "first")
+    train_parity_side("lightning", spec(4, model=model, swa_epoch_start=2, annealing_epochs=2), tmp_path / "first")
     saved = tmp_path / "first" / "ck" / f"{written}.ckpt"
     state = torch.load(saved, weights_only=False)["callbacks"]["StochasticWeightAveraging"]
     assert (state["scheduler_state"] is None) == (written == "epoch=0-step=10")
 
     resumed = spec(4, str(saved), model=model, swa_epoch_start=2, annealing_epochs=2)
-    theirs = train("lightning", resumed, tmp_path / "lightning")
-    ours = train("loopgen", resumed, tmp_path / "loopgen")
+    theirs = train_parity_side("lightning", resumed, tmp_path / "lightning")
+    ours = train_parity_side("loopgen", resumed, tmp_path / "loopgen")
     different = [key for key, value in theirs["state_dict"].items() if not torch.equal(value, ours["state_dict"][key])]
     assert not different
     assert ours["checkpoints"] == theirs["checkpoints"]

@@ -7,16 +7,13 @@ from __future__ import annotations
 
 import csv
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from loopgen.errors import LoopgenError
-from tests.helpers import ROOT, env_with_root, render
+from tests.helpers import render, run_parity_side
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("pytorch_lightning")
@@ -41,20 +38,6 @@ def spec(model: str = "FlopsModel", monitor: dict | None = None, **trainer: Any)
             **trainer,
         },
     }
-
-
-def run(side: str, case: dict, directory: Path) -> subprocess.CompletedProcess:
-    directory.mkdir(parents=True, exist_ok=True)
-    spec_path = directory / "spec.yaml"
-    spec_path.write_text(yaml.safe_dump(case, sort_keys=False), encoding="utf-8")
-    return subprocess.run(
-        [sys.executable, "-m", "tests.parity.runner", side, str(spec_path), str(directory / "out.pt")],
-        cwd=ROOT,
-        env=env_with_root(),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
 
 
 def rows(directory: Path) -> list[dict[str, str]]:
@@ -108,7 +91,7 @@ LOGGED = spec("LoggingModel", monitor={"dict_kwargs": {"window_size": 2}}, max_e
 def test_the_rows_written_are_lightnings(tmp_path: Path, name: str) -> None:
     case, errors = CASES[name], {}
     for side in ("lightning", "loopgen"):
-        result = run(side, case, tmp_path / side)
+        result = run_parity_side(side, case, tmp_path / side)
         assert result.returncode == 0, result.stderr[-3000:]
         errors[side] = result.stderr
     theirs, ours = rows(tmp_path / "lightning"), rows(tmp_path / "loopgen")
@@ -133,7 +116,7 @@ def test_without_writing_the_functions_still_run_and_raise_as_lightnings(tmp_pat
     case = spec(monitor={"init_args": {"batch_size_fn": f"{FUNCTIONS}.no_samples"}}, **trainer)
     message = "ValueError: Expected samples (0) to be greater or equal than batches (1)"
     for side in ("lightning", "loopgen"):
-        result = run(side, case, tmp_path / side)
+        result = run_parity_side(side, case, tmp_path / side)
         assert result.returncode != 0 and message in result.stderr, result.stderr[-3000:]
     text = render(case, tmp_path)
     monitor = text.split("class ThroughputMonitor")[1].split("\n\n\n")[0]
@@ -192,7 +175,7 @@ def test_its_rows_reach_trainer_logged_metrics_as_lightnings(tmp_path: Path) -> 
     """A module that reads trainer.logged_metrics (at each epoch's start) sees the monitor's rows there too."""
     case, events = LOGGED, {}
     for side in ("lightning", "loopgen"):
-        result = run(side, case, tmp_path / side)
+        result = run_parity_side(side, case, tmp_path / side)
         assert result.returncode == 0, result.stderr[-3000:]
         recorded = torch.load(tmp_path / side / "out.pt", weights_only=False)["records"]["events"]
         events[side] = [

@@ -6,14 +6,11 @@ the same batch on both sides; the uninterrupted runs are the parity cases `timer
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
-from tests.helpers import ROOT, env_with_root
+from tests.helpers import train_parity_side
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("pytorch_lightning")
@@ -35,29 +32,12 @@ def spec(max_time: dict, ckpt_path: str | None = None) -> dict:
     }
 
 
-def train(side: str, case: dict, directory: Path) -> dict:
-    directory.mkdir(parents=True)
-    spec_path = directory / "spec.yaml"
-    spec_path.write_text(yaml.safe_dump(case, sort_keys=False), encoding="utf-8")
-    out = directory / "out.pt"
-    result = subprocess.run(
-        [sys.executable, "-m", "tests.parity.runner", side, str(spec_path), str(out)],
-        cwd=ROOT,
-        env=env_with_root(),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
-    return torch.load(out, weights_only=False)
-
-
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Lightning's last.ckpt of a run that max_time stopped in epoch 1, saved at that epoch's end: 14.5 seconds of
     training in it (12 steps and two validations of 5 batches)."""
     directory = tmp_path_factory.mktemp("timer") / "first"
-    train("lightning", spec({"seconds": 13}), directory)
+    train_parity_side("lightning", spec({"seconds": 13}), directory)
     last = directory / "ck" / "last.ckpt"
     saved = torch.load(last, weights_only=False)
     assert saved["global_step"] == 12
@@ -74,8 +54,8 @@ def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
 )
 def test_a_resumed_timer_counts_the_time_before(checkpoint: Path, tmp_path: Path, seconds: int, steps: int) -> None:
     case = spec({"seconds": seconds}, ckpt_path=str(checkpoint))
-    theirs = train("lightning", case, tmp_path / "lightning")
-    ours = train("loopgen", case, tmp_path / "loopgen")
+    theirs = train_parity_side("lightning", case, tmp_path / "lightning")
+    ours = train_parity_side("loopgen", case, tmp_path / "loopgen")
     final = theirs["records"]["final"]
     assert (final["global_step"] if steps else final) == (12 + steps if steps else None)
     assert ours["records"] == theirs["records"]

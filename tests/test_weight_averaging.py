@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_finetuning import spec, train
+from tests.helpers import train_parity_side
+from tests.test_finetuning import spec
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("pytorch_lightning")
@@ -23,7 +24,7 @@ EMA = {"class_path": "EMAWeightAveraging", "init_args": {"decay": 0.8, "update_s
 
 
 def test_a_resumed_averaging_run_trains_as_lightnings(tmp_path: Path) -> None:
-    train("lightning", spec(EMA, max_epochs=2), tmp_path / "first")
+    train_parity_side("lightning", spec(EMA, max_epochs=2), tmp_path / "first")
     last = tmp_path / "first" / "ck" / "last.ckpt"
     saved = torch.load(last, weights_only=False)
     # the average is the file's state_dict; the module's weights and the average's count are kept beside it
@@ -31,8 +32,8 @@ def test_a_resumed_averaging_run_trains_as_lightnings(tmp_path: Path) -> None:
     assert not torch.equal(saved["current_model_state"]["head.1.weight"], saved["state_dict"]["head.1.weight"])
     assert set(saved["averaging_state"]) == {"n_averaged"}
 
-    theirs = train("lightning", spec(EMA, max_epochs=4, ckpt_path=str(last)), tmp_path / "lightning")
-    ours = train("loopgen", spec(EMA, max_epochs=4, ckpt_path=str(last)), tmp_path / "loopgen")
+    theirs = train_parity_side("lightning", spec(EMA, max_epochs=4, ckpt_path=str(last)), tmp_path / "lightning")
+    ours = train_parity_side("loopgen", spec(EMA, max_epochs=4, ckpt_path=str(last)), tmp_path / "loopgen")
     different = [key for key, value in theirs["state_dict"].items() if not torch.equal(value, ours["state_dict"][key])]
     assert not different
     assert ours["checkpoints"] == theirs["checkpoints"]
