@@ -150,7 +150,7 @@ def make_plan(
     timer = resolve_timer(spec, problems, notices)
     swa = resolve_swa(spec, model, problems)
     checkpointing = resolve_checkpointing(
-        spec, model, data, user, validation, optimization, bounds, logging, timer, problems
+        spec, model, data, user, validation, optimization, bounds, logging, timer, swa, problems
     )
     summary, summaries = resolve_summary(spec, model, user, device, precision, problems)
     profiling = resolve_profiling(spec, logging, problems, notices)

@@ -14,7 +14,7 @@ from loopgen.plan.hooks import UserCode
 from loopgen.plan.loggers import Logging
 from loopgen.plan.objects import Callback, Construct, callback_defaults, is_lightning, numbered_name
 from loopgen.plan.optimization import Optimization
-from loopgen.plan.swa import is_swa, swa_callback
+from loopgen.plan.swa import Swa
 from loopgen.plan.timer import Timer
 from loopgen.plan.validation import Validation
 from loopgen.source.facts import ClassFacts
@@ -155,6 +155,7 @@ def resolve_checkpointing(
     bounds: Bounds,
     logging: Logging,
     timer: Timer | None,
+    swa: Swa | None,
     problems: list[Problem],
 ) -> Checkpointing:
     """ModelCheckpoint (the default one when the spec has none and checkpointing is on), EarlyStopping, and
@@ -279,7 +280,7 @@ def resolve_checkpointing(
             *checkpoints,
             *(cb for cb in user if "state_dict" in cb.hooks),
             *([timer.callback] if timer is not None else []),
-            *([swa_callback(spec)] if is_swa(spec) else []),
+            *([swa.callback] if swa is not None else []),
         ),
         save_hook_callbacks=tuple(cb for cb in user if "on_save_checkpoint" in cb.hooks),
         load_hook_callbacks=tuple(cb for cb in user if "on_load_checkpoint" in cb.hooks),

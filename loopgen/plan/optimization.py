@@ -19,7 +19,7 @@ from loopgen.spec.model import Spec
 
 @dataclass(frozen=True)
 class Optimization:
-    accumulate: int
+    accumulate: int  # the spec's one factor (1 with a schedule)
     schedule: Mapping[int, int] | None
     accumulates: bool
     scheduled: bool  # accumulation factor per epoch
@@ -65,11 +65,6 @@ class Optimization:
     swa_window: bool = False
 
     @property
-    def factor(self) -> int:
-        """The spec's one accumulation factor (1 with a schedule)."""
-        return self.schedule[0] if self.swa_window and self.schedule else self.accumulate
-
-    @property
     def names_schedule(self) -> bool:
         """The spec's accumulation schedule, for the script's header."""
         return self.scheduled and not self.swa_window
@@ -98,10 +93,11 @@ def resolve_optimization(
         message = f"truncated_bptt_steps is set, but {spec.model.name}.training_step has no `hiddens` parameter"
         problems.append(Problem("model.class_path", message, spec.model.line))
     schedule = t.accumulate_grad_batches if isinstance(t.accumulate_grad_batches, Mapping) else None
-    if is_swa(spec) and not isinstance(t.accumulate_grad_batches, Mapping):
-        # StochasticWeightAveraging's batch-norm epoch accumulates over the whole epoch: the factor is a variable
-        schedule = {0: t.accumulate_grad_batches}
     accumulate = 1 if schedule is not None else t.accumulate_grad_batches
+    swa_window = is_swa(spec) and schedule is None
+    if swa_window:
+        # StochasticWeightAveraging's batch-norm epoch accumulates over the whole epoch: the factor is a variable
+        schedule = {0: accumulate}
     accumulates = schedule is not None or accumulate > 1
     step_style = model.methods.get("optimizer_step")
     zero_grad_style = model.methods.get("optimizer_zero_grad")
@@ -138,7 +134,7 @@ def resolve_optimization(
         schedule=schedule,
         accumulates=accumulates,
         scheduled=schedule is not None,
-        swa_window=is_swa(spec) and not isinstance(t.accumulate_grad_batches, Mapping),
+        swa_window=swa_window,
         window_end=window_end,
         clip=t.gradient_clip_val is not None,
         clip_val=t.gradient_clip_val,

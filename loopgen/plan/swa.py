@@ -8,7 +8,6 @@ batch (Lightning skips the backward and accumulates over the whole epoch)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from loopgen.errors import Problem
 from loopgen.plan.common import follows_1_9_5
@@ -27,8 +26,7 @@ SWA_HOOKS = frozenset(
 
 @dataclass(frozen=True)
 class Swa:
-    callback: Callback  # kind "swa": its hooks dispatched in templates/hooks.j2
-    args: dict[str, Any]  # swa_lrs, swa_epoch_start, annealing_epochs, annealing_strategy, device
+    callback: Callback  # kind "swa": built with the entry's arguments, its hooks dispatched in templates/hooks.j2
 
 
 def is_swa(spec: Spec) -> bool:
@@ -52,8 +50,7 @@ def resolve_swa(spec: Spec, model: ClassFacts, problems: list[Problem]) -> Swa |
             "keep one",
             line=entries[1].line,
         )
-    args = {name: value for name, value in ref.init_args.items() if name != "avg_fn"}
-    if args.get("swa_lrs") is None:
+    if ref.init_args.get("swa_lrs") is None:
         refuse(f"{ref.class_path} without swa_lrs", "Lightning requires the SWA learning rate", "give swa_lrs")
     t = spec.trainer
     surgery = "SWA changes Lightning's fit loop (its scheduler swap and its extra batch-norm epoch), which the script"
@@ -73,9 +70,8 @@ def resolve_swa(spec: Spec, model: ClassFacts, problems: list[Problem]) -> Swa |
                 "turn automatic optimization on",
             )
         )
-    if "optimizer_idx" in model.methods.get("training_step", ()) or (
-        model.optimizers is not None and len(model.optimizers.optimizers) > 1
-    ):
+    # (training_step's optimizer_idx, and truncated_bptt_steps, make the spec follow 1.9.5: refused above)
+    if model.optimizers is not None and len(model.optimizers.optimizers) > 1:
         limits.append(("several optimizers", "Lightning's SWA works with one optimizer", "return one optimizer"))
     if model.defines("optimizer_step") or model.mentions_lbfgs:
         limits.append(
@@ -126,8 +122,6 @@ def resolve_swa(spec: Spec, model: ClassFacts, problems: list[Problem]) -> Swa |
         limits.append(
             ("max_epochs=-1", "the average is copied into the module only when training ends", "give max_epochs")
         )
-    if t.truncated_bptt_steps:
-        limits.append(("truncated_bptt_steps", "1.9.5's time splits", "leave it off"))
     averaging = [r for r in t.callbacks if is_lightning(r, "WeightAveraging") or is_lightning(r, "EMAWeightAveraging")]
     if averaging:
         limits.append(
@@ -155,11 +149,7 @@ def resolve_swa(spec: Spec, model: ClassFacts, problems: list[Problem]) -> Swa |
         )
     for what, why, instead in limits:
         refuse(f"{ref.class_path} with {what}", why, instead)
-    return Swa(callback=swa_callback(spec), args=args)
-
-
-def swa_callback(spec: Spec) -> Callback:
-    """The script's `swa` (the spec's entry's arguments but avg_fn, which is refused unless null)."""
-    ref = next(ref for ref in spec.trainer.callbacks if is_lightning(ref, NAME))
+    # (avg_fn is refused unless null: spec/flags.py)
     args = {name: value for name, value in ref.init_args.items() if name != "avg_fn"}
-    return Callback(construct=Construct("", NAME, args), var="swa", hooks=SWA_HOOKS, kind="swa", state_key=NAME)
+    callback = Callback(construct=Construct("", NAME, args), var="swa", hooks=SWA_HOOKS, kind="swa", state_key=NAME)
+    return Swa(callback=callback)
