@@ -129,6 +129,7 @@ QUICK = (
     "text:seed_profiler",
     "text:logger_every_kind_hparams",
     "horovod:early_stopping",
+    "case:early_stop_subclass_own_rule_on_validation_end",
     "text:tpu_files",
     "text:manual_profiler",
     "case:reload_every_epoch_datamodule",

@@ -1,13 +1,17 @@
 """A user's callback that subclasses one of Lightning's callbacks: Callback, BasePredictionWriter (whose write_on_*
-the script calls as Lightning does) and BaseFinetuning (whose own hooks the script calls on the subclass) are
-served; a subclass of any other (ModelCheckpoint, ...) is refused at render time, at its entry, since the script
-would run only the subclass's own methods, never the base's behaviour. A BaseFinetuning subclass trains as
-under Lightning (tests/parity/test_parity.py, finetuning_*; tests/test_finetuning.py, resumed)."""
+the script calls as Lightning does), BaseFinetuning (whose own hooks the script calls on the subclass) and
+EarlyStopping (which runs on the script's EarlyStoppingBase) are served; a subclass of any other (ModelCheckpoint,
+...) is refused at render time, at its entry, since the script would run only the subclass's own methods, never
+the base's behaviour. A BaseFinetuning subclass trains as under Lightning (tests/parity/test_parity.py,
+finetuning_*; tests/test_finetuning.py, resumed), an EarlyStopping subclass too (early_stop_subclass_*)."""
 
 from __future__ import annotations
 
+import ast
 import re
 import runpy
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -63,6 +67,22 @@ class Writer(BasePredictionWriter):
         pass
 '''
 
+STOPPING = '''
+from pytorch_lightning.callbacks import EarlyStopping
+
+
+class Patient(EarlyStopping):
+    """Reports, when training ends, what Lightning's trainer and base class give it."""
+
+    def __init__(self, extra_patience=1, **kwargs):
+        super().__init__(**kwargs)
+        self.patience += extra_patience
+
+    def on_train_end(self, trainer, pl_module):
+        print("found", trainer.early_stopping_callback is self, isinstance(self, EarlyStopping))
+        print("state", self.state_key, self.stopping_reason.name, self.stopped_epoch, trainer.current_epoch)
+'''
+
 MODEL = """
 import torch
 import pytorch_lightning as pl
@@ -79,7 +99,9 @@ class Net(pl.LightningModule):
 
     def training_step(self, batch, batch_idx):
         x, y = batch
-        return torch.nn.functional.mse_loss(self.layer(x), y)
+        loss = torch.nn.functional.mse_loss(self.layer(x), y)
+        self.log("loss", loss, on_step=False, on_epoch=True)
+        return loss
 
     def configure_optimizers(self):
         return torch.optim.SGD(self.parameters(), lr=0.1)
@@ -131,6 +153,56 @@ def test_a_finetuning_subclass_gets_its_bases_hooks_where_lightning_calls_them(t
     assert all(line in main for line in order)
     assert sorted(order, key=main.index) == order
     assert "optimizers=[]," in text and "trainer.optimizers = [optimizer]" in text  # what the base's hooks read
+
+
+def stopping_spec(tmp_path: Path, **trainer) -> dict:
+    base = spec(tmp_path, "cbproj.callbacks.Plain")
+    (tmp_path / "cbproj" / "stopping.py").write_text(STOPPING)
+    entry = {
+        "class_path": "cbproj.stopping.Patient",
+        "init_args": {"monitor": "loss", "patience": 0, "min_delta": 0.05},
+    }
+    return {**base, "trainer": {**base["trainer"], "max_epochs": 20, "callbacks": [entry], **trainer}}
+
+
+def test_an_early_stopping_subclass_runs_on_the_scripts_base(tmp_path: Path) -> None:
+    text = render(stopping_spec(tmp_path), tmp_path)
+    assert "from cbproj.stopping import Patient" in text
+    assert 'LightningEarlyStopping = lightning_class(Patient, "EarlyStopping")' in text
+    assert "\nclass Patient(Patient, EarlyStoppingBase):\n" in text
+    # Lightning calls an EarlyStopping's on_train_epoch_end after the module's
+    main = text[text.index("def main") :]
+    assert "callback.on_train_epoch_end(trainer, model)" in main
+    script = tmp_path / "train.py"
+    script.write_text(text)
+    run = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    lines = [line for line in run.stdout.splitlines() if line.startswith(("found", "state"))]
+    # patience 0 + 1 from the subclass: it stops at the first epoch whose loss does not improve on the best
+    assert lines[0] == "found True True"
+    assert lines[1].startswith("state Patient{'monitor': 'loss', 'mode': 'min'} PATIENCE_EXHAUSTED ")
+    stopped, epoch = map(int, lines[1].split()[-2:])
+    assert 0 < stopped < 19 and epoch == stopped + 1
+
+
+def test_the_scripts_early_stopping_base_has_every_method_of_lightnings(tmp_path: Path) -> None:
+    """None of Lightning's EarlyStopping code runs under a subclass: the base defines every name Lightning's class
+    defines (its own, not Callback's: those hooks do nothing)."""
+    text = render(stopping_spec(tmp_path), tmp_path)
+    base = next(
+        node for node in ast.parse(text).body if isinstance(node, ast.ClassDef) and node.name == "EarlyStoppingBase"
+    )
+    defined = {node.name for node in base.body if isinstance(node, ast.FunctionDef)}
+    defined |= {target.id for node in base.body if isinstance(node, ast.Assign) for target in node.targets}
+    early_stopping = pytest.importorskip("pytorch_lightning.callbacks").EarlyStopping
+    lightning = {name for name in vars(early_stopping) if not name.startswith("__") or name == "__init__"}
+    assert lightning - {"_abc_impl"} <= defined
+    assert "_generate_state_key" in defined  # Callback's, read by state_key
+
+
+def test_an_early_stopping_subclass_in_a_1_9_5_spec_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(LoopgenError, match=re.escape("(an EarlyStopping) in a spec that follows Lightning 1.9.5")):
+        render(stopping_spec(tmp_path, track_grad_norm=2), tmp_path)
 
 
 @pytest.mark.parametrize(

@@ -31,10 +31,10 @@ class EngineParts:
 
     @property
     def reduces_decisions(self) -> bool:
-        """One process's decision holds for all (Lightning's reduce_boolean_decision): EarlyStopping's stop,
-        SpikeDetection's spike."""
+        """One process's decision holds for all (Lightning's reduce_boolean_decision): EarlyStopping's stop (a
+        subclass's too), SpikeDetection's spike."""
         spikes = any(is_lightning(ref, "SpikeDetection") for ref in self.spec.trainer.callbacks)
-        return bool(self.checkpointing.early_stopping) or spikes
+        return bool(self.checkpointing.early_stopping) or self.checkpointing.stopping_subclassed or spikes
 
     spec: Spec
     model: ClassFacts

@@ -125,6 +125,16 @@ class Hooks(UserCode):
     def callbacks_after_model(self, name: str) -> tuple[Callback, ...]:
         return tuple(c for c in self.callbacks_with(name) if c.monitoring)
 
+    @property
+    def stopping_subclass_names(self) -> tuple[str, ...]:
+        """The user's subclasses of Lightning's EarlyStopping (their class names, each once)."""
+        return tuple(dict.fromkeys(c.construct.cls for c in self.callbacks if c.stopping))
+
+    @property
+    def stopping_callbacks(self) -> tuple[Callback, ...]:
+        """trainer.early_stopping_callbacks: the script's EarlyStopping objects and the user's subclasses."""
+        return tuple(c for c in self.callbacks if c.stopping or c.kind == "early_stopping")
+
 
 def check_model(spec: Spec, model: ClassFacts, problems: list[Problem]) -> None:
     """What the model must define, and the hooks the script cannot serve."""
@@ -163,14 +173,22 @@ def check_model(spec: Spec, model: ClassFacts, problems: list[Problem]) -> None:
 # do nothing; the script calls a BasePredictionWriter's write_on_* as its base class does; BaseFinetuning's freeze
 # the modules in setup (the script calls freeze_before_training there), restore the optimizers' groups on resume
 # (on_fit_start), call finetune_function and record the groups it adds (on_train_epoch_start), and keep them in the
-# checkpoint (state_dict / load_state_dict).
+# checkpoint (state_dict / load_state_dict). An EarlyStopping subclass runs on the script's EarlyStoppingBase
+# (templates/stopping.j2), Lightning's class with its methods' names and signatures: it decides in setup where it
+# checks, checks at on_train_epoch_end or on_validation_end, and keeps its state in the checkpoint.
 SUBCLASSED_CALLBACKS: Mapping[str, frozenset[str]] = {
     "Callback": frozenset(),
     "BasePredictionWriter": frozenset(),
     "BaseFinetuning": frozenset({"setup", "on_fit_start", "on_train_epoch_start", "state_dict", "load_state_dict"}),
+    "EarlyStopping": frozenset({"setup", "on_train_epoch_end", "on_validation_end", "state_dict", "load_state_dict"}),
 }
 # what those hooks read from the trainer
-BASE_TRAINER_READS: Mapping[str, frozenset[str]] = {"BaseFinetuning": frozenset({"optimizers", "current_epoch"})}
+BASE_TRAINER_READS: Mapping[str, frozenset[str]] = {
+    "BaseFinetuning": frozenset({"optimizers", "current_epoch"}),
+    "EarlyStopping": frozenset(
+        {"callback_metrics", "should_stop", "current_epoch", "sanity_checking", "state", "world_size", "global_rank"}
+    ),
+}
 
 
 def with_base_reads(facts: ClassFacts) -> ClassFacts:
@@ -273,6 +291,11 @@ def finetuning(facts: ClassFacts) -> bool:
     return "BaseFinetuning" in facts.lightning_bases
 
 
+def stopping(facts: ClassFacts) -> bool:
+    """A subclass of Lightning's EarlyStopping: the script's EarlyStoppingBase goes under it."""
+    return "EarlyStopping" in facts.lightning_bases
+
+
 def once_in_2x(
     spec: Spec, model: ClassFacts, refs: list[ClassRef], what: str, why_one: str, problems: list[Problem]
 ) -> None:
@@ -293,9 +316,10 @@ def once_in_2x(
 def check_callbacks(
     spec: Spec, model: ClassFacts, callbacks: tuple[ClassFacts | None, ...], problems: list[Problem]
 ) -> None:
-    """A user's callback that subclasses another of Lightning's callbacks (ModelCheckpoint, EarlyStopping, ...):
-    the script would run the subclass's own methods only, never the base's behaviour (nothing saved), so it is
-    refused. A BaseFinetuning subclass is served as Lightning 2.x's, where its base's hooks can run."""
+    """A user's callback that subclasses another of Lightning's callbacks (ModelCheckpoint, the progress bars,
+    ...): the script would run the subclass's own methods only, never the base's behaviour (nothing saved), so it
+    is refused. BaseFinetuning and EarlyStopping subclasses are served as Lightning 2.x's, where their base's
+    hooks run."""
     averaging = [ref for ref in spec.trainer.callbacks if ref.name in AVERAGING and builtin_callback(ref)]
     once_in_2x(
         spec,
@@ -325,14 +349,30 @@ def check_callbacks(
             problems.append(Problem("trainer.callbacks", message, ref.line))
         elif facts is not None and finetuning(facts):
             check_finetuning(spec, model, ref, facts, problems)
-        if is_lightning(ref, "BackboneFinetuning") and "backbone" not in model.attributes_read | model.class_attributes:
-            message = refusal(
+        cases = (
+            (
+                facts is not None and stopping(facts) and follows_1_9_5(spec, model),
+                f"{ref.class_path} (an EarlyStopping) in a spec that follows Lightning 1.9.5",
+                (
+                    "the script's base class under it is Lightning 2.x's EarlyStopping (1.9.5's keeps no stopping"
+                    " reason and logs otherwise)"
+                ),
+                "follow Lightning 2.x",
+            ),
+            (
+                is_lightning(ref, "BackboneFinetuning")
+                and "backbone" not in model.attributes_read | model.class_attributes,
                 f"{ref.class_path} with {spec.model.class_path}, whose source sets no `self.backbone`",
-                "BackboneFinetuning freezes the module's `backbone` attribute and later trains it (Lightning"
-                " raises at fit's start without one)",
+                (
+                    "BackboneFinetuning freezes the module's `backbone` attribute and later trains it (Lightning"
+                    " raises at fit's start without one)"
+                ),
                 "name the module to fine-tune `self.backbone`, or subclass BaseFinetuning to freeze another",
-            )
-            problems.append(Problem("trainer.callbacks", message, ref.line))
+            ),
+        )
+        for refused, what, why, instead in cases:
+            if refused:
+                problems.append(Problem("trainer.callbacks", refusal(what, why, instead), ref.line))
 
 
 def check_finetuning(spec: Spec, model: ClassFacts, ref: ClassRef, facts: ClassFacts, problems: list[Problem]) -> None:
@@ -383,9 +423,13 @@ def resolve_user_code(
                 for h in (*CALLBACK_HOOKS, *EVALUATION_CALLBACK_HOOKS, *CALLBACK_CHECKPOINT_METHODS, "on_exception")
                 if facts.defines(h)
             ).union(*(SUBCLASSED_CALLBACKS.get(name, ()) for name in facts.lightning_bases)),
-            state_key=None if facts.defines("state_key") or facts.is_lightning_callback else ref.name,
+            state_key=(
+                None if facts.defines("state_key") or facts.is_lightning_callback or stopping(facts) else ref.name
+            ),
             writer=facts.is_prediction_writer,
             finetuning=finetuning(facts),
+            stopping=stopping(facts),
+            monitoring=stopping(facts),  # Lightning's on_train_epoch_end of an EarlyStopping follows the module's
         )
         for i, (ref, facts) in enumerate(zip(refs, callbacks))
         if facts is not None

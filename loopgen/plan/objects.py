@@ -68,6 +68,7 @@ class Callback:
     state_key: str | None = None  # the key of its state in a checkpoint; None: its `state_key` attribute
     writer: bool = False  # a subclass of Lightning's BasePredictionWriter: predict calls its write_on_* methods
     finetuning: bool = False  # a subclass of Lightning's BaseFinetuning: setup calls its freeze_before_training
+    stopping: bool = False  # a subclass of Lightning's EarlyStopping, on the script's EarlyStoppingBase
 
     @property
     def keyed_at_run_time(self) -> bool:

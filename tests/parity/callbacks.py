@@ -1,8 +1,9 @@
 """User Callbacks for the parity cases: StopRequest records the hooks it sees and requests a stop,
-TrainerStateRecorder records what the trainer reports to a callback, FreezeUnfreeze fine-tunes a backbone."""
+TrainerStateRecorder records what the trainer reports to a callback, FreezeUnfreeze fine-tunes a backbone, the
+EarlyStopping subclasses change when and why it stops."""
 
 import pytorch_lightning as pl
-from pytorch_lightning.callbacks import BaseFinetuning
+from pytorch_lightning.callbacks import BaseFinetuning, EarlyStopping
 
 
 class StopRequest(pl.Callback):
@@ -118,3 +119,44 @@ class SavesItsCount(pl.Callback):
 
     def on_save_checkpoint(self, trainer, pl_module, checkpoint):
         checkpoint["batches_counted"] = self.count
+
+
+class WarmupEarlyStopping(EarlyStopping):
+    """Early stopping that starts counting after `warmup` epochs (a pattern of research code): the check itself
+    is skipped before, wherever the base runs it. The warmup is kept in the callback's state beside the base's."""
+
+    def __init__(self, warmup: int = 2, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.warmup = warmup
+
+    def _run_early_stopping_check(self, trainer):
+        if trainer.current_epoch >= self.warmup:
+            super()._run_early_stopping_check(trainer)
+
+    def state_dict(self):
+        return {**super().state_dict(), "warmup": self.warmup}
+
+    def load_state_dict(self, state_dict):
+        super().load_state_dict(state_dict)
+        self.warmup = state_dict["warmup"]
+
+
+class StopsBelow(EarlyStopping):
+    """The base's rules, and a stop once the metric falls below `bound` (its own reason, set on the base's
+    attribute). Records each check's outcome in the model's `events`."""
+
+    def __init__(self, bound: float, monitor: str = "val_loss", **kwargs) -> None:
+        super().__init__(monitor=monitor, **kwargs)
+        self.bound = bound
+
+    def _evaluate_stopping_criteria(self, current):
+        should_stop, reason = super()._evaluate_stopping_criteria(current)
+        if not should_stop and current < self.bound:
+            should_stop, reason = True, f"{self.monitor} fell below {self.bound}"
+            self.stopping_reason_message = reason
+        return should_stop, reason
+
+    def on_validation_end(self, trainer, pl_module):
+        super().on_validation_end(trainer, pl_module)
+        if not trainer.sanity_checking:
+            pl_module.events.append(("stopping", trainer.current_epoch, self.wait_count, trainer.should_stop))

@@ -900,6 +900,29 @@ CASES = [
         max_epochs=10,
         val_check_interval=0.5,
     ),
+    # a user's subclass of EarlyStopping runs on the script's base: counting from epoch 2 (its own state beside the
+    # base's in the checkpoints); then its own stop below a bound, checked after each of two validations an epoch,
+    # with the base's patience and min_epochs holding the stop back
+    checkpointing_case(
+        "early_stop_subclass_warmup_state",
+        early_stopping(
+            "tests.parity.callbacks.WarmupEarlyStopping",
+            warmup=2,
+            monitor="val_loss",
+            patience=1,
+            min_delta=0.05,
+            verbose=True,
+        ),
+        model_checkpoint(dirpath="ck", save_last=True),
+        max_epochs=10,
+    ),
+    checkpointing_case(
+        "early_stop_subclass_own_rule_on_validation_end",
+        early_stopping("tests.parity.callbacks.StopsBelow", bound=0.16, patience=4),
+        max_epochs=10,
+        min_epochs=4,
+        val_check_interval=0.5,
+    ),
     # --- checkpoints and early stopping under bf16-true / 16-true (bfloat16 / float16 weights and optimizer state;
     # the monitored values in float32)
     checkpointing_case(
