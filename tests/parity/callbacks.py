@@ -123,7 +123,8 @@ class SavesItsCount(pl.Callback):
 
 class WarmupEarlyStopping(EarlyStopping):
     """Early stopping that starts counting after `warmup` epochs (a pattern of research code): the check itself
-    is skipped before, wherever the base runs it. The warmup is kept in the callback's state beside the base's."""
+        is skipped before, wherever the base runs it. The warmup is kept in the callback's state beside the base's. Records
+    each check's count and best score in the model's `events`."""
 
     def __init__(self, warmup: int = 2, **kwargs) -> None:
         super().__init__(**kwargs)
@@ -132,6 +133,8 @@ class WarmupEarlyStopping(EarlyStopping):
     def _run_early_stopping_check(self, trainer):
         if trainer.current_epoch >= self.warmup:
             super()._run_early_stopping_check(trainer)
+            events = trainer.lightning_module.events
+            events.append(("stopping", trainer.current_epoch, self.wait_count, self.best_score.item()))
 
     def state_dict(self):
         return {**super().state_dict(), "warmup": self.warmup}
