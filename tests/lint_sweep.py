@@ -130,6 +130,7 @@ QUICK = (
     "text:logger_every_kind_hparams",
     "horovod:early_stopping",
     "case:early_stop_subclass_own_rule_on_validation_end",
+    "case:tqdm_subclass_totals_and_metrics",
     "text:tpu_files",
     "text:manual_profiler",
     "case:reload_every_epoch_datamodule",

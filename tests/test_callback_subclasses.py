@@ -68,7 +68,17 @@ class Writer(BasePredictionWriter):
 '''
 
 STOPPING = '''
-from pytorch_lightning.callbacks import EarlyStopping
+from pytorch_lightning.callbacks import EarlyStopping, RichProgressBar, TQDMProgressBar
+
+
+class Bar(TQDMProgressBar):
+    def on_train_start(self, trainer, pl_module):
+        super().on_train_start(trainer, pl_module)
+        print("bar", trainer.progress_bar_callback is self, self.refresh_rate)
+
+
+class Rich(RichProgressBar):
+    pass
 
 
 class Patient(EarlyStopping):
@@ -185,24 +195,70 @@ def test_an_early_stopping_subclass_runs_on_the_scripts_base(tmp_path: Path) -> 
     assert 0 < stopped < 19 and epoch == stopped + 1
 
 
-def test_the_scripts_early_stopping_base_has_every_method_of_lightnings(tmp_path: Path) -> None:
-    """None of Lightning's EarlyStopping code runs under a subclass: the base defines every name Lightning's class
-    defines (its own, not Callback's: those hooks do nothing)."""
-    text = render(stopping_spec(tmp_path), tmp_path)
-    base = next(
-        node for node in ast.parse(text).body if isinstance(node, ast.ClassDef) and node.name == "EarlyStoppingBase"
-    )
-    defined = {node.name for node in base.body if isinstance(node, ast.FunctionDef)}
-    defined |= {target.id for node in base.body if isinstance(node, ast.Assign) for target in node.targets}
-    early_stopping = pytest.importorskip("pytorch_lightning.callbacks").EarlyStopping
-    lightning = {name for name in vars(early_stopping) if not name.startswith("__") or name == "__init__"}
-    assert lightning - {"_abc_impl"} <= defined
-    assert "_generate_state_key" in defined  # Callback's, read by state_key
+@pytest.mark.parametrize(("entry", "base", "lightning"), [
+    ("Patient", "EarlyStoppingBase", ["EarlyStopping"]),
+    ("Bar", "TQDMProgressBarBase", ["TQDMProgressBar", "ProgressBar"]),
+])  # fmt: skip
+def test_the_scripts_base_has_every_method_of_lightnings(
+    tmp_path: Path, entry: str, base: str, lightning: list[str]
+) -> None:
+    """None of Lightning's code runs under a subclass: the base defines every name Lightning's class (and its
+    bases short of Callback, whose hooks do nothing) defines."""
+    case = stopping_spec(tmp_path)
+    case["trainer"]["callbacks"] = [{"class_path": f"cbproj.stopping.{entry}", "init_args": {}}]
+    if entry == "Patient":
+        case["trainer"]["callbacks"][0]["init_args"] = {"monitor": "loss"}
+    text = render(case, tmp_path)
+    node = next(node for node in ast.parse(text).body if isinstance(node, ast.ClassDef) and node.name == base)
+    defined = {item.name for item in node.body if isinstance(item, ast.FunctionDef)}
+    defined |= {target.id for item in node.body if isinstance(item, ast.Assign) for target in item.targets}
+    callbacks = pytest.importorskip("pytorch_lightning.callbacks")
+    names = {
+        name
+        for cls in lightning
+        for name in vars(getattr(callbacks, cls))
+        if not name.startswith("__") or name in ("__init__", "__getstate__")
+    }
+    assert names - {"_abc_impl"} <= defined
 
 
 def test_an_early_stopping_subclass_in_a_1_9_5_spec_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(LoopgenError, match=re.escape("(an EarlyStopping) in a spec that follows Lightning 1.9.5")):
+    with pytest.raises(
+        LoopgenError, match=re.escape("(a subclass of EarlyStopping) in a spec that follows Lightning 1.9.5")
+    ):
         render(stopping_spec(tmp_path, track_grad_norm=2), tmp_path)
+
+
+def test_a_tqdm_subclass_is_the_trainers_bar(tmp_path: Path) -> None:
+    case = stopping_spec(tmp_path, max_epochs=1)
+    case["trainer"]["callbacks"] = [{"class_path": "cbproj.stopping.Bar", "init_args": {"refresh_rate": 3}}]
+    text = render(case, tmp_path)
+    assert "\nclass Bar(Bar, TQDMProgressBarBase):\n" in text
+    assert "class TQDMProgressBar:" not in text and "class ProgressBar:" not in text  # the script draws no bar
+    script = tmp_path / "train.py"
+    script.write_text(text)
+    run = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "bar True 3\n" in run.stdout
+    assert "Epoch 0: 100%|" in run.stdout
+
+
+@pytest.mark.parametrize(
+    ("callbacks", "trainer", "message"),
+    [
+        (["cbproj.stopping.Bar", "TQDMProgressBar"], {}, "TQDMProgressBar: a second progress bar"),
+        (["cbproj.stopping.Bar"], {"enable_progress_bar": False}, "is false, but the callbacks have a Bar"),
+        (["cbproj.stopping.Bar"], {"track_grad_norm": 2}, "(a subclass of TQDMProgressBar) in a spec that follows"),
+        (["cbproj.stopping.Rich"], {}, "subclasses Lightning's RichProgressBar, whose own behaviour the script does"),
+    ],
+)
+def test_what_a_tqdm_subclass_cannot_serve_is_refused(
+    tmp_path: Path, callbacks: list[str], trainer: dict, message: str
+) -> None:
+    case = stopping_spec(tmp_path, **trainer)
+    case["trainer"]["callbacks"] = callbacks
+    with pytest.raises(LoopgenError, match=re.escape(message)):
+        render(case, tmp_path)
 
 
 @pytest.mark.parametrize(

@@ -32,7 +32,21 @@ pytestmark = pytest.mark.slow
 MODEL = '''
 import pytorch_lightning as pl
 import torch
+from pytorch_lightning.callbacks import TQDMProgressBar
 from torch.utils.data import DataLoader, TensorDataset
+
+
+class Quiet(TQDMProgressBar):
+    """Lightning's bar without v_num, its training bar described by the subclass's own words."""
+
+    def get_metrics(self, trainer, pl_module):
+        items = super().get_metrics(trainer, pl_module)
+        items.pop("v_num", None)
+        return items
+
+    def on_train_epoch_start(self, trainer, *_):
+        super().on_train_epoch_start(trainer)
+        self.train_progress_bar.set_description(f"Fitting {trainer.current_epoch + 1}/{trainer.max_epochs}")
 
 
 class Shown(pl.LightningModule):
@@ -285,19 +299,27 @@ def test_without_a_terminal_a_plain_line_every_n_batches(project):
 
 
 TQDM_EVERY_2 = {"class_path": "TQDMProgressBar", "init_args": {"refresh_rate": 2}}
+QUIET_EVERY_2 = {"class_path": "barproj.models.Quiet", "init_args": {"refresh_rate": 2}}
 
 
 @pytest.mark.parametrize(
     ("command", "bar"),
-    [("test", None), ("validate", None), ("predict", None), ("test", TQDM_EVERY_2), ("predict", TQDM_EVERY_2)],
-    ids=["test", "validate", "predict", "test_tqdm", "predict_tqdm"],
+    [
+        ("test", None),
+        ("validate", None),
+        ("predict", None),
+        ("test", TQDM_EVERY_2),
+        ("predict", TQDM_EVERY_2),
+        ("validate", QUIET_EVERY_2),
+    ],
+    ids=["test", "validate", "predict", "test_tqdm", "predict_tqdm", "validate_subclass"],
 )
 def test_an_evaluation_bar_shows_what_lightnings_shows(project, command, bar):
     """validate, test and predict: one bar per loader, "Testing DataLoader N" / "Validation DataLoader 0" /
-    "Predicting DataLoader N", which stays; the script's own bar (Lightning's default TQDMProgressBar) or the
-    spec's TQDMProgressBar, drawn by tqdm, every `refresh_rate` batches."""
+    "Predicting DataLoader N", which stays; the script's own bar (Lightning's default TQDMProgressBar), the
+    spec's TQDMProgressBar, drawn by tqdm, or a subclass of it, every `refresh_rate` batches."""
     spec = {**spec_of(max_epochs=1, **({"callbacks": [bar]} if bar else {})), "model": "barproj.models.Tested"}
-    name = f"{command}_{'tqdm' if bar else 'own'}"
+    name = f"{command}_{bar['class_path'].rpartition('.')[2] if bar else 'own'}"
     ours = run_script(project, spec, f"ours_{name}", terminal=True, args=[command])
     directory = project / f"lightning_{name}"
     directory.mkdir(exist_ok=True)
@@ -324,6 +346,19 @@ def test_an_evaluation_bar_shows_what_lightnings_shows(project, command, bar):
     ]
     assert states(ours) == states(lightning) == expected
     assert re.search(r"DataLoader \d: 100%\|[^\r\n]*\]\r?\n", ours)  # it stays on its line
+
+
+def test_a_subclass_of_tqdmprogressbar_draws_as_under_lightning(project):
+    """A user's TQDMProgressBar subclass draws on the script's base class: its overrides (no v_num, its own
+    description) and the base's bars, frame for frame as Lightning's Trainer draws them with the same class."""
+    spec = spec_of(callbacks=[QUIET_EVERY_2], max_epochs=2)
+    ours = run_script(project, spec, "ours_quiet", terminal=True)
+    lightning = run_lightning(project, spec, "lightning_quiet")
+    assert states(ours) == states(lightning)
+    described = [state[:3] for state in states(ours)]
+    assert ("Fitting 1/2", 10, "10") in described and ("Validation DataLoader 0", 5, "5") in described
+    assert "Sanity Checking DataLoader 0" in {state[0] for state in states(ours)}
+    assert not any("v_num" in state[3] for state in states(ours)) and "loss_step=" in states(ours)[-1][3]
 
 
 def test_tqdm_when_the_spec_names_tqdmprogressbar(project):

@@ -126,9 +126,19 @@ class Hooks(UserCode):
         return tuple(c for c in self.callbacks_with(name) if c.monitoring)
 
     @property
-    def stopping_subclass_names(self) -> tuple[str, ...]:
-        """The user's subclasses of Lightning's EarlyStopping (their class names, each once)."""
-        return tuple(dict.fromkeys(c.construct.cls for c in self.callbacks if c.stopping))
+    def subclassed(self) -> tuple[tuple[str, str], ...]:
+        """The user's subclasses of the Lightning callbacks the script writes out as base classes: (class name,
+        Lightning's base), each once."""
+        return tuple(dict.fromkeys((c.construct.cls, c.base) for c in self.callbacks if c.base is not None))
+
+    @property
+    def user_bar(self) -> Callback | None:
+        """The user's TQDMProgressBar subclass: the bar (trainer.progress_bar_callback)."""
+        return next((c for c in self.callbacks if c.bar), None)
+
+    def subclasses_of(self, base: str) -> tuple[str, ...]:
+        """The class names of the user's subclasses of `base` (EarlyStopping, TQDMProgressBar)."""
+        return tuple(name for name, of in self.subclassed if of == base)
 
     @property
     def stopping_callbacks(self) -> tuple[Callback, ...]:
@@ -174,19 +184,54 @@ def check_model(spec: Spec, model: ClassFacts, problems: list[Problem]) -> None:
 # the modules in setup (the script calls freeze_before_training there), restore the optimizers' groups on resume
 # (on_fit_start), call finetune_function and record the groups it adds (on_train_epoch_start), and keep them in the
 # checkpoint (state_dict / load_state_dict). An EarlyStopping subclass runs on the script's EarlyStoppingBase
-# (templates/stopping.j2), Lightning's class with its methods' names and signatures: it decides in setup where it
-# checks, checks at on_train_epoch_end or on_validation_end, and keeps its state in the checkpoint.
+# (templates/subclassed.j2), Lightning's class with its methods' names and signatures: it decides in setup where
+# it checks, checks at on_train_epoch_end or on_validation_end, and keeps its state in the checkpoint. A
+# TQDMProgressBar subclass runs on the script's TQDMProgressBarBase, its bars drawn at each of Lightning's hooks.
 SUBCLASSED_CALLBACKS: Mapping[str, frozenset[str]] = {
     "Callback": frozenset(),
     "BasePredictionWriter": frozenset(),
     "BaseFinetuning": frozenset({"setup", "on_fit_start", "on_train_epoch_start", "state_dict", "load_state_dict"}),
     "EarlyStopping": frozenset({"setup", "on_train_epoch_end", "on_validation_end", "state_dict", "load_state_dict"}),
+    "TQDMProgressBar": frozenset(
+        {
+            "setup",
+            "on_sanity_check_start",
+            "on_sanity_check_end",
+            "on_train_start",
+            "on_train_epoch_start",
+            "on_train_batch_end",
+            "on_train_epoch_end",
+            "on_train_end",
+            *(
+                f"on_{stage}_{hook}"
+                for stage in ("validation", "test", "predict")
+                for hook in ("start", "batch_start", "batch_end", "end")
+            ),
+        }
+    ),
 }
 # what those hooks read from the trainer
 BASE_TRAINER_READS: Mapping[str, frozenset[str]] = {
     "BaseFinetuning": frozenset({"optimizers", "current_epoch"}),
     "EarlyStopping": frozenset(
         {"callback_metrics", "should_stop", "current_epoch", "sanity_checking", "state", "world_size", "global_rank"}
+    ),
+    "TQDMProgressBar": frozenset(
+        {
+            "max_epochs",
+            "max_steps",
+            "global_step",
+            "current_epoch",
+            "num_training_batches",
+            "sanity_checking",
+            "num_sanity_val_batches",
+            "num_val_batches",
+            "state",
+            "is_global_zero",
+            "progress_bar_metrics",
+            "loggers",
+            "enable_validation",
+        }
     ),
 }
 
@@ -292,8 +337,16 @@ def finetuning(facts: ClassFacts) -> bool:
 
 
 def stopping(facts: ClassFacts) -> bool:
-    """A subclass of Lightning's EarlyStopping: the script's EarlyStoppingBase goes under it."""
     return "EarlyStopping" in facts.lightning_bases
+
+
+# Lightning's callbacks the script writes out as base classes (templates/subclassed.j2) for the user's subclasses
+WRITTEN_BASES = ("EarlyStopping", "TQDMProgressBar")
+
+
+def written_base(facts: ClassFacts) -> str | None:
+    """The Lightning class a user's callback subclasses that the script writes out under it, if any."""
+    return next((name for name in WRITTEN_BASES if name in facts.lightning_bases), None)
 
 
 def once_in_2x(
@@ -351,11 +404,11 @@ def check_callbacks(
             check_finetuning(spec, model, ref, facts, problems)
         cases = (
             (
-                facts is not None and stopping(facts) and follows_1_9_5(spec, model),
-                f"{ref.class_path} (an EarlyStopping) in a spec that follows Lightning 1.9.5",
+                facts is not None and written_base(facts) is not None and follows_1_9_5(spec, model),
+                f"{ref.class_path} (a subclass of {facts and written_base(facts)}) in a spec that follows Lightning 1.9.5",
                 (
-                    "the script's base class under it is Lightning 2.x's EarlyStopping (1.9.5's keeps no stopping"
-                    " reason and logs otherwise)"
+                    f"the script's base class under it is Lightning 2.x's {facts and written_base(facts)} (1.9.5's"
+                    " EarlyStopping keeps no stopping reason, its TQDMProgressBar has a main_progress_bar)"
                 ),
                 "follow Lightning 2.x",
             ),
@@ -428,7 +481,7 @@ def resolve_user_code(
             ),
             writer=facts.is_prediction_writer,
             finetuning=finetuning(facts),
-            stopping=stopping(facts),
+            base=written_base(facts),
             monitoring=stopping(facts),  # Lightning's on_train_epoch_end of an EarlyStopping follows the module's
         )
         for i, (ref, facts) in enumerate(zip(refs, callbacks))

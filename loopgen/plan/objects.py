@@ -68,7 +68,17 @@ class Callback:
     state_key: str | None = None  # the key of its state in a checkpoint; None: its `state_key` attribute
     writer: bool = False  # a subclass of Lightning's BasePredictionWriter: predict calls its write_on_* methods
     finetuning: bool = False  # a subclass of Lightning's BaseFinetuning: setup calls its freeze_before_training
-    stopping: bool = False  # a subclass of Lightning's EarlyStopping, on the script's EarlyStoppingBase
+    # a subclass of one of Lightning's callbacks the script writes out as a base class (templates/subclassed.j2):
+    # that class's name ("EarlyStopping", "TQDMProgressBar"); the script's <name>Base goes under the subclass
+    base: str | None = None
+
+    @property
+    def stopping(self) -> bool:
+        return self.base == "EarlyStopping"
+
+    @property
+    def bar(self) -> bool:
+        return self.base == "TQDMProgressBar"
 
     @property
     def keyed_at_run_time(self) -> bool:

@@ -76,7 +76,9 @@ def resolve_progress(
     RichProgressBar (one at most, refused with `enable_progress_bar: false`), else with enable_progress_bar
     Lightning's default TQDMProgressBar, which the script draws itself. A refresh rate of 0 shows nothing."""
     t = spec.trainer
-    given = [ref for ref in t.callbacks if is_progress_bar(ref)]
+    # a user's TQDMProgressBar subclass is the bar (it draws itself, on the script's TQDMProgressBarBase)
+    subclassed = [ref for ref in t.callbacks if ref.class_path in {f.class_path for f in callbacks if _bar(f)}]
+    given = [ref for ref in t.callbacks if is_progress_bar(ref) or ref in subclassed]
     if len(given) > 1:
         message = f"{given[1].name}: a second progress bar (Lightning supports one)"
         problems.append(Problem("trainer.callbacks", message, given[1].line))
@@ -86,7 +88,9 @@ def resolve_progress(
     if given and spec.progress_bar_refresh_rate is not None:
         message = f"and a {given[0].name} in the callbacks: give the refresh rate to the {given[0].name}"
         problems.append(flag_problem(spec, "progress_bar_refresh_rate", message))
-    if given:
+    if subclassed:  # drawn by the subclass: the script draws no bar of its own
+        kind, rate, leave, position = None, 1, False, 0
+    elif given:
         args = given[0].init_args
         kind: str | None = "tqdm" if given[0].name == "TQDMProgressBar" else "rich"
         rate, leave, position = args["refresh_rate"], args["leave"], args.get("process_position", 0)
@@ -146,3 +150,8 @@ def progress_callback(progress: Progress) -> Callback | None:
 
 def is_progress_bar(ref: ClassRef) -> bool:
     return any(is_lightning(ref, name) for name in PROGRESS_BARS)
+
+
+def _bar(facts: ClassFacts) -> bool:
+    """A user's subclass of Lightning's TQDMProgressBar."""
+    return "TQDMProgressBar" in facts.lightning_bases

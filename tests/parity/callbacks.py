@@ -1,9 +1,9 @@
 """User Callbacks for the parity cases: StopRequest records the hooks it sees and requests a stop,
 TrainerStateRecorder records what the trainer reports to a callback, FreezeUnfreeze fine-tunes a backbone, the
-EarlyStopping subclasses change when and why it stops."""
+EarlyStopping subclasses change when and why it stops, EpochBar records what its bar and the trainer tell it."""
 
 import pytorch_lightning as pl
-from pytorch_lightning.callbacks import BaseFinetuning, EarlyStopping
+from pytorch_lightning.callbacks import BaseFinetuning, EarlyStopping, TQDMProgressBar
 
 
 class StopRequest(pl.Callback):
@@ -163,3 +163,19 @@ class StopsBelow(EarlyStopping):
         super().on_validation_end(trainer, pl_module)
         if not trainer.sanity_checking:
             pl_module.events.append(("stopping", trainer.current_epoch, self.wait_count, trainer.should_stop))
+
+
+class EpochBar(TQDMProgressBar):
+    """A bar that shows each epoch's count out of max_epochs; records, at each epoch's end, the totals the base
+    class computes from the trainer and what it would show, in the model's `events`."""
+
+    def init_train_tqdm(self):
+        bar = super().init_train_tqdm()
+        bar.set_description(f"0/{self.trainer.max_epochs}")
+        return bar
+
+    def on_train_epoch_end(self, trainer, pl_module):
+        super().on_train_epoch_end(trainer, pl_module)
+        shown = {key: round(float(value), 6) for key, value in self.get_metrics(trainer, pl_module).items()}
+        totals = (self.total_train_batches, self.total_val_batches, self.is_enabled, self.refresh_rate)
+        pl_module.events.append(("bar", trainer.current_epoch, *totals, shown))

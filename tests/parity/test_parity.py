@@ -923,6 +923,16 @@ CASES = [
         min_epochs=4,
         val_check_interval=0.5,
     ),
+    # a TQDMProgressBar subclass runs on the script's base: the totals it computes and the metrics it shows
+    case(
+        "tqdm_subclass_totals_and_metrics",
+        "LoggingModel",
+        {"monitor": "train_loss_epoch"},
+        callbacks=[{"class_path": "tests.parity.callbacks.EpochBar", "init_args": {"refresh_rate": 3}}],
+        max_epochs=3,
+        check_val_every_n_epoch=2,
+        enable_progress_bar=True,
+    ),
     # --- checkpoints and early stopping under bf16-true / 16-true (bfloat16 / float16 weights and optimizer state;
     # the monitored values in float32)
     checkpointing_case(
