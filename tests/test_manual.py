@@ -264,3 +264,16 @@ def test_toggle_optimizer_alone_attaches_the_trainer(tmp_path: Path) -> None:
     """Lightning's toggle_optimizer reads self.trainer.optimizers: a module reading nothing else from its
     trainer gets it attached all the same."""
     assert "model._trainer = trainer" in render(tmp_path)
+
+
+def test_every_n_steps_with_a_modules_saved_models_is_refused(tmp_path: Path) -> None:
+    """Lightning's ModelCheckpoint, saving every n steps of manual optimization, loads `self.saved_models`'
+    newest entry into `self.layer` for the file: the script does not."""
+    source = GAN.replace(
+        "        opt_g.step()\n", "        self.saved_models = {batch_idx: {}}\n        opt_g.step()\n"
+    )
+    spec = (
+        "trainer:\n  max_epochs: 1\n  callbacks: [{class_path: ModelCheckpoint, init_args: {every_n_train_steps: 2}}]\n"
+    )
+    assert "keeps `self.saved_models` is not supported by loopgen" in refusal(tmp_path, source, spec)
+    assert "def main" in render(tmp_path, source, "trainer: {max_epochs: 1}\n")  # saving by epoch is served

@@ -91,6 +91,9 @@ class Checkpointing:
     stopping_on_epoch_end: bool = False
     stopping_off: bool = False
     stopping_subclassed: bool = False  # the spec has such a subclass
+    # under manual optimization Lightning 2.6.6's ModelCheckpoint.on_train_batch_end has rules of its own: every
+    # n steps only (no time interval), its skips before the metric's, no waiting for a fresher metric
+    manual_steps: bool = False
 
     @property
     def epoch_saves_top_k_only(self) -> bool:
@@ -200,6 +203,14 @@ def resolve_checkpointing(
     step_triggered = any(n > 0 for n in every("every_n_train_steps"))
     time_triggered = any(interval is not None for interval in every("train_time_interval"))
     saves_last = any(every("save_last"))
+    if step_triggered and model.manual_optimization and "saved_models" in model.attributes_read:
+        message = refusal(
+            f"ModelCheckpoint(every_n_train_steps) with {spec.model.class_path}, which keeps `self.saved_models`",
+            "under manual optimization Lightning's ModelCheckpoint saves the weights it finds there (in"
+            " `self.layer`) instead of the module's",
+            "name the attribute otherwise, or save by epoch",
+        )
+        problems.append(Problem("trainer.callbacks (ModelCheckpoint)", message, given[0].line))
     saves_on_exception = any(every("save_on_exception"))
     monitors = any(m is not None for m in every("monitor"))
     # after a validation it notes that one ran (which a missing metric's error needs), or saves there
@@ -330,6 +341,7 @@ def resolve_checkpointing(
         stopping_on_epoch_end=t.val_check_interval == 1.0 and t.check_val_every_n_epoch == 1,
         stopping_off=bool(t.fast_dev_run),
         stopping_subclassed=any(cb.stopping for cb in user),
+        manual_steps=bool(model.manual_optimization) and (step_triggered or time_triggered),
     )
 
 

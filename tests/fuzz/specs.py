@@ -136,7 +136,7 @@ def stochastic_weight_averaging(draw: st.DrawFn) -> dict[str, Any]:
 
 
 @st.composite
-def early_stopping(draw: st.DrawFn, model: Model) -> dict[str, Any]:
+def early_stopping(draw: st.DrawFn, model: Model, subclass: bool = True) -> dict[str, Any]:
     args: dict[str, Any] = {"monitor": draw(monitor(model)), "patience": draw(mostly(3, 0, 1))}
     for name, values in {
         "mode": ("max",),
@@ -149,6 +149,8 @@ def early_stopping(draw: st.DrawFn, model: Model) -> dict[str, Any]:
     }.items():
         if draw(st.integers(0, 3)) == 0:
             args[name] = draw(st.sampled_from(values))
+    if subclass and draw(st.integers(0, 2)) == 0:  # a project's subclass of it, on the script's base class
+        return {"class_path": f"{ZOO}.WarmupStopping", "init_args": {**args, "warmup": draw(st.integers(1, 2))}}
     return {"class_path": "pytorch_lightning.callbacks.EarlyStopping", "init_args": args}
 
 
@@ -260,6 +262,8 @@ def draw_2x(draw: st.DrawFn) -> Draw:
         callbacks.append(draw(lr_monitor()))
     if draw(st.integers(0, 4)) == 0:
         callbacks.append(draw(stochastic_weight_averaging()))
+    if trainer["enable_progress_bar"] and draw(st.integers(0, 2)) == 0:  # a project's TQDMProgressBar subclass
+        callbacks.append({"class_path": f"{ZOO}.CompactBar", "init_args": {"refresh_rate": draw(mostly(1, 3))}})
     if any(entry["class_path"].endswith("ModelCheckpoint") for entry in callbacks):
         trainer["enable_checkpointing"] = True
     if callbacks:
@@ -301,7 +305,7 @@ def draw_195(draw: st.DrawFn) -> Draw:
     if draw(st.integers(0, 4)) > 0:
         callbacks.append({"class_path": f"{ZOO}.Probe195"})
     if draw(st.integers(0, 4)) == 0:
-        callbacks.append(draw(early_stopping(model)))
+        callbacks.append(draw(early_stopping(model, subclass=False)))
     if callbacks:
         trainer["callbacks"] = callbacks
     spec: dict[str, Any] = {"seed_everything": draw(st.sampled_from((42, 7))), "model": draw(model_entry(model))}

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import pytorch_lightning as pl
 import torch
+from pytorch_lightning.callbacks import EarlyStopping, TQDMProgressBar
 from torch import nn
 from torch.nn import functional as F
 from torch.utils.data import DataLoader, TensorDataset, random_split
@@ -443,6 +444,39 @@ class Probe(pl.Callback):
             "optimizer_steps": self.optimizer_steps,
             "final": self.final,
         }
+
+
+class WarmupStopping(EarlyStopping):
+    """Early stopping as research code subclasses it: no check in the first `warmup` epochs, whichever hook the
+    base checks at; the warmup kept in the callback's state beside the base's."""
+
+    def __init__(self, warmup: int = 1, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.warmup = warmup
+
+    def on_train_epoch_end(self, trainer, pl_module):
+        if trainer.current_epoch >= self.warmup:
+            super().on_train_epoch_end(trainer, pl_module)
+
+    def on_validation_end(self, trainer, pl_module):
+        if trainer.current_epoch >= self.warmup:
+            super().on_validation_end(trainer, pl_module)
+
+    def state_dict(self):
+        return {**super().state_dict(), "warmup": self.warmup}
+
+    def load_state_dict(self, state_dict):
+        super().load_state_dict(state_dict)
+        self.warmup = state_dict.get("warmup", self.warmup)
+
+
+class CompactBar(TQDMProgressBar):
+    """Lightning's bar without the logger's version, as projects commonly trim it."""
+
+    def get_metrics(self, trainer, pl_module):
+        items = super().get_metrics(trainer, pl_module)
+        items.pop("v_num", None)
+        return items
 
 
 class Probe195(Probe):

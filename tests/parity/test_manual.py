@@ -68,6 +68,20 @@ CASES = [
         enable_checkpointing=True,
         callbacks=[model_checkpoint(save_last=True, every_n_train_steps=2, save_top_k=-1)],
     ),
+    # every n steps under manual optimization, Lightning's rules of its own: no save at step 0 (its skip comes
+    # before the missing metric's deferral), none waiting for a fresher metric (found by the fuzzer)
+    manual_case(
+        "manual_checkpoint_every_n_steps_skips_step_0",
+        "ManualAccumulateClip",
+        max_epochs=3,
+        enable_checkpointing=True,
+        check_val_every_n_epoch=2,
+        val_check_interval=3,
+        callbacks=[
+            model_checkpoint(monitor="train_loss_epoch", every_n_train_steps=5, save_on_train_epoch_end=False),
+            model_checkpoint(monitor="train_loss_step", mode="max", save_top_k=1, dirpath="by_loss"),
+        ],
+    ),
     manual_case("manual_tbptt", "ManualTBPTT", max_epochs=2, val_check_interval=3),
     # configure_gradient_clipping (automatic optimization), with and without the Trainer's clipping flags
     manual_case(
