@@ -256,3 +256,49 @@ def test_training_epoch_end_sees_only_steps_with_a_loss(tmp_path, monkeypatch):
 def test_plain_module_reads_the_loop_counters(tmp_path, monkeypatch):
     printed = trained_attributes(tmp_path, monkeypatch, "counters.ReadsCounters", 2, "m.seen")
     assert printed == "[(0, 0), (0, 1), (0, 2), (1, 3), (1, 4)]"
+
+
+TRAIN_ONLY = '''
+import pytorch_lightning as pl
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+
+class TrainOnly(pl.LightningModule):
+    """Two training batches an epoch, and no validation at all."""
+
+    def __init__(self):
+        super().__init__()
+        self.layer = torch.nn.Linear(2, 1)
+
+    def train_dataloader(self):
+        return DataLoader(TensorDataset(torch.ones(8, 2), torch.ones(8, 1)), batch_size=4)
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        return torch.nn.functional.mse_loss(self.layer(x), y)
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.1)
+'''
+
+
+@pytest.mark.parametrize("limit_val_batches", [1.0, 0])
+def test_an_interval_beyond_the_epoch_is_checked_as_lightning_checks_it(tmp_path, limit_val_batches) -> None:
+    """Lightning 2.x checks an int val_check_interval against the epoch's batches as the training data loads,
+    even without validation, unless limit_val_batches is 0: the script raises where Lightning's Trainer raises,
+    with its message, and trains where it trains."""
+    from tests.helpers import run_parity_side
+
+    (tmp_path / "trainonly.py").write_text(TRAIN_ONLY)
+    trainer = {"max_epochs": 1, "val_check_interval": 3, "limit_val_batches": limit_val_batches}
+    spec = {"seed_everything": 0, "model": {"class_path": "trainonly.TrainOnly"}, "trainer": trainer}
+    sides = {
+        side: run_parity_side(side, spec, tmp_path / side, env_with_root(tmp_path)) for side in ("lightning", "loopgen")
+    }
+    message = "`val_check_interval` (3) must be less than or equal to the number of the training batches (2)."
+    for side, result in sides.items():
+        if limit_val_batches:
+            assert result.returncode != 0 and message in result.stderr, (side, result.stderr[-2000:])
+        else:
+            assert result.returncode == 0, (side, result.stderr[-2000:])

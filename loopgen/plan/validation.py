@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from loopgen.errors import Problem
 from loopgen.plan.bounds import Bounds
-from loopgen.plan.common import flag_problem, follows_1_9_5, takes_dataloader_idx, takes_two
+from loopgen.plan.common import batch_limits, flag_problem, follows_1_9_5, takes_dataloader_idx, takes_two
 from loopgen.plan.data import Data
 from loopgen.plan.hooks import UserCode
 from loopgen.source.facts import ClassFacts
@@ -25,7 +25,9 @@ class Validation:
     interval_fraction: float | None  # a float val_check_interval other than 1.0
     computes_check_batch: bool  # val_check_batch from the fraction and the batch count
     across_epochs: bool  # check_val_every_n_epoch null: the interval counts batches across epochs
-    checks_interval: bool  # an int interval must not exceed the epoch's batches
+    # an int val_check_interval that must not exceed the epoch's batches: Lightning checks it as the training data
+    # loads, with validation or without (2.x: unless limit_val_batches is 0; 1.9.5: always)
+    checked_interval: int | None
     checks_interval_seed: bool  # ... and the error is worded as Lightning 1.9.5's
     every_n_epochs: int | None
     skips_epochs: bool  # check_val_every_n_epoch > 1
@@ -63,6 +65,7 @@ def resolve_validation(
         interval, every, sanity_steps = 1.0, 1, 0
     sanity = enabled and sanity_steps != 0
     batches = interval if isinstance(interval, int) else None
+    limit_val = batch_limits(spec)[1]
     fraction = float(interval) if batches is None else None
     validates_epoch_0 = every in (None, 1)
     output_used = (
@@ -83,7 +86,9 @@ def resolve_validation(
         interval_fraction=fraction if enabled and fraction != 1.0 else None,
         computes_check_batch=enabled and fraction is not None and fraction != 1.0,
         across_epochs=enabled and every is None,
-        checks_interval=enabled and batches is not None and every is not None,
+        checked_interval=(
+            batches if batches is not None and every is not None and (seed_loop or limit_val > 0) else None
+        ),
         checks_interval_seed=seed_loop,
         every_n_epochs=every if enabled else None,
         skips_epochs=enabled and every not in (None, 1),
