@@ -280,19 +280,39 @@ class TrainOnly(pl.LightningModule):
 
     def configure_optimizers(self):
         return torch.optim.SGD(self.parameters(), lr=0.1)
+
+
+class Estimating(TrainOnly):
+    """Validates on two batches; reads trainer.estimated_stepping_batches in configure_optimizers, which loads
+    the training data before the sanity check."""
+
+    def val_dataloader(self):
+        return DataLoader(TensorDataset(torch.ones(8, 2), torch.ones(8, 1)), batch_size=4)
+
+    def validation_step(self, batch, batch_idx):
+        pass
+
+    def configure_optimizers(self):
+        print("estimate", self.trainer.estimated_stepping_batches)
+        return super().configure_optimizers()
 '''
 
 
-@pytest.mark.parametrize("limit_val_batches", [1.0, 0])
-def test_an_interval_beyond_the_epoch_is_checked_as_lightning_checks_it(tmp_path, limit_val_batches) -> None:
+@pytest.mark.parametrize(
+    ("model", "limit_val_batches"),
+    [("TrainOnly", 1.0), ("TrainOnly", 0), ("Estimating", 0.25)],
+    ids=["no_validation", "limit_val_0", "estimate_before_the_sanity_check"],
+)
+def test_an_interval_beyond_the_epoch_is_checked_as_lightning_checks_it(tmp_path, model, limit_val_batches) -> None:
     """Lightning 2.x checks an int val_check_interval against the epoch's batches as the training data loads,
-    even without validation, unless limit_val_batches is 0: the script raises where Lightning's Trainer raises,
-    with its message, and trains where it trains."""
+    even without validation, unless limit_val_batches is 0, and before the sanity check (whose 0.25 of two val
+    batches it would refuse) where configure_optimizers reads the estimate: the script raises where Lightning's
+    Trainer raises, with its message, and trains where it trains."""
     from tests.helpers import run_parity_side
 
     (tmp_path / "trainonly.py").write_text(TRAIN_ONLY)
     trainer = {"max_epochs": 1, "val_check_interval": 3, "limit_val_batches": limit_val_batches}
-    spec = {"seed_everything": 0, "model": {"class_path": "trainonly.TrainOnly"}, "trainer": trainer}
+    spec = {"seed_everything": 0, "model": {"class_path": f"trainonly.{model}"}, "trainer": trainer}
     sides = {
         side: run_parity_side(side, spec, tmp_path / side, env_with_root(tmp_path)) for side in ("lightning", "loopgen")
     }
