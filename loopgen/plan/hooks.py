@@ -371,8 +371,8 @@ def check_callbacks(
 ) -> None:
     """A user's callback that subclasses another of Lightning's callbacks (ModelCheckpoint, the progress bars,
     ...): the script would run the subclass's own methods only, never the base's behaviour (nothing saved), so it
-    is refused. BaseFinetuning and EarlyStopping subclasses are served as Lightning 2.x's, where their base's
-    hooks run."""
+    is refused. BaseFinetuning, EarlyStopping and TQDMProgressBar subclasses are served as Lightning 2.x's, where
+    their base's hooks run (the last two on a base class the script writes out)."""
     averaging = [ref for ref in spec.trainer.callbacks if ref.name in AVERAGING and builtin_callback(ref)]
     once_in_2x(
         spec,
@@ -402,13 +402,14 @@ def check_callbacks(
             problems.append(Problem("trainer.callbacks", message, ref.line))
         elif facts is not None and finetuning(facts):
             check_finetuning(spec, model, ref, facts, problems)
+        base = written_base(facts) if facts is not None else None
         cases = (
             (
-                facts is not None and written_base(facts) is not None and follows_1_9_5(spec, model),
-                f"{ref.class_path} (a subclass of {facts and written_base(facts)}) in a spec that follows Lightning 1.9.5",
+                base is not None and follows_1_9_5(spec, model),
+                f"{ref.class_path} (a subclass of {base}) in a spec that follows Lightning 1.9.5",
                 (
-                    f"the script's base class under it is Lightning 2.x's {facts and written_base(facts)} (1.9.5's"
-                    " EarlyStopping keeps no stopping reason, its TQDMProgressBar has a main_progress_bar)"
+                    f"the script's base class under it is Lightning 2.x's {base} (1.9.5's EarlyStopping keeps no"
+                    " stopping reason, its TQDMProgressBar has a main_progress_bar)"
                 ),
                 "follow Lightning 2.x",
             ),
