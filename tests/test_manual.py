@@ -277,3 +277,34 @@ def test_every_n_steps_with_a_modules_saved_models_is_refused(tmp_path: Path) ->
     )
     assert "keeps `self.saved_models` is not supported by loopgen" in refusal(tmp_path, source, spec)
     assert "def main" in render(tmp_path, source, "trainer: {max_epochs: 1}\n")  # saving by epoch is served
+
+
+def test_a_time_interval_saves_in_no_batch_of_manual_optimization(tmp_path: Path) -> None:
+    """Lightning 2.6.6's ModelCheckpoint.on_train_batch_end counts steps only under manual optimization: a
+    train_time_interval never saves there, so the script's ModelCheckpoint has no batch hook at all."""
+    spec = "trainer:\n  max_epochs: 1\n  callbacks: [{class_path: ModelCheckpoint, init_args: {train_time_interval: '0:00:01'}}]\n"
+    text = render(tmp_path, GAN, spec)
+    assert "model_checkpoint.on_train_batch_end" not in text
+    automatic = render(tmp_path, AUTOMATIC_ONE, spec)
+    assert "model_checkpoint.on_train_batch_end" in automatic
+
+
+AUTOMATIC_ONE = """
+import pytorch_lightning as pl
+import torch
+
+
+class Gan(pl.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.g = torch.nn.Linear(2, 1)
+
+    def train_dataloader(self):
+        return [torch.ones(4, 2)]
+
+    def training_step(self, batch, batch_idx):
+        return self.g(batch).sum()
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.1)
+"""

@@ -92,7 +92,8 @@ class Checkpointing:
     stopping_off: bool = False
     stopping_subclassed: bool = False  # the spec has such a subclass
     # under manual optimization Lightning 2.6.6's ModelCheckpoint.on_train_batch_end has rules of its own: every
-    # n steps only (no time interval), its skips before the metric's, no waiting for a fresher metric
+    # n steps only (no time interval), its skips before the metric's, no waiting for a fresher metric (some
+    # ModelCheckpoint saves every n steps)
     manual_steps: bool = False
 
     @property
@@ -202,6 +203,9 @@ def resolve_checkpointing(
     stopping_varying = tuple(key for key in STOPPING_ARGS if key not in stopping_shared)
     step_triggered = any(n > 0 for n in every("every_n_train_steps"))
     time_triggered = any(interval is not None for interval in every("train_time_interval"))
+    # a ModelCheckpoint may save in a batch: every n steps, or after a time interval (never under manual
+    # optimization, whose rules in Lightning 2.6.6 count steps only)
+    batch_saves = step_triggered or (time_triggered and not model.manual_optimization)
     saves_last = any(every("save_last"))
     if step_triggered and model.manual_optimization and "saved_models" in model.attributes_read:
         message = refusal(
@@ -220,7 +224,7 @@ def resolve_checkpointing(
         ("on_validation_end", validation.enabled),
         ("on_train_end", saves_last),
         ("on_train_start", time_triggered),
-        ("on_train_batch_end", step_triggered or time_triggered),
+        ("on_train_batch_end", batch_saves),
         ("on_exception", saves_on_exception),
     ):
         if used:
@@ -261,7 +265,7 @@ def resolve_checkpointing(
         )
         if used
     ]
-    mid_batch = step_triggered or time_triggered  # a file decided in a batch or after a validation is written
+    mid_batch = batch_saves  # a file decided in a batch or after a validation is written
     after_validation = validation.enabled and not all(every("save_on_train_epoch_end"))  # at its end
     weights_at_decision = saves and _may_change_weights(user, mid_batch, after_validation)
     user = [cb for cb in user.callbacks if cb.kind == "user"]
@@ -318,7 +322,7 @@ def resolve_checkpointing(
                 ("verbose", lambda a: a["verbose"]),
             )
         },
-        step_triggered=step_triggered or time_triggered,
+        step_triggered=batch_saves,
         time_triggered=time_triggered,
         defers=monitors and step_triggered and validation.enabled and not all(every("save_on_train_epoch_end")),
         saves_last=saves_last,
@@ -341,7 +345,7 @@ def resolve_checkpointing(
         stopping_on_epoch_end=t.val_check_interval == 1.0 and t.check_val_every_n_epoch == 1,
         stopping_off=bool(t.fast_dev_run),
         stopping_subclassed=any(cb.stopping for cb in user),
-        manual_steps=bool(model.manual_optimization) and (step_triggered or time_triggered),
+        manual_steps=bool(model.manual_optimization) and step_triggered,
     )
 
 
