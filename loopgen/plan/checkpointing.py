@@ -8,7 +8,12 @@ from typing import Any
 
 from loopgen.errors import Problem
 from loopgen.plan.bounds import Bounds
-from loopgen.plan.common import NUMBERED_LOGGERS, early_stopping_on_epoch_end, flag_problem
+from loopgen.plan.common import (
+    NUMBERED_LOGGERS,
+    early_stopping_default_on_epoch_end,
+    early_stopping_on_epoch_end,
+    flag_problem,
+)
 from loopgen.plan.distributed import engine_kind
 from loopgen.plan.hooks import UserCode
 from loopgen.plan.loggers import Logging
@@ -86,7 +91,7 @@ class Checkpointing:
     stopping_varying: tuple[str, ...]
     stopping_state_key: str | None  # Lightning's key of the one EarlyStopping's state (None: each makes its own)
     stopping_min_delta: float | None  # the shared min_delta, signed for the comparison as Lightning signs it
-    # for the user's EarlyStopping subclasses (their base, templates/stopping.j2, decides at run time): where one
+    # for the user's EarlyStopping subclasses (their base, templates/subclassed.j2, decides at run time): where one
     # given check_on_train_epoch_end=None checks (EarlyStopping.setup's rule), and fast_dev_run, where none checks
     stopping_on_epoch_end: bool = False
     stopping_off: bool = False
@@ -342,7 +347,7 @@ def resolve_checkpointing(
         stopping_varying=stopping_varying,
         stopping_state_key=_stopping_state_key(stopping_shared) if len(early_stopping) == 1 else None,
         stopping_min_delta=_signed_min_delta(stopping_shared),
-        stopping_on_epoch_end=t.val_check_interval == 1.0 and t.check_val_every_n_epoch == 1,
+        stopping_on_epoch_end=early_stopping_default_on_epoch_end(spec),
         stopping_off=bool(t.fast_dev_run),
         stopping_subclassed=any(cb.stopping for cb in user),
         manual_steps=bool(model.manual_optimization) and step_triggered,

@@ -65,9 +65,15 @@ def early_stopping_on_epoch_end(ref: ClassRef, spec: Spec) -> bool:
     """check_on_train_epoch_end, resolved as Lightning's EarlyStopping.setup does."""
     on_epoch_end = ref.init_args["check_on_train_epoch_end"]
     if on_epoch_end is None:
-        t = spec.trainer
-        on_epoch_end = t.val_check_interval == 1.0 and t.check_val_every_n_epoch == 1
+        on_epoch_end = early_stopping_default_on_epoch_end(spec)
     return bool(on_epoch_end)
+
+
+def early_stopping_default_on_epoch_end(spec: Spec) -> bool:
+    """Where an EarlyStopping given check_on_train_epoch_end=None checks (its setup's rule): at the training
+    epoch's end when validation runs once an epoch, at its end."""
+    t = spec.trainer
+    return t.val_check_interval == 1.0 and t.check_val_every_n_epoch == 1
 
 
 NUMBERED_LOGGERS = ("CSVLogger", "TensorBoardLogger")  # their runs are directories version_N
