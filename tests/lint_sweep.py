@@ -131,6 +131,7 @@ QUICK = (
     "horovod:early_stopping",
     "case:early_stop_subclass_own_rule_on_validation_end",
     "case:tqdm_subclass_totals_and_metrics",
+    "case:rich_subclass_totals_and_metrics",
     "manual:manual_checkpoint_every_n_steps_skips_step_0",
     "text:tpu_files",
     "text:manual_profiler",

@@ -1,7 +1,7 @@
 """A user's callback that subclasses one of Lightning's callbacks: Callback, BasePredictionWriter (whose write_on_*
-the script calls as Lightning does), BaseFinetuning (whose own hooks the script calls on the subclass) and
-EarlyStopping (which runs on the script's EarlyStoppingBase) are served; a subclass of any other (ModelCheckpoint,
-...) is refused at render time, at its entry, since the script would run only the subclass's own methods, never
+the script calls as Lightning does), BaseFinetuning (whose own hooks the script calls on the subclass), EarlyStopping,
+TQDMProgressBar and RichProgressBar (which run on the script's <class>Base) are served; a subclass of any other
+(ModelCheckpoint, LearningRateMonitor) is refused at render time, at its entry, since the script would run only the subclass's own methods, never
 the base's behaviour. A BaseFinetuning subclass trains as under Lightning (tests/parity/test_parity.py,
 finetuning_*; tests/test_finetuning.py, resumed), an EarlyStopping subclass too (early_stop_subclass_*)."""
 
@@ -23,7 +23,7 @@ from tests.helpers import render, write_spec
 CALLBACKS = '''
 import pytorch_lightning as pl
 from lightning.pytorch.callbacks import ModelCheckpoint as Checkpoint
-from pytorch_lightning.callbacks import BaseFinetuning, BasePredictionWriter
+from pytorch_lightning.callbacks import BaseFinetuning, BasePredictionWriter, LearningRateMonitor
 
 
 class Freeze(BaseFinetuning):
@@ -38,6 +38,10 @@ class Freeze(BaseFinetuning):
 class KeepsBest(Checkpoint):
     def on_train_epoch_end(self, trainer, pl_module):
         print("epoch", trainer.current_epoch)
+
+
+class Rates(LearningRateMonitor):
+    pass
 
 
 class Project(Freeze):
@@ -78,7 +82,9 @@ class Bar(TQDMProgressBar):
 
 
 class Rich(RichProgressBar):
-    pass
+    def on_train_start(self, trainer, pl_module):
+        super().on_train_start(trainer, pl_module)
+        print("rich", trainer.progress_bar_callback is self, self.refresh_rate, self.is_enabled)
 
 
 class Patient(EarlyStopping):
@@ -128,7 +134,7 @@ def spec(tmp_path: Path, callback: str) -> dict:
     }
 
 
-@pytest.mark.parametrize(("callback", "base"), [("KeepsBest", "ModelCheckpoint")])
+@pytest.mark.parametrize(("callback", "base"), [("KeepsBest", "ModelCheckpoint"), ("Rates", "LearningRateMonitor")])
 def test_a_subclass_of_a_lightning_callback_is_refused_at_its_entry(tmp_path: Path, callback: str, base: str) -> None:
     with pytest.raises(LoopgenError) as excinfo:
         render(spec(tmp_path, f"cbproj.callbacks.{callback}"), tmp_path)
@@ -198,6 +204,7 @@ def test_an_early_stopping_subclass_runs_on_the_scripts_base(tmp_path: Path) -> 
 @pytest.mark.parametrize(("entry", "base", "lightning"), [
     ("Patient", "EarlyStoppingBase", ["EarlyStopping"]),
     ("Bar", "TQDMProgressBarBase", ["TQDMProgressBar", "ProgressBar"]),
+    ("Rich", "RichProgressBarBase", ["RichProgressBar", "ProgressBar"]),
 ])  # fmt: skip
 def test_the_scripts_base_has_every_method_of_lightnings(
     tmp_path: Path, entry: str, base: str, lightning: list[str]
@@ -229,18 +236,27 @@ def test_an_early_stopping_subclass_in_a_1_9_5_spec_is_refused(tmp_path: Path) -
         render(stopping_spec(tmp_path, track_grad_norm=2), tmp_path)
 
 
-def test_a_tqdm_subclass_is_the_trainers_bar(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("entry", "base", "printed", "drawn"),
+    [
+        ("Bar", "TQDMProgressBarBase", "bar True 3\n", "Epoch 0: 100%|"),
+        ("Rich", "RichProgressBarBase", "rich True 3 True\n", "Epoch 0/0"),
+    ],
+)
+def test_a_bar_subclass_is_the_trainers_bar(tmp_path: Path, entry: str, base: str, printed: str, drawn: str) -> None:
     case = stopping_spec(tmp_path, max_epochs=1)
-    case["trainer"]["callbacks"] = [{"class_path": "cbproj.stopping.Bar", "init_args": {"refresh_rate": 3}}]
+    case["trainer"]["callbacks"] = [{"class_path": f"cbproj.stopping.{entry}", "init_args": {"refresh_rate": 3}}]
     text = render(case, tmp_path)
-    assert "\nclass Bar(Bar, TQDMProgressBarBase):\n" in text
-    assert "class TQDMProgressBar:" not in text and "class ProgressBar:" not in text  # the script draws no bar
+    assert f"\nclass {entry}({entry}, {base}):\n" in text
+    # the script draws no bar of its own
+    assert "class TQDMProgressBar:" not in text and "class RichProgressBar:" not in text
+    assert "class ProgressBar:" not in text
     script = tmp_path / "train.py"
     script.write_text(text)
     run = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]
-    assert "bar True 3\n" in run.stdout
-    assert "Epoch 0: 100%|" in run.stdout
+    assert printed in run.stdout
+    assert drawn in run.stdout
 
 
 @pytest.mark.parametrize(
@@ -249,10 +265,12 @@ def test_a_tqdm_subclass_is_the_trainers_bar(tmp_path: Path) -> None:
         (["cbproj.stopping.Bar", "TQDMProgressBar"], {}, "TQDMProgressBar: a second progress bar"),
         (["cbproj.stopping.Bar"], {"enable_progress_bar": False}, "is false, but the callbacks have a Bar"),
         (["cbproj.stopping.Bar"], {"track_grad_norm": 2}, "(a subclass of TQDMProgressBar) in a spec that follows"),
-        (["cbproj.stopping.Rich"], {}, "subclasses Lightning's RichProgressBar, whose own behaviour the script does"),
+        (["cbproj.stopping.Rich", "cbproj.stopping.Bar"], {}, "Bar: a second progress bar"),
+        (["RichProgressBar", "cbproj.stopping.Rich"], {}, "Rich: a second progress bar"),
+        (["cbproj.stopping.Rich"], {"track_grad_norm": 2}, "(a subclass of RichProgressBar) in a spec that follows"),
     ],
 )
-def test_what_a_tqdm_subclass_cannot_serve_is_refused(
+def test_what_a_bar_subclass_cannot_serve_is_refused(
     tmp_path: Path, callbacks: list[str], trainer: dict, message: str
 ) -> None:
     case = stopping_spec(tmp_path, **trainer)

@@ -32,7 +32,9 @@ pytestmark = pytest.mark.slow
 MODEL = '''
 import pytorch_lightning as pl
 import torch
-from pytorch_lightning.callbacks import TQDMProgressBar
+from pytorch_lightning.callbacks import RichProgressBar, TQDMProgressBar
+from pytorch_lightning.callbacks.progress.rich_progress import RichProgressBarTheme
+from rich.progress import TextColumn
 from torch.utils.data import DataLoader, TensorDataset
 
 
@@ -47,6 +49,21 @@ class Quiet(TQDMProgressBar):
     def on_train_epoch_start(self, trainer, *_):
         super().on_train_epoch_start(trainer)
         self.train_progress_bar.set_description(f"Fitting {trainer.current_epoch + 1}/{trainer.max_epochs}")
+
+
+class Styled(RichProgressBar):
+    """Lightning's rich bar with a column of its own after the bar, the metrics to 2 places and set apart, no
+    v_num."""
+
+    def __init__(self):
+        super().__init__(theme=RichProgressBarTheme(metrics_format=".2f", metrics_text_delimiter=" | "))
+
+    def configure_columns(self, trainer):
+        columns = super().configure_columns(trainer)
+        return [*columns[:2], TextColumn(f"of {trainer.max_epochs}"), *columns[2:]]
+
+    def get_metrics(self, trainer, pl_module):
+        return {name: value for name, value in super().get_metrics(trainer, pl_module).items() if name != "v_num"}
 
 
 class Shown(pl.LightningModule):
@@ -311,8 +328,19 @@ QUIET_EVERY_2 = {"class_path": "barproj.models.Quiet", "init_args": {"refresh_ra
         ("test", TQDM_EVERY_2),
         ("predict", TQDM_EVERY_2),
         ("validate", QUIET_EVERY_2),
+        ("test", QUIET_EVERY_2),
+        ("predict", QUIET_EVERY_2),
     ],
-    ids=["test", "validate", "predict", "test_tqdm", "predict_tqdm", "validate_subclass"],
+    ids=[
+        "test",
+        "validate",
+        "predict",
+        "test_tqdm",
+        "predict_tqdm",
+        "validate_subclass",
+        "test_subclass",
+        "predict_subclass",
+    ],
 )
 def test_an_evaluation_bar_shows_what_lightnings_shows(project, command, bar):
     """validate, test and predict: one bar per loader, "Testing DataLoader N" / "Validation DataLoader 0" /
@@ -375,15 +403,28 @@ def test_rich_when_the_spec_names_richprogressbar(project):
     bar = {"class_path": "RichProgressBar"}
     ours = ANSI.sub("", run_script(project, spec_of(callbacks=[bar], max_epochs=2), "ours_rich", terminal=True))
     lightning = ANSI.sub("", run_lightning(project, spec_of(callbacks=[bar], max_epochs=2), "lightning_rich"))
-
-    def last_epoch_line(output: str) -> list[str]:
-        line = [line for line in re.split(r"[\r\n]", output) if line.startswith("Epoch 1/1")][-1]
-        words = line.split()
-        return [word for word in words if not re.fullmatch(r"[━╺╸]+|[\d:]+|•|[\d.]+it/s", word)]
-
-    ours_words = last_epoch_line(ours)
-    assert ours_words == last_epoch_line(lightning)
+    ours_words = last_epoch_words(ours)
+    assert ours_words == last_epoch_words(lightning)
     assert ours_words[:2] == ["Epoch", "1/1"] and "10/10" in ours_words and "v_num:" in ours_words
+
+
+def test_a_subclass_of_richprogressbar_draws_as_under_lightning(project):
+    """A user's RichProgressBar subclass draws on the script's base class: its column, its theme's format and its
+    metrics beside the epoch's task, as Lightning's Trainer draws them with the same class."""
+    spec = spec_of(callbacks=["barproj.models.Styled"], max_epochs=2)
+    ours = ANSI.sub("", run_script(project, spec, "ours_styled", terminal=True))
+    lightning = ANSI.sub("", run_lightning(project, spec, "lightning_styled"))
+    assert last_epoch_words(ours) == last_epoch_words(lightning)
+    words = last_epoch_words(ours)
+    assert words[:4] == ["Epoch", "1/1", "of", "10/10"] and " of 2 " in ours  # its column, after the bar
+    assert "|" in words  # its delimiter
+    assert "v_num:" not in words and re.fullmatch(r"-?\d+\.\d\d", words[words.index("loss_step:") + 1])
+
+
+def last_epoch_words(output: str) -> list[str]:
+    """The last frame of the last epoch's rich task, less the bar, the times and the speed."""
+    line = [line for line in re.split(r"[\r\n]", output) if line.startswith("Epoch 1/1")][-1]
+    return [word for word in line.split() if not re.fullmatch(r"[━╺╸]+|[\d:]+|•|[\d.]+it/s", word)]
 
 
 @pytest.mark.parametrize("bar", ["own", "TQDMProgressBar"])
@@ -418,12 +459,14 @@ def test_rich_stops_its_display_when_fit_raises(project):
     assert "3/10" in ANSI.sub("", output) and "ValueError" not in output
 
 
-def test_rich_evaluation_bar_and_table_as_lightnings(project):
-    """test with a RichProgressBar on a terminal: the last loader's task, "Testing", and rich's results table
-    drawn as Lightning draws them."""
-    spec = {**spec_of(max_epochs=1, callbacks=["RichProgressBar"]), "model": "barproj.models.Tested"}
-    ours = ANSI.sub("", run_script(project, spec, "ours_test_rich", terminal=True, args=["test"]))
-    directory = project / "lightning_test_rich"
+@pytest.mark.parametrize("bar", ["RichProgressBar", "barproj.models.Styled"])
+def test_rich_evaluation_bar_and_table_as_lightnings(project, bar):
+    """test with a RichProgressBar (or a subclass) on a terminal: the last loader's task, "Testing", and rich's
+    results table drawn as Lightning draws them."""
+    spec = {**spec_of(max_epochs=1, callbacks=[bar]), "model": "barproj.models.Tested"}
+    name = bar.rsplit(".", 1)[-1]
+    ours = ANSI.sub("", run_script(project, spec, f"ours_test_{name}", terminal=True, args=["test"]))
+    directory = project / f"lightning_test_{name}"
     directory.mkdir(exist_ok=True)
     spec_file = write_spec(directory, spec)
     code = (
@@ -443,7 +486,7 @@ def test_rich_evaluation_bar_and_table_as_lightnings(project):
 
     assert shown(ours) == shown(lightning)
     task, table = shown(ours)
-    assert task == ["Testing", "2/2"] and "Test metric" in table[1] and "DataLoader 1" in table[1]
+    assert task[0] == "Testing" and "2/2" in task and "Test metric" in table[1] and "DataLoader 1" in table[1]
 
 
 def test_scripts_import_a_bar_package_only_when_the_spec_names_its_bar(project):

@@ -132,8 +132,8 @@ class Evaluation:
     # strategy dp: each step runs through the DataParallel wrapper (dp_model) on every GPU's slice of the batch,
     # the outputs gathered (Lightning 1.9.5's DataParallelStrategy runs its evaluation steps as its training steps)
     data_parallel: bool = False
-    # the results table is rich's, as Lightning prints it when rich is installed (the spec's RichProgressBar brings
-    # rich; else the plain-text table)
+    # the results table is rich's, as Lightning prints it when rich is installed (the spec's RichProgressBar, or a
+    # subclass of it, brings rich; else the plain-text table)
     rich_table: bool = False
     # the constants of the limits the stages read that fit does not define (name, value)
     limit_constants: tuple[tuple[str, int | float], ...] = ()
@@ -265,7 +265,7 @@ def resolve_evaluation(
         shards=bool(served) and distributed.replaces_samplers,
         unrepeated=distributed.replaces_samplers and any(stage.command == "predict" for stage in served),
         rank_zero_gates=bool(served) and distributed.rank_zero_gates,
-        rich_table=progress.kind == "rich" and any(stage.returns_metrics for stage in served),
+        rich_table=progress.rich and any(stage.returns_metrics for stage in served),
         feeds_device=bool(served) and distributed.xla and distributed.several_processes,
         data_parallel=bool(served) and distributed.kind == "dp",
         limit_constants=constants,

@@ -133,11 +133,11 @@ class Hooks(UserCode):
 
     @property
     def user_bar(self) -> Callback | None:
-        """The user's TQDMProgressBar subclass: the bar (trainer.progress_bar_callback)."""
+        """The user's TQDMProgressBar or RichProgressBar subclass: the bar (trainer.progress_bar_callback)."""
         return next((c for c in self.callbacks if c.bar), None)
 
     def subclasses_of(self, base: str) -> tuple[str, ...]:
-        """The class names of the user's subclasses of `base` (EarlyStopping, TQDMProgressBar)."""
+        """The class names of the user's subclasses of `base` (one of WRITTEN_BASES)."""
         return tuple(name for name, of in self.subclassed if of == base)
 
     @property
@@ -186,53 +186,60 @@ def check_model(spec: Spec, model: ClassFacts, problems: list[Problem]) -> None:
 # checkpoint (state_dict / load_state_dict). An EarlyStopping subclass runs on the script's EarlyStoppingBase
 # (templates/subclassed.j2), Lightning's class with its methods' names and signatures: it decides in setup where
 # it checks, checks at on_train_epoch_end or on_validation_end, and keeps its state in the checkpoint. A
-# TQDMProgressBar subclass runs on the script's TQDMProgressBarBase, its bars drawn at each of Lightning's hooks.
+# TQDMProgressBar or RichProgressBar subclass runs on the script's TQDMProgressBarBase or RichProgressBarBase, its
+# bars drawn at each of Lightning's hooks (rich's display also stops at teardown and when fit raises).
+PROGRESS_BAR_HOOKS = frozenset(
+    {
+        "setup",
+        "on_sanity_check_start",
+        "on_sanity_check_end",
+        "on_train_start",
+        "on_train_epoch_start",
+        "on_train_batch_end",
+        "on_train_epoch_end",
+        *(
+            f"on_{stage}_{hook}"
+            for stage in ("validation", "test", "predict")
+            for hook in ("start", "batch_start", "batch_end", "end")
+        ),
+    }
+)
 SUBCLASSED_CALLBACKS: Mapping[str, frozenset[str]] = {
     "Callback": frozenset(),
     "BasePredictionWriter": frozenset(),
     "BaseFinetuning": frozenset({"setup", "on_fit_start", "on_train_epoch_start", "state_dict", "load_state_dict"}),
     "EarlyStopping": frozenset({"setup", "on_train_epoch_end", "on_validation_end", "state_dict", "load_state_dict"}),
-    "TQDMProgressBar": frozenset(
-        {
-            "setup",
-            "on_sanity_check_start",
-            "on_sanity_check_end",
-            "on_train_start",
-            "on_train_epoch_start",
-            "on_train_batch_end",
-            "on_train_epoch_end",
-            "on_train_end",
-            *(
-                f"on_{stage}_{hook}"
-                for stage in ("validation", "test", "predict")
-                for hook in ("start", "batch_start", "batch_end", "end")
-            ),
-        }
-    ),
+    "TQDMProgressBar": PROGRESS_BAR_HOOKS | {"on_train_end"},
+    "RichProgressBar": PROGRESS_BAR_HOOKS | {"on_validation_epoch_end", "teardown", "on_exception"},
 }
-# what those hooks read from the trainer
+# what those hooks read from the trainer (a progress bar's: its base ProgressBar's totals, metrics and version)
+PROGRESS_BAR_READS = frozenset(
+    {
+        "max_epochs",
+        "max_steps",
+        "global_step",
+        "current_epoch",
+        "num_training_batches",
+        "sanity_checking",
+        "num_sanity_val_batches",
+        "num_val_batches",
+        "num_test_batches",
+        "num_predict_batches",
+        "state",
+        "is_global_zero",
+        "progress_bar_metrics",
+        "loggers",
+        "enable_validation",
+    }
+)
 BASE_TRAINER_READS: Mapping[str, frozenset[str]] = {
     "BaseFinetuning": frozenset({"optimizers", "current_epoch"}),
     "EarlyStopping": frozenset(
         {"callback_metrics", "should_stop", "current_epoch", "sanity_checking", "state", "world_size", "global_rank"}
     ),
-    "TQDMProgressBar": frozenset(
-        {
-            "max_epochs",
-            "max_steps",
-            "global_step",
-            "current_epoch",
-            "num_training_batches",
-            "sanity_checking",
-            "num_sanity_val_batches",
-            "num_val_batches",
-            "state",
-            "is_global_zero",
-            "progress_bar_metrics",
-            "loggers",
-            "enable_validation",
-        }
-    ),
+    "TQDMProgressBar": PROGRESS_BAR_READS,
+    # ... and what rich's metrics column reads as it draws
+    "RichProgressBar": PROGRESS_BAR_READS | {"training", "progress_bar_callback"},
 }
 
 
@@ -341,7 +348,8 @@ def stopping(facts: ClassFacts) -> bool:
 
 
 # Lightning's callbacks the script writes out as base classes (templates/subclassed.j2) for the user's subclasses
-WRITTEN_BASES = ("EarlyStopping", "TQDMProgressBar")
+WRITTEN_BASES = ("EarlyStopping", "TQDMProgressBar", "RichProgressBar")
+PROGRESS_BAR_BASES = ("TQDMProgressBar", "RichProgressBar")
 
 
 def written_base(facts: ClassFacts) -> str | None:
@@ -369,10 +377,10 @@ def once_in_2x(
 def check_callbacks(
     spec: Spec, model: ClassFacts, callbacks: tuple[ClassFacts | None, ...], problems: list[Problem]
 ) -> None:
-    """A user's callback that subclasses another of Lightning's callbacks (ModelCheckpoint, the progress bars,
+    """A user's callback that subclasses another of Lightning's callbacks (ModelCheckpoint, LearningRateMonitor,
     ...): the script would run the subclass's own methods only, never the base's behaviour (nothing saved), so it
-    is refused. BaseFinetuning, EarlyStopping and TQDMProgressBar subclasses are served as Lightning 2.x's, where
-    their base's hooks run (the last two on a base class the script writes out)."""
+    is refused. BaseFinetuning, EarlyStopping, TQDMProgressBar and RichProgressBar subclasses are served as
+    Lightning 2.x's, where their base's hooks run (all but the first on a base class the script writes out)."""
     averaging = [ref for ref in spec.trainer.callbacks if ref.name in AVERAGING and builtin_callback(ref)]
     once_in_2x(
         spec,
@@ -409,7 +417,8 @@ def check_callbacks(
                 f"{ref.class_path} (a subclass of {base}) in a spec that follows Lightning 1.9.5",
                 (
                     f"the script's base class under it is Lightning 2.x's {base} (1.9.5's EarlyStopping keeps no"
-                    " stopping reason, its TQDMProgressBar has a main_progress_bar)"
+                    " stopping reason, its TQDMProgressBar has a main_progress_bar, its RichProgressBar no theme of"
+                    " metrics' format)"
                 ),
                 "follow Lightning 2.x",
             ),

@@ -69,7 +69,7 @@ class Callback:
     writer: bool = False  # a subclass of Lightning's BasePredictionWriter: predict calls its write_on_* methods
     finetuning: bool = False  # a subclass of Lightning's BaseFinetuning: setup calls its freeze_before_training
     # a subclass of one of Lightning's callbacks the script writes out as a base class (templates/subclassed.j2):
-    # that class's name ("EarlyStopping", "TQDMProgressBar"); the script's <name>Base goes under the subclass
+    # that class's name ("EarlyStopping", "TQDMProgressBar", ...); the script's <name>Base goes under the subclass
     base: str | None = None
 
     @property
@@ -78,7 +78,7 @@ class Callback:
 
     @property
     def bar(self) -> bool:
-        return self.base == "TQDMProgressBar"
+        return self.base in ("TQDMProgressBar", "RichProgressBar")
 
     @property
     def keyed_at_run_time(self) -> bool:

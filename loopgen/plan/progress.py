@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from loopgen.errors import Problem
 from loopgen.plan.bounds import Bounds
 from loopgen.plan.common import flag_problem
+from loopgen.plan.hooks import PROGRESS_BAR_BASES
 from loopgen.plan.loggers import Logging
 from loopgen.plan.objects import Callback, Construct, is_lightning
 from loopgen.plan.validation import Validation
@@ -33,6 +34,9 @@ class Progress:
     validation: bool  # a validation bar
     sanity: bool  # a sanity check bar
     last_epoch: int  # rich: "Epoch N/last" (max_epochs - 1, as Lightning writes it)
+    # a user's subclass of Lightning's TQDMProgressBar or RichProgressBar is the bar: that class's name (kind None,
+    # the subclass draws itself on the script's base, templates/subclassed.j2)
+    subclassed: str | None = None
 
     @property
     def enabled(self) -> bool:
@@ -46,6 +50,12 @@ class Progress:
     @property
     def own(self) -> bool:
         return self.kind == "own"
+
+    @property
+    def rich(self) -> bool:
+        """rich draws the bar (the spec's RichProgressBar, or a subclass of it): rich is installed, and the results
+        of validate and test are rich's table, as Lightning prints them when rich is installed."""
+        return self.kind == "rich" or self.subclassed == "RichProgressBar"
 
     @property
     def postfix(self) -> bool:
@@ -76,8 +86,9 @@ def resolve_progress(
     RichProgressBar (one at most, refused with `enable_progress_bar: false`), else with enable_progress_bar
     Lightning's default TQDMProgressBar, which the script draws itself. A refresh rate of 0 shows nothing."""
     t = spec.trainer
-    # a user's TQDMProgressBar subclass is the bar (it draws itself, on the script's TQDMProgressBarBase)
-    subclassed = [ref for ref in t.callbacks if ref.class_path in {f.class_path for f in callbacks if _bar(f)}]
+    # a user's TQDMProgressBar or RichProgressBar subclass is the bar (it draws itself, on the script's base)
+    bars = {f.class_path: base for f in callbacks for base in PROGRESS_BAR_BASES if base in f.lightning_bases}
+    subclassed = [ref for ref in t.callbacks if ref.class_path in bars]
     given = [ref for ref in t.callbacks if is_progress_bar(ref) or ref in subclassed]
     if len(given) > 1:
         message = f"{given[1].name}: a second progress bar (Lightning supports one)"
@@ -127,6 +138,7 @@ def resolve_progress(
         validation=kind is not None and validation.enabled,
         sanity=kind is not None and validation.sanity,
         last_epoch=bounds.max_epochs - 1,
+        subclassed=bars[subclassed[0].class_path] if subclassed else None,
     )
 
 
@@ -150,8 +162,3 @@ def progress_callback(progress: Progress) -> Callback | None:
 
 def is_progress_bar(ref: ClassRef) -> bool:
     return any(is_lightning(ref, name) for name in PROGRESS_BARS)
-
-
-def _bar(facts: ClassFacts) -> bool:
-    """A user's subclass of Lightning's TQDMProgressBar."""
-    return "TQDMProgressBar" in facts.lightning_bases

@@ -179,8 +179,8 @@ def verify(text: str, plan: Plan) -> None:
     user |= plan.logging.kinds & {"mlflow", "wandb"}  # ... (its loggers; TensorBoard's writer is torch's)
     if plan.progress.kind in ("tqdm", "rich"):
         user.add(plan.progress.kind)  # asked for by the spec (a TQDMProgressBar or RichProgressBar callback)
-    if plan.hooks.user_bar is not None:
-        user.add("tqdm")  # ... (a subclass of TQDMProgressBar, drawn by tqdm)
+    if plan.progress.subclassed is not None:  # ... (a subclass of TQDMProgressBar or RichProgressBar)
+        user.add("tqdm" if plan.progress.subclassed == "TQDMProgressBar" else "rich")
     if plan.summary.rich:
         user.add("rich")  # ... (a RichModelSummary callback)
     if plan.logging.device_stats is not None and plan.logging.device_stats.psutil:

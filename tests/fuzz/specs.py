@@ -262,8 +262,11 @@ def draw_2x(draw: st.DrawFn) -> Draw:
         callbacks.append(draw(lr_monitor()))
     if draw(st.integers(0, 4)) == 0:
         callbacks.append(draw(stochastic_weight_averaging()))
-    if trainer["enable_progress_bar"] and draw(st.integers(0, 2)) == 0:  # a project's TQDMProgressBar subclass
-        callbacks.append({"class_path": f"{ZOO}.CompactBar", "init_args": {"refresh_rate": draw(mostly(1, 3))}})
+    if trainer["enable_progress_bar"] and draw(st.integers(0, 2)) == 0:  # a project's bar subclass
+        if draw(st.integers(0, 2)) > 0:
+            callbacks.append({"class_path": f"{ZOO}.CompactBar", "init_args": {"refresh_rate": draw(mostly(1, 3))}})
+        else:
+            callbacks.append({"class_path": f"{ZOO}.CompactRichBar", "init_args": {"leave": draw(st.booleans())}})
     if any(entry["class_path"].endswith("ModelCheckpoint") for entry in callbacks):
         trainer["enable_checkpointing"] = True
     if callbacks:

@@ -24,7 +24,7 @@ pytest.importorskip("pytorch_lightning")
 pytestmark = pytest.mark.slow
 
 QUICK_EXAMPLES = 24
-QUICK_SEED = 20261204
+QUICK_SEED = 20261207
 
 
 @pytest.fixture(scope="module")

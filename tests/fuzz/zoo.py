@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import pytorch_lightning as pl
 import torch
-from pytorch_lightning.callbacks import EarlyStopping, TQDMProgressBar
+from pytorch_lightning.callbacks import EarlyStopping, RichProgressBar, TQDMProgressBar
 from torch import nn
 from torch.nn import functional as F
 from torch.utils.data import DataLoader, TensorDataset, random_split
@@ -477,6 +477,18 @@ class CompactBar(TQDMProgressBar):
         items = super().get_metrics(trainer, pl_module)
         items.pop("v_num", None)
         return items
+
+
+class CompactRichBar(RichProgressBar):
+    """Lightning's rich bar without the logger's version, and the epoch's description of its own."""
+
+    def get_metrics(self, trainer, pl_module):
+        items = super().get_metrics(trainer, pl_module)
+        items.pop("v_num", None)
+        return items
+
+    def _get_train_description(self, current_epoch):
+        return f"epoch {current_epoch + 1}"
 
 
 class Probe195(Probe):

@@ -3,7 +3,9 @@ TrainerStateRecorder records what the trainer reports to a callback, FreezeUnfre
 EarlyStopping subclasses change when and why it stops, EpochBar records what its bar and the trainer tell it."""
 
 import pytorch_lightning as pl
-from pytorch_lightning.callbacks import BaseFinetuning, EarlyStopping, TQDMProgressBar
+from pytorch_lightning.callbacks import BaseFinetuning, EarlyStopping, RichProgressBar, TQDMProgressBar
+from pytorch_lightning.callbacks.progress.rich_progress import RichProgressBarTheme
+from rich.progress import TextColumn
 
 
 class StopRequest(pl.Callback):
@@ -179,3 +181,26 @@ class EpochBar(TQDMProgressBar):
         shown = {key: round(float(value), 6) for key, value in self.get_metrics(trainer, pl_module).items()}
         totals = (self.total_train_batches, self.total_val_batches, self.is_enabled, self.refresh_rate)
         pl_module.events.append(("bar", trainer.current_epoch, *totals, shown))
+
+
+class RichEpochBar(RichProgressBar):
+    """A rich bar with a column of its own, no v_num and metrics to 2 places; records, at each epoch's end, the
+    totals the base class computes, the epoch task's count and description, and what it would show."""
+
+    def __init__(self, leave: bool = False) -> None:
+        super().__init__(leave=leave, theme=RichProgressBarTheme(metrics_format=".2f"))
+
+    def configure_columns(self, trainer):
+        return [*super().configure_columns(trainer), TextColumn(f"of {trainer.max_epochs}")]
+
+    def get_metrics(self, trainer, pl_module):
+        items = super().get_metrics(trainer, pl_module)
+        items.pop("v_num", None)
+        return items
+
+    def on_train_epoch_end(self, trainer, pl_module):
+        super().on_train_epoch_end(trainer, pl_module)
+        shown = {key: round(float(value), 6) for key, value in self.get_metrics(trainer, pl_module).items()}
+        task = self.train_progress_bar
+        totals = (self.total_train_batches, self.total_val_batches, self.is_enabled, self.refresh_rate)
+        pl_module.events.append(("bar", trainer.current_epoch, *totals, task.completed, task.description, shown))

@@ -933,6 +933,17 @@ CASES = [
         check_val_every_n_epoch=2,
         enable_progress_bar=True,
     ),
+    # ... and a RichProgressBar subclass, on the script's RichProgressBarBase (its own column, theme and metrics),
+    # each epoch's task restarted (leave: a new display per epoch)
+    case(
+        "rich_subclass_totals_and_metrics",
+        "LoggingModel",
+        {"monitor": "train_loss_epoch"},
+        callbacks=[{"class_path": "tests.parity.callbacks.RichEpochBar", "init_args": {"leave": True}}],
+        max_epochs=3,
+        check_val_every_n_epoch=2,
+        enable_progress_bar=True,
+    ),
     # --- checkpoints and early stopping under bf16-true / 16-true (bfloat16 / float16 weights and optimizer state;
     # the monitored values in float32)
     checkpointing_case(
