@@ -132,6 +132,7 @@ QUICK = (
     "case:early_stop_subclass_own_rule_on_validation_end",
     "case:tqdm_subclass_totals_and_metrics",
     "case:rich_subclass_totals_and_metrics",
+    "case:lr_monitor_subclass_every_step_helper",
     "manual:manual_checkpoint_every_n_steps_skips_step_0",
     "text:tpu_files",
     "text:manual_profiler",

@@ -1,7 +1,7 @@
 """A user's callback that subclasses one of Lightning's callbacks: Callback, BasePredictionWriter (whose write_on_*
 the script calls as Lightning does), BaseFinetuning (whose own hooks the script calls on the subclass), EarlyStopping,
-TQDMProgressBar and RichProgressBar (which run on the script's <class>Base) are served; a subclass of any other
-(ModelCheckpoint, LearningRateMonitor) is refused at render time, at its entry, since the script would run only the subclass's own methods, never
+TQDMProgressBar, RichProgressBar and LearningRateMonitor (which run on the script's <class>Base) are served; a
+subclass of any other (ModelCheckpoint) is refused at render time, at its entry, since the script would run only the subclass's own methods, never
 the base's behaviour. A BaseFinetuning subclass trains as under Lightning (tests/parity/test_parity.py,
 finetuning_*; tests/test_finetuning.py, resumed), an EarlyStopping subclass too (early_stop_subclass_*)."""
 
@@ -23,7 +23,7 @@ from tests.helpers import render, write_spec
 CALLBACKS = '''
 import pytorch_lightning as pl
 from lightning.pytorch.callbacks import ModelCheckpoint as Checkpoint
-from pytorch_lightning.callbacks import BaseFinetuning, BasePredictionWriter, LearningRateMonitor
+from pytorch_lightning.callbacks import BaseFinetuning, BasePredictionWriter
 
 
 class Freeze(BaseFinetuning):
@@ -38,10 +38,6 @@ class Freeze(BaseFinetuning):
 class KeepsBest(Checkpoint):
     def on_train_epoch_end(self, trainer, pl_module):
         print("epoch", trainer.current_epoch)
-
-
-class Rates(LearningRateMonitor):
-    pass
 
 
 class Project(Freeze):
@@ -72,13 +68,19 @@ class Writer(BasePredictionWriter):
 '''
 
 STOPPING = '''
-from pytorch_lightning.callbacks import EarlyStopping, RichProgressBar, TQDMProgressBar
+from pytorch_lightning.callbacks import EarlyStopping, LearningRateMonitor, RichProgressBar, TQDMProgressBar
 
 
 class Bar(TQDMProgressBar):
     def on_train_start(self, trainer, pl_module):
         super().on_train_start(trainer, pl_module)
         print("bar", trainer.progress_bar_callback is self, self.refresh_rate)
+
+
+class Rates(LearningRateMonitor):
+    def on_train_start(self, trainer, *args, **kwargs):
+        super().on_train_start(trainer, *args, **kwargs)
+        print("rates", sorted(self.lrs), isinstance(self, LearningRateMonitor))
 
 
 class Rich(RichProgressBar):
@@ -134,7 +136,7 @@ def spec(tmp_path: Path, callback: str) -> dict:
     }
 
 
-@pytest.mark.parametrize(("callback", "base"), [("KeepsBest", "ModelCheckpoint"), ("Rates", "LearningRateMonitor")])
+@pytest.mark.parametrize(("callback", "base"), [("KeepsBest", "ModelCheckpoint")])
 def test_a_subclass_of_a_lightning_callback_is_refused_at_its_entry(tmp_path: Path, callback: str, base: str) -> None:
     with pytest.raises(LoopgenError) as excinfo:
         render(spec(tmp_path, f"cbproj.callbacks.{callback}"), tmp_path)
@@ -205,13 +207,14 @@ def test_an_early_stopping_subclass_runs_on_the_scripts_base(tmp_path: Path) -> 
     ("Patient", "EarlyStoppingBase", ["EarlyStopping"]),
     ("Bar", "TQDMProgressBarBase", ["TQDMProgressBar", "ProgressBar"]),
     ("Rich", "RichProgressBarBase", ["RichProgressBar", "ProgressBar"]),
+    ("Rates", "LearningRateMonitorBase", ["LearningRateMonitor"]),
 ])  # fmt: skip
 def test_the_scripts_base_has_every_method_of_lightnings(
     tmp_path: Path, entry: str, base: str, lightning: list[str]
 ) -> None:
     """None of Lightning's code runs under a subclass: the base defines every name Lightning's class (and its
     bases short of Callback, whose hooks do nothing) defines."""
-    case = stopping_spec(tmp_path)
+    case = stopping_spec(tmp_path, logger=True)
     case["trainer"]["callbacks"] = [{"class_path": f"cbproj.stopping.{entry}", "init_args": {}}]
     if entry == "Patient":
         case["trainer"]["callbacks"][0]["init_args"] = {"monitor": "loss"}
@@ -227,6 +230,23 @@ def test_the_scripts_base_has_every_method_of_lightnings(
         if not name.startswith("__") or name in ("__init__", "__getstate__")
     }
     assert names - {"_abc_impl"} <= defined
+
+
+def test_a_learning_rate_monitor_subclass_names_and_logs_on_the_scripts_base(tmp_path: Path) -> None:
+    case = stopping_spec(tmp_path, logger=True, max_epochs=2)
+    case["trainer"]["callbacks"] = ["cbproj.stopping.Rates"]
+    text = render(case, tmp_path)
+    assert "\nclass Rates(Rates, LearningRateMonitorBase):\n" in text
+    assert "callback.log_step = log_step" in text and "callback.logs_due = (log_step + 1) % LOG_EVERY_N_STEPS" in text
+    script = tmp_path / "train.py"
+    script.write_text(text)
+    run = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "rates ['lr-SGD'] True\n" in run.stdout
+    (metrics,) = tmp_path.glob("lightning_logs/version_0/metrics.csv")
+    rows = metrics.read_text().splitlines()
+    assert "lr-SGD" in rows[0].split(",")
+    assert sum(row.startswith("0.1,") or ",0.1," in row for row in rows[1:]) == 2  # at each epoch's start
 
 
 def test_an_early_stopping_subclass_in_a_1_9_5_spec_is_refused(tmp_path: Path) -> None:
@@ -268,9 +288,17 @@ def test_a_bar_subclass_is_the_trainers_bar(tmp_path: Path, entry: str, base: st
         (["cbproj.stopping.Rich", "cbproj.stopping.Bar"], {}, "Bar: a second progress bar"),
         (["RichProgressBar", "cbproj.stopping.Rich"], {}, "Rich: a second progress bar"),
         (["cbproj.stopping.Rich"], {"track_grad_norm": 2}, "(a subclass of RichProgressBar) in a spec that follows"),
+        (
+            ["cbproj.stopping.Rates"],
+            {"logger": False},
+            "cbproj.stopping.Rates (a LearningRateMonitor) without a logger",
+        ),
+        (["cbproj.stopping.Rates"], {"logger": True, "fast_dev_run": True}, "fast_dev_run's dummy logger is none"),
+        (["LearningRateMonitor", "cbproj.stopping.Rates"], {"logger": True}, "a second LearningRateMonitor"),
+        (["cbproj.stopping.Rates"], {"logger": True, "track_grad_norm": 2}, "(a subclass of LearningRateMonitor) in"),
     ],
 )
-def test_what_a_bar_subclass_cannot_serve_is_refused(
+def test_what_a_subclass_on_a_written_base_cannot_serve_is_refused(
     tmp_path: Path, callbacks: list[str], trainer: dict, message: str
 ) -> None:
     case = stopping_spec(tmp_path, **trainer)

@@ -187,7 +187,9 @@ def check_model(spec: Spec, model: ClassFacts, problems: list[Problem]) -> None:
 # (templates/subclassed.j2), Lightning's class with its methods' names and signatures: it decides in setup where
 # it checks, checks at on_train_epoch_end or on_validation_end, and keeps its state in the checkpoint. A
 # TQDMProgressBar or RichProgressBar subclass runs on the script's TQDMProgressBarBase or RichProgressBarBase, its
-# bars drawn at each of Lightning's hooks (rich's display also stops at teardown and when fit raises).
+# bars drawn at each of Lightning's hooks (rich's display also stops at teardown and when fit raises). A
+# LearningRateMonitor subclass runs on LearningRateMonitorBase: it names the learning rates when training starts
+# and logs them at each batch's start (when the loggers are due) and each epoch's.
 PROGRESS_BAR_HOOKS = frozenset(
     {
         "setup",
@@ -211,6 +213,7 @@ SUBCLASSED_CALLBACKS: Mapping[str, frozenset[str]] = {
     "EarlyStopping": frozenset({"setup", "on_train_epoch_end", "on_validation_end", "state_dict", "load_state_dict"}),
     "TQDMProgressBar": PROGRESS_BAR_HOOKS | {"on_train_end"},
     "RichProgressBar": PROGRESS_BAR_HOOKS | {"on_validation_epoch_end", "teardown", "on_exception"},
+    "LearningRateMonitor": frozenset({"on_train_start", "on_train_batch_start", "on_train_epoch_start"}),
 }
 # what those hooks read from the trainer (a progress bar's: its base ProgressBar's totals, metrics and version)
 PROGRESS_BAR_READS = frozenset(
@@ -240,6 +243,9 @@ BASE_TRAINER_READS: Mapping[str, frozenset[str]] = {
     "TQDMProgressBar": PROGRESS_BAR_READS,
     # ... and what rich's metrics column reads as it draws
     "RichProgressBar": PROGRESS_BAR_READS | {"training", "progress_bar_callback"},
+    "LearningRateMonitor": frozenset(
+        {"loggers", "lr_scheduler_configs", "optimizers", "callback_metrics", "lightning_module", "is_global_zero"}
+    ),
 }
 
 
@@ -348,7 +354,7 @@ def stopping(facts: ClassFacts) -> bool:
 
 
 # Lightning's callbacks the script writes out as base classes (templates/subclassed.j2) for the user's subclasses
-WRITTEN_BASES = ("EarlyStopping", "TQDMProgressBar", "RichProgressBar")
+WRITTEN_BASES = ("EarlyStopping", "TQDMProgressBar", "RichProgressBar", "LearningRateMonitor")
 PROGRESS_BAR_BASES = ("TQDMProgressBar", "RichProgressBar")
 
 
@@ -377,10 +383,10 @@ def once_in_2x(
 def check_callbacks(
     spec: Spec, model: ClassFacts, callbacks: tuple[ClassFacts | None, ...], problems: list[Problem]
 ) -> None:
-    """A user's callback that subclasses another of Lightning's callbacks (ModelCheckpoint, LearningRateMonitor,
-    ...): the script would run the subclass's own methods only, never the base's behaviour (nothing saved), so it
-    is refused. BaseFinetuning, EarlyStopping, TQDMProgressBar and RichProgressBar subclasses are served as
-    Lightning 2.x's, where their base's hooks run (all but the first on a base class the script writes out)."""
+    """A user's callback that subclasses another of Lightning's callbacks (ModelCheckpoint, ...): the script would
+    run the subclass's own methods only, never the base's behaviour (nothing saved), so it is refused.
+    BaseFinetuning, EarlyStopping, TQDMProgressBar, RichProgressBar and LearningRateMonitor subclasses are served
+    as Lightning 2.x's, where their base's hooks run (all but the first on a base class the script writes out)."""
     averaging = [ref for ref in spec.trainer.callbacks if ref.name in AVERAGING and builtin_callback(ref)]
     once_in_2x(
         spec,
@@ -418,7 +424,7 @@ def check_callbacks(
                 (
                     f"the script's base class under it is Lightning 2.x's {base} (1.9.5's EarlyStopping keeps no"
                     " stopping reason, its TQDMProgressBar has a main_progress_bar, its RichProgressBar no theme of"
-                    " metrics' format)"
+                    " metrics' format, its LearningRateMonitor names and logs by the optimizer frequencies)"
                 ),
                 "follow Lightning 2.x",
             ),

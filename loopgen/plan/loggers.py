@@ -81,6 +81,9 @@ class Logging:
     kinds: frozenset[str]  # the kinds of logger the script defines
     prefixed: bool  # some logger puts a prefix before the names
     lr_monitor: LrMonitor | None  # the spec's LearningRateMonitor
+    # ... or a user's subclass of it, on the script's LearningRateMonitorBase (templates/subclassed.j2), which
+    # logs at the loggers' step when they are due (the script tells it both before its hooks)
+    rates_subclassed: bool
     device_stats: DeviceStats | None  # the spec's DeviceStatsMonitor
     throughput: ThroughputPlan | None  # the spec's ThroughputMonitor
     counts_steps: bool  # the script keeps the loggers' step (log_step): values or learning rates are logged
@@ -242,6 +245,7 @@ def resolve_logging(
                 )
             )
     lr_monitor = _lr_monitor(spec, model, optimizers, bool(loggers), problems)
+    rates_subclassed = _lr_monitor_subclasses(spec, callbacks, lr_monitor, bool(loggers), problems)
     device_stats = _device_stats(spec, model, bool(loggers), problems)
     throughput = _throughput(spec, model, bool(loggers), problems)
     writes_throughput = throughput is not None and throughput.writes
@@ -279,11 +283,15 @@ def resolve_logging(
         traces_lightning_module=graphs and model.is_lightning_module,
         finishes=any(logger.kind != "csv" for logger in loggers),
         lr_monitor=lr_monitor,
+        rates_subclassed=rates_subclassed,
         device_stats=device_stats,
         throughput=throughput,
-        counts_steps=values or lr_monitor is not None or device_stats is not None or writes_throughput,
+        counts_steps=(
+            values or lr_monitor is not None or rates_subclassed or device_stats is not None or writes_throughput
+        ),
         every_n_steps_used=(
             values
+            or rates_subclassed
             or lr_monitor is not None
             and lr_monitor.at_batch_start is not None
             or device_stats is not None
@@ -488,6 +496,36 @@ def _lr_monitor(
         weight_decay=args["log_weight_decay"],
         schedulers=optimizers.schedulers,
     )
+
+
+def _lr_monitor_subclasses(
+    spec: Spec, callbacks: tuple[ClassFacts, ...], lr_monitor: LrMonitor | None, logs: bool, problems: list[Problem]
+) -> bool:
+    """Whether the spec has a user's subclass of LearningRateMonitor (one at most, and not beside the spec's own:
+    each would log its set of learning rates at each logging point; and with a logger, as Lightning raises
+    without one: fast_dev_run's dummy logger is none the script has)."""
+    subclasses = {facts.class_path for facts in callbacks if "LearningRateMonitor" in facts.lightning_bases}
+    refs = [ref for ref in spec.trainer.callbacks if ref.class_path in subclasses]
+    if not refs:
+        return False
+    where = "trainer.callbacks"
+    if len(refs) > 1 or lr_monitor is not None:
+        second = refs[1] if len(refs) > 1 else refs[0]
+        message = refusal(
+            f"a second LearningRateMonitor ({second.class_path})",
+            "the script logs one set of learning rates at each logging point",
+            "keep one",
+        )
+        problems.append(Problem(where, message, second.line))
+    if not logs:
+        message = refusal(
+            f"{refs[0].class_path} (a LearningRateMonitor) without a logger",
+            "Lightning raises `Cannot use LearningRateMonitor callback with Trainer that has no logger`"
+            + (" (fast_dev_run's dummy logger is none the script has)" if spec.trainer.fast_dev_run else ""),
+            "give the trainer a logger" + (" and no fast_dev_run" if spec.trainer.fast_dev_run else ""),
+        )
+        problems.append(Problem(where, message, refs[0].line))
+    return True
 
 
 def _logger_plan(ref: ClassRef) -> LoggerPlan:

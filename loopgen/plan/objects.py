@@ -77,6 +77,11 @@ class Callback:
         return self.base == "EarlyStopping"
 
     @property
+    def rates(self) -> bool:
+        """A LearningRateMonitor subclass: it logs at the loggers' step, when they are due."""
+        return self.base == "LearningRateMonitor"
+
+    @property
     def bar(self) -> bool:
         return self.base in ("TQDMProgressBar", "RichProgressBar")
 

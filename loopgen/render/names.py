@@ -76,6 +76,7 @@ STANDARD = (
     Line("sys"),
     Line("time"),
     Line("warnings"),
+    Line("collections", ("defaultdict",)),
     Line("collections.abc", ("Iterable", "Mapping", "MutableMapping", "Sequence")),
     Line("contextlib", ("contextmanager", "nullcontext")),
     Line("dataclasses", ("asdict", "dataclass", "field", "fields", "is_dataclass")),

@@ -3,7 +3,13 @@ TrainerStateRecorder records what the trainer reports to a callback, FreezeUnfre
 EarlyStopping subclasses change when and why it stops, EpochBar records what its bar and the trainer tell it."""
 
 import pytorch_lightning as pl
-from pytorch_lightning.callbacks import BaseFinetuning, EarlyStopping, RichProgressBar, TQDMProgressBar
+from pytorch_lightning.callbacks import (
+    BaseFinetuning,
+    EarlyStopping,
+    LearningRateMonitor,
+    RichProgressBar,
+    TQDMProgressBar,
+)
 from pytorch_lightning.callbacks.progress.rich_progress import RichProgressBarTheme
 from rich.progress import TextColumn
 
@@ -204,3 +210,18 @@ class RichEpochBar(RichProgressBar):
         task = self.train_progress_bar
         totals = (self.total_train_batches, self.total_val_batches, self.is_enabled, self.refresh_rate)
         pl_module.events.append(("bar", trainer.current_epoch, *totals, task.completed, task.description, shown))
+
+
+class GroupRates(LearningRateMonitor):
+    """Logs each learning rate under a prefix of its own and as a ratio to the first one it logged; records, at
+    each epoch's end, the history the base class keeps (lrs, last_momentum_values) in the model's `events`."""
+
+    def _extract_stats(self, trainer, interval):
+        stats = super()._extract_stats(trainer, interval)
+        ratios = {f"ratio/{name}": value / self.lrs[name][0] for name, value in stats.items() if name in self.lrs}
+        return {**{f"opt/{name}": value for name, value in stats.items()}, **ratios}
+
+    def on_train_epoch_end(self, trainer, pl_module):
+        history = {name: [round(lr, 8) for lr in lrs] for name, lrs in self.lrs.items()}
+        pl_module.events.append(("rates", trainer.current_epoch, history, dict(self.last_momentum_values)))
+

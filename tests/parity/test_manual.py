@@ -137,6 +137,15 @@ CASES = [
         logger=csv_logger(),
         callbacks=[lr_monitor(logging_interval="epoch")],
     ),
+    # ... and a project's subclass of it, over the two optimizers of a GAN (tests/parity/callbacks.py)
+    manual_case(
+        "manual_gan_lr_monitor_subclass",
+        "ManualGAN",
+        max_epochs=2,
+        logger=csv_logger(),
+        log_every_n_steps=2,
+        callbacks=[lr_monitor("tests.parity.callbacks.GroupRates", log_momentum=True)],
+    ),
     # OneCycleLR sized by trainer.estimated_stepping_batches
     manual_case("one_cycle_estimated_stepping_batches", "OneCycleModel", max_epochs=3),
     manual_case(

@@ -744,6 +744,26 @@ CASES = [
         callbacks=[lr_monitor()],
         loop={"lr_schedulers": True},
     ),
+    # a LearningRateMonitor subclass runs on the script's base: its own names and values in metrics.csv, the
+    # history the base keeps
+    case(
+        "lr_monitor_subclass_param_groups",
+        "ParamGroupsModel",
+        max_epochs=2,
+        logger=csv_logger(),
+        log_every_n_steps=2,
+        accumulate_grad_batches=2,
+        callbacks=[lr_monitor("tests.parity.callbacks.GroupRates", log_momentum=True, log_weight_decay=True)],
+    ),
+    case(
+        "lr_monitor_subclass_every_step_helper",
+        "HelperSchedulersModel",
+        max_epochs=2,
+        logger=csv_logger(),
+        log_every_n_steps=3,
+        callbacks=[lr_monitor("tests.parity.callbacks.GroupRates", logging_interval="step")],
+        loop={"lr_schedulers": True},
+    ),
     # TensorBoard, MLflow and W&B: what each wrote, read back with its own reader (tests/logger_files.py)
     case(
         "log_tensorboard_graph_hparams",
