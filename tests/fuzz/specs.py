@@ -162,7 +162,9 @@ def lr_monitor(draw: st.DrawFn) -> dict[str, Any]:
         args["logging_interval"] = interval
     if draw(st.booleans()):
         args["log_momentum"] = True
-    return {"class_path": "LearningRateMonitor", "init_args": args}
+    # Lightning's, or a project's subclass of it
+    class_path = "LearningRateMonitor" if draw(st.integers(0, 2)) > 0 else f"{ZOO}.PrefixedRates"
+    return {"class_path": class_path, "init_args": args}
 
 
 def logger_2x() -> st.SearchStrategy:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import pytorch_lightning as pl
 import torch
-from pytorch_lightning.callbacks import EarlyStopping, RichProgressBar, TQDMProgressBar
+from pytorch_lightning.callbacks import EarlyStopping, LearningRateMonitor, RichProgressBar, TQDMProgressBar
 from torch import nn
 from torch.nn import functional as F
 from torch.utils.data import DataLoader, TensorDataset, random_split
@@ -489,6 +489,13 @@ class CompactRichBar(RichProgressBar):
 
     def _get_train_description(self, current_epoch):
         return f"epoch {current_epoch + 1}"
+
+
+class PrefixedRates(LearningRateMonitor):
+    """Lightning's LearningRateMonitor, its values under a prefix of their own, as projects group them."""
+
+    def _extract_stats(self, trainer, interval):
+        return {f"optim/{name}": value for name, value in super()._extract_stats(trainer, interval).items()}
 
 
 class Probe195(Probe):
