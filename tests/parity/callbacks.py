@@ -224,4 +224,3 @@ class GroupRates(LearningRateMonitor):
     def on_train_epoch_end(self, trainer, pl_module):
         history = {name: [round(lr, 8) for lr in lrs] for name, lrs in self.lrs.items()}
         pl_module.events.append(("rates", trainer.current_epoch, history, dict(self.last_momentum_values)))
-
