@@ -295,6 +295,11 @@ def test_a_bar_subclass_is_the_trainers_bar(tmp_path: Path, entry: str, base: st
         ),
         (["cbproj.stopping.Rates"], {"logger": True, "fast_dev_run": True}, "fast_dev_run's dummy logger is none"),
         (["LearningRateMonitor", "cbproj.stopping.Rates"], {"logger": True}, "a second LearningRateMonitor"),
+        (
+            ["cbproj.stopping.Rates", "StochasticWeightAveraging"],
+            {"logger": True},
+            "cbproj.stopping.Rates (a LearningRateMonitor) with StochasticWeightAveraging",
+        ),
         (["cbproj.stopping.Rates"], {"logger": True, "track_grad_norm": 2}, "(a subclass of LearningRateMonitor) in"),
     ],
 )

@@ -502,8 +502,9 @@ def _lr_monitor_subclasses(
     spec: Spec, callbacks: tuple[ClassFacts, ...], lr_monitor: LrMonitor | None, logs: bool, problems: list[Problem]
 ) -> bool:
     """Whether the spec has a user's subclass of LearningRateMonitor (one at most, and not beside the spec's own:
-    each would log its set of learning rates at each logging point; and with a logger, as Lightning raises
-    without one: fast_dev_run's dummy logger is none the script has)."""
+    each would log its set of learning rates at each logging point; not with StochasticWeightAveraging, as the
+    spec's own; and with a logger, as Lightning raises without one: fast_dev_run's dummy logger is none the script
+    has)."""
     subclasses = {facts.class_path for facts in callbacks if "LearningRateMonitor" in facts.lightning_bases}
     refs = [ref for ref in spec.trainer.callbacks if ref.class_path in subclasses]
     if not refs:
@@ -517,6 +518,13 @@ def _lr_monitor_subclasses(
             "keep one",
         )
         problems.append(Problem(where, message, second.line))
+    if any(is_lightning(ref, "StochasticWeightAveraging") for ref in spec.trainer.callbacks):
+        message = refusal(
+            f"{refs[0].class_path} (a LearningRateMonitor) with StochasticWeightAveraging",
+            "Lightning's monitor names its rows after the schedulers it found at the start, before the swap",
+            "log the learning rate from your module's hooks",
+        )
+        problems.append(Problem(where, message, refs[0].line))
     if not logs:
         message = refusal(
             f"{refs[0].class_path} (a LearningRateMonitor) without a logger",

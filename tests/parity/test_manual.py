@@ -146,6 +146,14 @@ CASES = [
         log_every_n_steps=2,
         callbacks=[lr_monitor("tests.parity.callbacks.GroupRates", log_momentum=True)],
     ),
+    manual_case(
+        "manual_lr_monitor_subclass_scheduler",
+        "ManualAccumulateClip",
+        max_epochs=3,
+        logger=csv_logger(),
+        log_every_n_steps=2,
+        callbacks=[lr_monitor("tests.parity.callbacks.GroupRates")],
+    ),
     # OneCycleLR sized by trainer.estimated_stepping_batches
     manual_case("one_cycle_estimated_stepping_batches", "OneCycleModel", max_epochs=3),
     manual_case(
