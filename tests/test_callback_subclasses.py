@@ -298,7 +298,7 @@ def test_a_bar_subclass_is_the_trainers_bar(tmp_path: Path, entry: str, base: st
         (
             ["cbproj.stopping.Rates", "StochasticWeightAveraging"],
             {"logger": True},
-            "cbproj.stopping.Rates (a LearningRateMonitor) with StochasticWeightAveraging",
+            "StochasticWeightAveraging with cbproj.stopping.Rates (a LearningRateMonitor) is not supported",
         ),
         (["cbproj.stopping.Rates"], {"logger": True, "track_grad_norm": 2}, "(a subclass of LearningRateMonitor) in"),
     ],

@@ -148,7 +148,7 @@ def make_plan(
         spec, model, data, user_callbacks, validation, optimizers, optimization, problems, notices
     )
     timer = resolve_timer(spec, problems, notices)
-    swa = resolve_swa(spec, model, problems)
+    swa = resolve_swa(spec, model, user_callbacks, problems)
     checkpointing = resolve_checkpointing(
         spec, model, data, user, validation, optimization, bounds, logging, timer, swa, problems
     )

@@ -8,7 +8,14 @@ from pathlib import Path
 
 from loopgen.errors import Problem
 from loopgen.plan.common import follows_1_9_5
-from loopgen.plan.objects import Callback, Construct, check_unique_names, construct_of, is_lightning
+from loopgen.plan.objects import (
+    PROGRESS_BAR_BASES,
+    Callback,
+    Construct,
+    check_unique_names,
+    construct_of,
+    is_lightning,
+)
 from loopgen.plan.pruning import Pruning
 from loopgen.source.facts import ClassFacts
 from loopgen.spec.kinds import refusal
@@ -354,8 +361,7 @@ def stopping(facts: ClassFacts) -> bool:
 
 
 # Lightning's callbacks the script writes out as base classes (templates/subclassed.j2) for the user's subclasses
-WRITTEN_BASES = ("EarlyStopping", "TQDMProgressBar", "RichProgressBar", "LearningRateMonitor")
-PROGRESS_BAR_BASES = ("TQDMProgressBar", "RichProgressBar")
+WRITTEN_BASES = ("EarlyStopping", *PROGRESS_BAR_BASES, "LearningRateMonitor")
 
 
 def written_base(facts: ClassFacts) -> str | None:

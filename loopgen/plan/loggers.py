@@ -455,6 +455,10 @@ def _throughput(spec: Spec, model: ClassFacts, logs: bool, problems: list[Proble
 THROUGHPUT_DEFAULTS = {"window_size": 100, "separator": "/"}
 
 
+# why a second LearningRateMonitor (Lightning's, or a subclass of it) is refused
+ONE_SET_OF_RATES = "the script logs one set of learning rates at each logging point"
+
+
 def _lr_monitor(
     spec: Spec, model: ClassFacts, optimizers: Optimizers, logs: bool, problems: list[Problem]
 ) -> LrMonitor | None:
@@ -463,7 +467,7 @@ def _lr_monitor(
     refs = _logging_callback(
         spec,
         "LearningRateMonitor",
-        "the script logs one set of learning rates at each logging point",
+        ONE_SET_OF_RATES,
         "Cannot use `LearningRateMonitor` callback with `Trainer` that has no logger (Lightning)",
         logs,
         problems,
@@ -502,9 +506,8 @@ def _lr_monitor_subclasses(
     spec: Spec, callbacks: tuple[ClassFacts, ...], lr_monitor: LrMonitor | None, logs: bool, problems: list[Problem]
 ) -> bool:
     """Whether the spec has a user's subclass of LearningRateMonitor (one at most, and not beside the spec's own:
-    each would log its set of learning rates at each logging point; not with StochasticWeightAveraging, as the
-    spec's own; and with a logger, as Lightning raises without one: fast_dev_run's dummy logger is none the script
-    has)."""
+    each would log its set of learning rates at each logging point; and with a logger, as Lightning raises without
+    one: fast_dev_run's dummy logger is none the script has). With StochasticWeightAveraging: plan/swa.py."""
     subclasses = {facts.class_path for facts in callbacks if "LearningRateMonitor" in facts.lightning_bases}
     refs = [ref for ref in spec.trainer.callbacks if ref.class_path in subclasses]
     if not refs:
@@ -514,17 +517,10 @@ def _lr_monitor_subclasses(
         second = refs[1] if len(refs) > 1 else refs[0]
         message = refusal(
             f"a second LearningRateMonitor ({second.class_path})",
-            "the script logs one set of learning rates at each logging point",
+            ONE_SET_OF_RATES,
             "keep one",
         )
         problems.append(Problem(where, message, second.line))
-    if any(is_lightning(ref, "StochasticWeightAveraging") for ref in spec.trainer.callbacks):
-        message = refusal(
-            f"{refs[0].class_path} (a LearningRateMonitor) with StochasticWeightAveraging",
-            "Lightning's monitor names its rows after the schedulers it found at the start, before the swap",
-            "log the learning rate from your module's hooks",
-        )
-        problems.append(Problem(where, message, refs[0].line))
     if not logs:
         message = refusal(
             f"{refs[0].class_path} (a LearningRateMonitor) without a logger",

@@ -53,6 +53,10 @@ class Import:
     names: tuple[str, ...]
 
 
+# Lightning's progress bars a user's subclass may extend (the script writes each out as its base)
+PROGRESS_BAR_BASES = ("TQDMProgressBar", "RichProgressBar")
+
+
 @dataclass(frozen=True)
 class Callback:
     construct: Construct
@@ -83,7 +87,7 @@ class Callback:
 
     @property
     def bar(self) -> bool:
-        return self.base in ("TQDMProgressBar", "RichProgressBar")
+        return self.base in PROGRESS_BAR_BASES
 
     @property
     def keyed_at_run_time(self) -> bool:

@@ -7,9 +7,8 @@ from dataclasses import dataclass
 from loopgen.errors import Problem
 from loopgen.plan.bounds import Bounds
 from loopgen.plan.common import flag_problem
-from loopgen.plan.hooks import PROGRESS_BAR_BASES
 from loopgen.plan.loggers import Logging
-from loopgen.plan.objects import Callback, Construct, is_lightning
+from loopgen.plan.objects import PROGRESS_BAR_BASES, Callback, Construct, is_lightning
 from loopgen.plan.validation import Validation
 from loopgen.source.facts import ClassFacts
 from loopgen.spec.model import ClassRef, Spec

@@ -33,8 +33,11 @@ def is_swa(spec: Spec) -> bool:
     return any(is_lightning(ref, NAME) for ref in spec.trainer.callbacks)
 
 
-def resolve_swa(spec: Spec, model: ClassFacts, problems: list[Problem]) -> Swa | None:
-    """The entry, or None; what the script cannot serve with it is refused at the entry."""
+def resolve_swa(
+    spec: Spec, model: ClassFacts, callbacks: tuple[ClassFacts, ...], problems: list[Problem]
+) -> Swa | None:
+    """The entry, or None; what the script cannot serve with it (beside the user's `callbacks`) is refused at the
+    entry."""
     entries = [ref for ref in spec.trainer.callbacks if is_lightning(ref, NAME)]
     if not entries:
         return None
@@ -131,10 +134,17 @@ def resolve_swa(spec: Spec, model: ClassFacts, problems: list[Problem]) -> Swa |
                 "keep one of them",
             )
         )
-    if any(is_lightning(r, "LearningRateMonitor") for r in t.callbacks):
+    # Lightning's LearningRateMonitor, or a user's subclass of it (on the script's LearningRateMonitorBase)
+    subclasses = {facts.class_path for facts in callbacks if "LearningRateMonitor" in facts.lightning_bases}
+    monitors = [r for r in t.callbacks if is_lightning(r, "LearningRateMonitor") or r.class_path in subclasses]
+    if monitors:
         limits.append(
             (
-                "a LearningRateMonitor",
+                (
+                    "a LearningRateMonitor"
+                    if is_lightning(monitors[0], "LearningRateMonitor")
+                    else f"{monitors[0].class_path} (a LearningRateMonitor)"
+                ),
                 "Lightning's monitor names its rows after the schedulers it found at the start, before the swap",
                 "log the learning rate from your module's hooks",
             )
