@@ -133,6 +133,7 @@ QUICK = (
     "case:tqdm_subclass_totals_and_metrics",
     "case:rich_subclass_totals_and_metrics",
     "case:lr_monitor_subclass_every_step_helper",
+    "case:checkpoint_subclass_steps_deferred_link",
     "manual:manual_checkpoint_every_n_steps_skips_step_0",
     "text:tpu_files",
     "text:manual_profiler",

@@ -1,7 +1,8 @@
 """A user's callback that subclasses one of Lightning's callbacks: Callback, BasePredictionWriter (whose write_on_*
 the script calls as Lightning does), BaseFinetuning (whose own hooks the script calls on the subclass), EarlyStopping,
-TQDMProgressBar, RichProgressBar and LearningRateMonitor (which run on the script's <class>Base) are served; a
-subclass of any other (ModelCheckpoint) is refused at render time, at its entry, since the script would run only the subclass's own methods, never
+TQDMProgressBar, RichProgressBar, LearningRateMonitor and ModelCheckpoint (which run on the script's <class>Base) are
+served (a ModelCheckpoint subclass's runs: tests/test_checkpoint_subclass.py); a
+subclass of any other (Timer, ...) is refused at render time, at its entry, since the script would run only the subclass's own methods, never
 the base's behaviour. A BaseFinetuning subclass trains as under Lightning (tests/parity/test_parity.py,
 finetuning_*; tests/test_finetuning.py, resumed), an EarlyStopping subclass too (early_stop_subclass_*)."""
 
@@ -22,7 +23,7 @@ from tests.helpers import render, write_spec
 
 CALLBACKS = '''
 import pytorch_lightning as pl
-from lightning.pytorch.callbacks import ModelCheckpoint as Checkpoint
+from lightning.pytorch.callbacks import Timer as Clock
 from pytorch_lightning.callbacks import BaseFinetuning, BasePredictionWriter
 
 
@@ -35,7 +36,7 @@ class Freeze(BaseFinetuning):
             self.unfreeze_and_add_param_group(pl_module.layer, optimizer)
 
 
-class KeepsBest(Checkpoint):
+class Timed(Clock):
     def on_train_epoch_end(self, trainer, pl_module):
         print("epoch", trainer.current_epoch)
 
@@ -68,7 +69,13 @@ class Writer(BasePredictionWriter):
 '''
 
 STOPPING = '''
-from pytorch_lightning.callbacks import EarlyStopping, LearningRateMonitor, RichProgressBar, TQDMProgressBar
+from pytorch_lightning.callbacks import (
+    EarlyStopping,
+    LearningRateMonitor,
+    ModelCheckpoint,
+    RichProgressBar,
+    TQDMProgressBar,
+)
 
 
 class Bar(TQDMProgressBar):
@@ -87,6 +94,12 @@ class Rich(RichProgressBar):
     def on_train_start(self, trainer, pl_module):
         super().on_train_start(trainer, pl_module)
         print("rich", trainer.progress_bar_callback is self, self.refresh_rate, self.is_enabled)
+
+
+class Keeps(ModelCheckpoint):
+    def on_train_end(self, trainer, pl_module):
+        super().on_train_end(trainer, pl_module)
+        print("keeps", trainer.checkpoint_callback is self, isinstance(self, ModelCheckpoint), self.last_model_path)
 
 
 class Patient(EarlyStopping):
@@ -136,7 +149,7 @@ def spec(tmp_path: Path, callback: str) -> dict:
     }
 
 
-@pytest.mark.parametrize(("callback", "base"), [("KeepsBest", "ModelCheckpoint")])
+@pytest.mark.parametrize(("callback", "base"), [("Timed", "Timer")])
 def test_a_subclass_of_a_lightning_callback_is_refused_at_its_entry(tmp_path: Path, callback: str, base: str) -> None:
     with pytest.raises(LoopgenError) as excinfo:
         render(spec(tmp_path, f"cbproj.callbacks.{callback}"), tmp_path)
@@ -208,6 +221,7 @@ def test_an_early_stopping_subclass_runs_on_the_scripts_base(tmp_path: Path) -> 
     ("Bar", "TQDMProgressBarBase", ["TQDMProgressBar", "ProgressBar"]),
     ("Rich", "RichProgressBarBase", ["RichProgressBar", "ProgressBar"]),
     ("Rates", "LearningRateMonitorBase", ["LearningRateMonitor"]),
+    ("Keeps", "ModelCheckpointBase", ["ModelCheckpoint", "Checkpoint"]),
 ])  # fmt: skip
 def test_the_scripts_base_has_every_method_of_lightnings(
     tmp_path: Path, entry: str, base: str, lightning: list[str]
@@ -218,6 +232,8 @@ def test_the_scripts_base_has_every_method_of_lightnings(
     case["trainer"]["callbacks"] = [{"class_path": f"cbproj.stopping.{entry}", "init_args": {}}]
     if entry == "Patient":
         case["trainer"]["callbacks"][0]["init_args"] = {"monitor": "loss"}
+    if entry == "Keeps":
+        case["trainer"]["enable_checkpointing"] = True
     text = render(case, tmp_path)
     node = next(node for node in ast.parse(text).body if isinstance(node, ast.ClassDef) and node.name == base)
     defined = {item.name for item in node.body if isinstance(item, ast.FunctionDef)}
@@ -279,6 +295,9 @@ def test_a_bar_subclass_is_the_trainers_bar(tmp_path: Path, entry: str, base: st
     assert drawn in run.stdout
 
 
+ON = {"enable_checkpointing": True}
+
+
 @pytest.mark.parametrize(
     ("callbacks", "trainer", "message"),
     [
@@ -301,6 +320,38 @@ def test_a_bar_subclass_is_the_trainers_bar(tmp_path: Path, entry: str, base: st
             "StochasticWeightAveraging with cbproj.stopping.Rates (a LearningRateMonitor) is not supported",
         ),
         (["cbproj.stopping.Rates"], {"logger": True, "track_grad_norm": 2}, "(a subclass of LearningRateMonitor) in"),
+        (
+            ["cbproj.stopping.Keeps", "ModelCheckpoint"],
+            ON,
+            "(cbproj.stopping.Keeps) beside another checkpoint callback",
+        ),
+        (["cbproj.stopping.Keeps", "cbproj.stopping.Keeps"], ON, "Keeps) beside another checkpoint callback (Keeps)"),
+        (
+            ["cbproj.stopping.Keeps", {"class_path": "OnExceptionCheckpoint", "init_args": {"dirpath": "x"}}],
+            ON,
+            "beside another checkpoint callback (pytorch_lightning.callbacks.OnExceptionCheckpoint)",
+        ),
+        (
+            ["cbproj.stopping.Keeps"],
+            {**ON, "strategy": "ddp", "devices": 2},
+            "(cbproj.stopping.Keeps) with the ddp engine is",
+        ),
+        (
+            ["cbproj.stopping.Keeps"],
+            {**ON, "logger": [{"class_path": "MLFlowLogger", "init_args": {"tracking_uri": "file:./mlruns"}}]},
+            "(cbproj.stopping.Keeps) without dirpath, with MLFlowLogger the first logger is not supported",
+        ),
+        (["cbproj.stopping.Keeps"], {**ON, "fast_dev_run": True}, "(cbproj.stopping.Keeps) with fast_dev_run is not"),
+        (
+            ["cbproj.stopping.Keeps"],
+            {"enable_checkpointing": False},
+            "is false, but the callbacks have a ModelCheckpoint",
+        ),
+        (
+            ["cbproj.stopping.Keeps"],
+            {**ON, "track_grad_norm": 2},
+            "(a subclass of ModelCheckpoint) in a spec that follows",
+        ),
     ],
 )
 def test_what_a_subclass_on_a_written_base_cannot_serve_is_refused(

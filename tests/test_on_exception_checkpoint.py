@@ -179,3 +179,23 @@ def test_what_is_refused(tmp_path: Path, entry: dict, trainer: dict, message: st
     ]
     with pytest.raises(LoopgenError, match=re.escape(message)):
         render(case, tmp_path)
+
+
+def test_a_model_checkpoint_subclass_saves_on_exception_as_lightnings(tmp_path: Path) -> None:
+    """A user's ModelCheckpoint subclass (on the script's base) given save_on_exception: the files Lightning's
+    base writes when fit raises, written at once."""
+    case = spec(raise_at=13, enable_checkpointing=True)  # (the runner's default is off unless it sees ModelCheckpoint)
+    init = {"dirpath": "ck", "monitor": "val_loss", "save_last": True, "save_on_exception": True}
+    case["trainer"]["callbacks"] = [{"class_path": "tests.parity.callbacks.RecordsBest", "init_args": init}]
+    outputs = {}
+    for side in ("lightning", "loopgen"):
+        result = run_parity_side(side, case, tmp_path / side)
+        assert result.returncode != 0 and "RuntimeError: batch 13 of the run" in result.stderr, result.stderr[-3000:]
+        outputs[side] = result.stdout
+    ours = checkpoint_facts(tmp_path / "loopgen" / "ck")
+    assert ours == checkpoint_facts(tmp_path / "lightning" / "ck")
+    assert [fact["path"] for fact in ours] == ["epoch=0-step=10.ckpt", "epoch=1-step=13.ckpt", "last.ckpt"]
+    raised = (tmp_path / "loopgen" / "ck" / "epoch=1-step=13.ckpt").resolve()
+    assert f"An RuntimeError was raised with message: batch 13 of the run, saved checkpoint to {raised}" in (
+        outputs["loopgen"]
+    )

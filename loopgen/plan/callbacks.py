@@ -65,7 +65,9 @@ def resolve_hooks(
             ordered.append(bar)
             bar = None
         elif not is_lightning(ref, "ModelCheckpoint") and not is_lightning(ref, "OnExceptionCheckpoint"):
-            ordered.append(next(users))
+            callback = next(users)
+            # a ModelCheckpoint subclass is a Checkpoint: Lightning moves it to the end with the others
+            ordered.append(None if callback.checkpointer else callback)
     if timer is not None and timer.entry is None and not defaults_placed:
         ordered.append(timer.callback)
     ordered += [bar, *summary, *checkpointing.checkpoint_order]

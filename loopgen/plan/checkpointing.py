@@ -38,6 +38,8 @@ class Checkpointing:
     weights_only: bool
     resumes_validation: bool  # ... of a run with validation: the val loader is loaded before training
     checkpoints: tuple[Callback, ...]  # the ModelCheckpoint callbacks (the default one when the spec has none)
+    # a user's ModelCheckpoint subclass (one at most), on the script's ModelCheckpointBase (templates/subclassed.j2)
+    subclassed: tuple[Callback, ...]
     on_exception: tuple[Callback, ...]  # the OnExceptionCheckpoint callbacks
     checkpoint_order: tuple[Callback, ...]  # ... and both, as Lightning orders them (last, in the spec's order)
     early_stopping: tuple[Callback, ...]
@@ -100,6 +102,18 @@ class Checkpointing:
     # n steps only (no time interval), its skips before the metric's, no waiting for a fresher metric (some
     # ModelCheckpoint saves every n steps)
     manual_steps: bool = False
+
+    @property
+    def directories(self) -> tuple[Callback, ...]:
+        """The checkpoint callbacks whose `dirpath` the script reads (`--ckpt-path last`, a signal's file, the
+        report): the script's ModelCheckpoint objects, or the user's subclass, whose directory its setup decides."""
+        return self.checkpoints + self.subclassed
+
+    @property
+    def finds_last_files(self) -> bool:
+        """`--ckpt-path last` also takes files found otherwise than by name in the directories: an
+        OnExceptionCheckpoint's, and those a ModelCheckpoint subclass's _find_last_checkpoints finds."""
+        return bool(self.on_exception or self.subclassed)
 
     @property
     def epoch_saves_top_k_only(self) -> bool:
@@ -177,12 +191,14 @@ def resolve_checkpointing(
     t = spec.trainer
     given = [ref for ref in t.callbacks if is_lightning(ref, "ModelCheckpoint")]
     on_exception_refs = [ref for ref in t.callbacks if is_lightning(ref, "OnExceptionCheckpoint")]
-    if not t.enable_checkpointing and (given or on_exception_refs):
+    subclassed = tuple(cb for cb in user.callbacks if cb.checkpointer)  # the user's ModelCheckpoint subclasses
+    if not t.enable_checkpointing and (given or on_exception_refs or subclassed):
         message = "is false, but the callbacks have a ModelCheckpoint (Lightning refuses this too)"
         problems.append(flag_problem(spec, "enable_checkpointing", message))
+    _check_subclassed(spec, subclassed, given, on_exception_refs, problems)
     saves = bool(t.enable_checkpointing) and not t.fast_dev_run  # fast_dev_run saves nothing (Lightning)
     # Lightning adds its default ModelCheckpoint when no callback is a Checkpoint (OnExceptionCheckpoint is one)
-    if saves and not given and not on_exception_refs:
+    if saves and not given and not on_exception_refs and not subclassed:
         given = [ClassRef("pytorch_lightning.callbacks.ModelCheckpoint", callback_defaults("ModelCheckpoint"))]
     on_exception = _on_exception_checkpoints(spec, on_exception_refs, problems)
     given = given if saves else []
@@ -272,7 +288,8 @@ def resolve_checkpointing(
     ]
     mid_batch = batch_saves  # a file decided in a batch or after a validation is written
     after_validation = validation.enabled and not all(every("save_on_train_epoch_end"))  # at its end
-    weights_at_decision = saves and _may_change_weights(user, mid_batch, after_validation)
+    # a subclass decides at run time: any hook may follow its decision
+    weights_at_decision = saves and (bool(subclassed) or _may_change_weights(user, mid_batch, after_validation))
     user = [cb for cb in user.callbacks if cb.kind == "user"]
     # with a logger, the default directory is the first logger's: save_dir/name/version/checkpoints, where the
     # version is version_N (CSV, TensorBoard) or the id of the run (MLflow, W&B)
@@ -282,7 +299,7 @@ def resolve_checkpointing(
     in_run = first is not None and first.name not in NUMBERED_LOGGERS
     placeholders = any(_placeholders(f) - {"epoch", "step"} for f in every("filename"))
     # torchrun signals every process when one fails: no checkpoint is written on a signal under an engine
-    on_signals = saves and engine_kind(spec) is None and bool(checkpoints)
+    on_signals = saves and engine_kind(spec) is None and bool(checkpoints or subclassed)
     return Checkpointing(
         saves=saves,
         resumes=resumes,
@@ -291,7 +308,8 @@ def resolve_checkpointing(
         checkpoints=checkpoints,
         on_exception=on_exception,
         # Lightning calls its Checkpoint callbacks last, in the spec's order
-        checkpoint_order=tuple(_in_spec_order(spec, checkpoints, on_exception)),
+        checkpoint_order=tuple(_in_spec_order(spec, checkpoints, on_exception, subclassed)),
+        subclassed=subclassed if saves else (),
         early_stopping=early_stopping,
         default_dir=any(cb.dirpath is None for cb in checkpoints),
         versioned=versioned,
@@ -331,8 +349,9 @@ def resolve_checkpointing(
         time_triggered=time_triggered,
         defers=monitors and step_triggered and validation.enabled and not all(every("save_on_train_epoch_end")),
         saves_last=saves_last,
-        links="link" in every("save_last"),
-        saves_on_exception=saves_on_exception,
+        # (a subclass's arguments are known when it runs: it may link, and save when fit raises)
+        links="link" in every("save_last") or (saves and bool(subclassed)),
+        saves_on_exception=saves_on_exception or (saves and bool(subclassed)),
         reads_metrics=monitors or placeholders or bool(early_stopping),
         searches_versions=saves and numbered and any(cb.dirpath is None for cb in checkpoints),
         stops_on_signals=on_signals,
@@ -393,16 +412,77 @@ def _on_exception_checkpoints(spec: Spec, refs: list[ClassRef], problems: list[P
     )
 
 
-def _in_spec_order(spec: Spec, checkpoints: tuple[Callback, ...], on_exception: tuple[Callback, ...]) -> list[Callback]:
-    """The Checkpoint callbacks in the spec's order (the default ModelCheckpoint, when there is one, alone)."""
+def _in_spec_order(
+    spec: Spec, checkpoints: tuple[Callback, ...], on_exception: tuple[Callback, ...], subclassed: tuple[Callback, ...]
+) -> list[Callback]:
+    """The Checkpoint callbacks in the spec's order (the default ModelCheckpoint, when there is one, alone), a
+    user's ModelCheckpoint subclass among them."""
     remaining = {"ModelCheckpoint": iter(checkpoints), "OnExceptionCheckpoint": iter(on_exception)}
+    by_path = {cb.construct.cls: cb for cb in subclassed}
     ordered = [
-        next(remaining[name])
+        next(remaining[name]) if name else by_path[ref.name]
         for ref in spec.trainer.callbacks
-        for name in ("ModelCheckpoint", "OnExceptionCheckpoint")
-        if is_lightning(ref, name)
+        for name in ("ModelCheckpoint", "OnExceptionCheckpoint", "")
+        if (is_lightning(ref, name) if name else ref.name in by_path and not is_lightning(ref, "ModelCheckpoint"))
     ]
     return ordered + list(remaining["ModelCheckpoint"])
+
+
+def _check_subclassed(
+    spec: Spec,
+    subclassed: tuple[Callback, ...],
+    given: list[ClassRef],
+    on_exception: list[ClassRef],
+    problems: list[Problem],
+) -> None:
+    """What the script cannot serve of a user's ModelCheckpoint subclass (it runs on the script's
+    ModelCheckpointBase, templates/subclassed.j2, writing through the script's checkpoint files)."""
+    if not subclassed:
+        return
+    name = subclassed[0].construct.cls
+    ref = next(ref for ref in spec.trainer.callbacks if ref.name == name and not is_lightning(ref, "ModelCheckpoint"))
+    where, first = f"trainer.callbacks ({name})", ref.class_path
+    loggers = spec.trainer.logger
+    first_logger = loggers[0].name if isinstance(loggers, (list, tuple)) and loggers else None
+    others = [ref.class_path for ref in (*given, *on_exception)] + [cb.construct.cls for cb in subclassed[1:]]
+    cases = (
+        (
+            bool(others),
+            f"a ModelCheckpoint subclass ({first}) beside another checkpoint callback ({', '.join(others)})",
+            (
+                "the script serves a subclass as the run's one checkpoint callback: the files it decides, the directory"
+                " `--ckpt-path last` looks into and the one a signal's checkpoint goes to are its"
+            ),
+            "keep the subclass alone, and give what the others do to it",
+        ),
+        (
+            engine_kind(spec) is not None,
+            f"a ModelCheckpoint subclass ({first}) with the {engine_kind(spec)} engine",
+            (
+                "its base writes on one process: Lightning's broadcast of its directory and the processes' shared"
+                " decisions of what to keep are not served across processes"
+            ),
+            "run on one device, or use ModelCheckpoint itself",
+        ),
+        (
+            bool(first_logger) and first_logger not in NUMBERED_LOGGERS and ref.init_args.get("dirpath") is None,
+            f"a ModelCheckpoint subclass ({first}) without dirpath, with {first_logger} the first logger",
+            (
+                f"its directory would be the run's ({first_logger}'s experiment and run ids), which the script's"
+                f" {first_logger} does not give a ModelCheckpoint's setup"
+            ),
+            "give the entry a dirpath, or put a CSVLogger or TensorBoardLogger first",
+        ),
+        (
+            bool(spec.trainer.fast_dev_run),
+            f"a ModelCheckpoint subclass ({first}) with fast_dev_run",
+            "the script writes no checkpoint under fast_dev_run",
+            "leave fast_dev_run off",
+        ),
+    )
+    for refused, what, why, instead in cases:
+        if refused:
+            problems.append(Problem(where, refusal(what, why, instead), ref.line))
 
 
 def _may_change_weights(user: UserCode, mid_batch: bool, after_validation: bool) -> bool:

@@ -70,7 +70,7 @@ def resolve_command_line(
         test_after_fit=evaluation.has("test"),
         description=f"{', '.join(evaluation.commands)} {build.model.cls},",
         weights_help=f"{', '.join(evaluation.commands[1:])}: the weights to use, a path"
-        + (', "last" or "best"' if checkpointing.checkpoints else ""),
+        + (', "last" or "best"' if checkpointing.directories else ""),
         max_epochs=bounded and bounds.loop_until in ("epochs", "epochs_and_steps"),
         max_steps=bounded and bounds.step_limit,
         seed=build.seeds,

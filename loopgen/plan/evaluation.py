@@ -380,7 +380,8 @@ def evaluation_variables(
         names += ["device"] if logging.graphs and device.moves else []
     if evaluation.enabled:
         names += ["is_global_zero"] if evaluation.rank_zero_gates else []  # evaluate() and the tables print on rank 0
-        names += ["trainer"] if checkpointing.load_hook_callbacks else []
+        # (a ModelCheckpoint subclass finds the last files with the trainer, as Lightning's)
+        names += ["trainer"] if checkpointing.load_hook_callbacks or checkpointing.subclassed else []
         names += [c.var for c in (*checkpointing.load_hook_callbacks, *checkpointing.stateful_callbacks)]
-        names += [c.var for c in checkpointing.checkpoints]
+        names += [c.var for c in checkpointing.directories]
     return tuple(dict.fromkeys(names))

@@ -196,7 +196,9 @@ def check_model(spec: Spec, model: ClassFacts, problems: list[Problem]) -> None:
 # TQDMProgressBar or RichProgressBar subclass runs on the script's TQDMProgressBarBase or RichProgressBarBase, its
 # bars drawn at each of Lightning's hooks (rich's display also stops at teardown and when fit raises). A
 # LearningRateMonitor subclass runs on LearningRateMonitorBase: it names the learning rates when training starts
-# and logs them at each batch's start (when the loggers are due) and each epoch's.
+# and logs them at each batch's start (when the loggers are due) and each epoch's. A ModelCheckpoint subclass runs
+# on ModelCheckpointBase: it decides its directory in setup, saves at a batch's end, an epoch's end or after a
+# validation (or when fit raises), through the script's checkpoint files, and keeps its state in the checkpoint.
 PROGRESS_BAR_HOOKS = frozenset(
     {
         "setup",
@@ -221,6 +223,19 @@ SUBCLASSED_CALLBACKS: Mapping[str, frozenset[str]] = {
     "TQDMProgressBar": PROGRESS_BAR_HOOKS | {"on_train_end"},
     "RichProgressBar": PROGRESS_BAR_HOOKS | {"on_validation_epoch_end", "teardown", "on_exception"},
     "LearningRateMonitor": frozenset({"on_train_start", "on_train_batch_start", "on_train_epoch_start"}),
+    "ModelCheckpoint": frozenset(
+        {
+            "setup",
+            "on_train_start",
+            "on_train_batch_end",
+            "on_train_epoch_end",
+            "on_validation_end",
+            "on_exception",
+            "on_train_end",
+            "state_dict",
+            "load_state_dict",
+        }
+    ),
 }
 # what those hooks read from the trainer (a progress bar's: its base ProgressBar's totals, metrics and version)
 PROGRESS_BAR_READS = frozenset(
@@ -252,6 +267,23 @@ BASE_TRAINER_READS: Mapping[str, frozenset[str]] = {
     "RichProgressBar": PROGRESS_BAR_READS | {"training", "progress_bar_callback"},
     "LearningRateMonitor": frozenset(
         {"loggers", "lr_scheduler_configs", "optimizers", "callback_metrics", "lightning_module", "is_global_zero"}
+    ),
+    # ... its directory (the first logger's, or default_root_dir's), its triggers and its files' names
+    "ModelCheckpoint": frozenset(
+        {
+            "callback_metrics",
+            "current_epoch",
+            "global_step",
+            "sanity_checking",
+            "state",
+            "is_global_zero",
+            "loggers",
+            "default_root_dir",
+            "ckpt_path",
+            "num_val_batches",
+            "enable_validation",
+            "is_last_batch",
+        }
     ),
 }
 
@@ -361,7 +393,7 @@ def stopping(facts: ClassFacts) -> bool:
 
 
 # Lightning's callbacks the script writes out as base classes (templates/subclassed.j2) for the user's subclasses
-WRITTEN_BASES = ("EarlyStopping", *PROGRESS_BAR_BASES, "LearningRateMonitor")
+WRITTEN_BASES = ("EarlyStopping", *PROGRESS_BAR_BASES, "LearningRateMonitor", "ModelCheckpoint")
 
 
 def written_base(facts: ClassFacts) -> str | None:
@@ -389,9 +421,9 @@ def once_in_2x(
 def check_callbacks(
     spec: Spec, model: ClassFacts, callbacks: tuple[ClassFacts | None, ...], problems: list[Problem]
 ) -> None:
-    """A user's callback that subclasses another of Lightning's callbacks (ModelCheckpoint, ...): the script would
-    run the subclass's own methods only, never the base's behaviour (nothing saved), so it is refused.
-    BaseFinetuning, EarlyStopping, TQDMProgressBar, RichProgressBar and LearningRateMonitor subclasses are served
+    """A user's callback that subclasses another of Lightning's callbacks (Timer, ...): the script would run the
+    subclass's own methods only, never the base's behaviour, so it is refused. BaseFinetuning, EarlyStopping,
+    TQDMProgressBar, RichProgressBar, LearningRateMonitor and ModelCheckpoint subclasses are served
     as Lightning 2.x's, where their base's hooks run (all but the first on a base class the script writes out)."""
     averaging = [ref for ref in spec.trainer.callbacks if ref.name in AVERAGING and builtin_callback(ref)]
     once_in_2x(
@@ -499,12 +531,18 @@ def resolve_user_code(
                 if facts.defines(h)
             ).union(*(SUBCLASSED_CALLBACKS.get(name, ()) for name in facts.lightning_bases)),
             state_key=(
-                None if facts.defines("state_key") or facts.is_lightning_callback or stopping(facts) else ref.name
+                None
+                if facts.defines("state_key")
+                or facts.is_lightning_callback
+                or stopping(facts)
+                or written_base(facts) == "ModelCheckpoint"
+                else ref.name
             ),
             writer=facts.is_prediction_writer,
             finetuning=finetuning(facts),
             base=written_base(facts),
-            monitoring=stopping(facts),  # Lightning's on_train_epoch_end of an EarlyStopping follows the module's
+            # Lightning's on_train_epoch_end of an EarlyStopping or a ModelCheckpoint follows the module's
+            monitoring=stopping(facts) or "ModelCheckpoint" in facts.lightning_bases,
         )
         for i, (ref, facts) in enumerate(zip(refs, callbacks))
         if facts is not None

@@ -86,6 +86,11 @@ class Callback:
         return self.base == "LearningRateMonitor"
 
     @property
+    def checkpointer(self) -> bool:
+        """A ModelCheckpoint subclass: it writes through the script's checkpoint files, in its base's names."""
+        return self.base == "ModelCheckpoint"
+
+    @property
     def bar(self) -> bool:
         return self.base in PROGRESS_BAR_BASES
 

@@ -255,7 +255,7 @@ def resolve_state(
     configs = scheduler_configs(spec, model, callbacks, optimizers) if "lr_scheduler_configs" in attributes else ()
     if configs is False:
         attributes -= {"lr_scheduler_configs"}
-    exists = bool(attributes) or bool(callbacks) or bool(checkpointing.checkpoints)  # the user's callbacks get it
+    exists = bool(attributes) or bool(callbacks) or bool(checkpointing.directories)  # the user's callbacks get it
     module_reads_trainer = (model.trainer_reads or set()) != set() or model.trainer_reads is None
     plain_counters = set() if model.is_lightning_module else module_counters & counters
     return State(

@@ -82,6 +82,7 @@ STANDARD = (
     Line("dataclasses", ("asdict", "dataclass", "field", "fields", "is_dataclass")),
     Line("datetime", ("timedelta",)),
     Line("itertools", ("accumulate",)),
+    Line("pathlib", ("Path",)),
     Line("types", ("SimpleNamespace",)),
 )
 OTHERS = (

@@ -1,12 +1,16 @@
 """User Callbacks for the parity cases: StopRequest records the hooks it sees and requests a stop,
 TrainerStateRecorder records what the trainer reports to a callback, FreezeUnfreeze fine-tunes a backbone, the
-EarlyStopping subclasses change when and why it stops, EpochBar records what its bar and the trainer tell it."""
+EarlyStopping subclasses change when and why it stops, EpochBar records what its bar and the trainer tell it, the
+ModelCheckpoint subclasses change when it saves and what its state holds."""
+
+import os
 
 import pytorch_lightning as pl
 from pytorch_lightning.callbacks import (
     BaseFinetuning,
     EarlyStopping,
     LearningRateMonitor,
+    ModelCheckpoint,
     RichProgressBar,
     TQDMProgressBar,
 )
@@ -224,3 +228,42 @@ class GroupRates(LearningRateMonitor):
     def on_train_epoch_end(self, trainer, pl_module):
         history = {name: [round(lr, 8) for lr in lrs] for name, lrs in self.lrs.items()}
         pl_module.events.append(("rates", trainer.current_epoch, history, dict(self.last_momentum_values)))
+
+
+class WarmCheckpoint(ModelCheckpoint):
+    """Saves nothing before `start_epoch` (a warm-up whose scores mean little), names its last file after the epoch,
+    and keeps the steps it saved at in its state (restored on resume)."""
+
+    CHECKPOINT_NAME_LAST = "{epoch}-last"
+
+    def __init__(self, start_epoch: int = 1, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.start_epoch = start_epoch
+        self.saved_at: list[int] = []
+
+    def _should_skip_saving_checkpoint(self, trainer):
+        return trainer.current_epoch < self.start_epoch or super()._should_skip_saving_checkpoint(trainer)
+
+    def _save_checkpoint(self, trainer, filepath):
+        super()._save_checkpoint(trainer, filepath)
+        self.saved_at.append(trainer.global_step)
+
+    def state_dict(self):
+        return {**super().state_dict(), "saved_at": list(self.saved_at)}
+
+    def load_state_dict(self, state_dict):
+        super().load_state_dict(state_dict)
+        self.saved_at = list(state_dict.get("saved_at", []))
+
+
+class RecordsBest(ModelCheckpoint):
+    """Records, after each validation, what the base decided (its best path's name and score, the files it
+    keeps) in the module's `events`."""
+
+    def on_validation_end(self, trainer, pl_module):
+        super().on_validation_end(trainer, pl_module)
+        if trainer.sanity_checking:
+            return
+        kept = sorted(os.path.basename(path) for path in self.best_k_models)
+        score = None if self.best_model_score is None else round(float(self.best_model_score), 6)
+        pl_module.events.append(("best", trainer.global_step, os.path.basename(self.best_model_path), score, kept))

@@ -82,6 +82,22 @@ CASES = [
             model_checkpoint(monitor="train_loss_step", mode="max", save_top_k=1, dirpath="by_loss"),
         ],
     ),
+    # ... and a ModelCheckpoint subclass on the script's base, which has the same rules (its manual branch)
+    manual_case(
+        "manual_checkpoint_subclass_every_n_steps",
+        "ManualAccumulateClip",
+        max_epochs=3,
+        enable_checkpointing=True,
+        val_check_interval=3,
+        callbacks=[
+            model_checkpoint(
+                "tests.parity.callbacks.WarmCheckpoint",
+                monitor="train_loss_step",
+                every_n_train_steps=4,
+                save_last=True,
+            ),
+        ],
+    ),
     manual_case("manual_tbptt", "ManualTBPTT", max_epochs=2, val_check_interval=3),
     # configure_gradient_clipping (automatic optimization), with and without the Trainer's clipping flags
     manual_case(

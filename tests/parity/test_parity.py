@@ -943,6 +943,37 @@ CASES = [
         min_epochs=4,
         val_check_interval=0.5,
     ),
+    # a ModelCheckpoint subclass runs on the script's base: its own skip (nothing before epoch 1), last file's name
+    # and state (the files and each file's callback state compared), over the base's top 2 by val_loss
+    checkpointing_case(
+        "checkpoint_subclass_warm_top_k",
+        model_checkpoint(
+            "tests.parity.callbacks.WarmCheckpoint", start_epoch=1, monitor="val_loss", save_top_k=2, save_last=True
+        ),
+        max_epochs=4,
+    ),
+    # ... in the first logger's directory, which its setup finds (save_dir/name/version_N/checkpoints)
+    checkpointing_case(
+        "checkpoint_subclass_logger_directory",
+        model_checkpoint("tests.parity.callbacks.WarmCheckpoint", start_epoch=2, save_last=True),
+        max_epochs=3,
+        logger=csv_logger(name="runs"),
+    ),
+    # ... and the base's every-n-steps saves by a metric, deferred to the validation after an epoch's last batch,
+    # with "last" a link; the subclass records what the base decided after each validation
+    checkpointing_case(
+        "checkpoint_subclass_steps_deferred_link",
+        model_checkpoint(
+            "tests.parity.callbacks.RecordsBest",
+            monitor="val_loss",
+            every_n_train_steps=4,
+            save_top_k=3,
+            save_last="link",
+            filename="{epoch}-{step}-{val_loss:.3f}",
+        ),
+        max_epochs=3,
+        val_check_interval=0.5,
+    ),
     # a TQDMProgressBar subclass runs on the script's base: the totals it computes and the metrics it shows
     case(
         "tqdm_subclass_totals_and_metrics",
