@@ -118,3 +118,22 @@ def test_last_is_what_the_subclass_finds_and_evaluation_uses_its_files(tmp_path:
     assert f"test: the weights of {tmp_path / 'whole' / 'checkpoints' / 'final.ckpt'}" in tested
     tested = run(script, tmp_path / "whole", "test", "--ckpt-path", "best")
     assert f"test: the weights of {best}" in tested
+
+
+def test_a_file_not_completed_when_the_run_stopped_is_refused_with_the_reason(tmp_path: Path) -> None:
+    """A file the subclass decided is on disk at once, as Lightning's, and completed with where the run resumes
+    at the end of the batch or epoch that decided it: one the run stopped before completing says so."""
+    script = tmp_path / "train.py"
+    script.write_text(render(spec(WARM, max_epochs=2), tmp_path))
+    run(script, tmp_path / "run")
+    path = tmp_path / "run" / "checkpoints" / "epoch=1-last.ckpt"
+    content = load(path)
+    assert content["loopgen"]["epoch"] == 2 and "decided" not in content["loopgen"]  # completed
+    content["loopgen"] = {"decided": True}  # as written when decided
+    torch.save(content, path)
+    result = subprocess.run(
+        [sys.executable, str(script), "--ckpt-path", str(path)], cwd=tmp_path / "run", env=env_with_root(),
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert result.returncode != 0
+    assert f"{path}: written when ModelCheckpoint decided it, and the run stopped before" in result.stderr

@@ -110,6 +110,13 @@ class Checkpointing:
         return self.checkpoints + self.subclassed
 
     @property
+    def writes_at_decision(self) -> bool:
+        """A file a ModelCheckpoint subclass decides is on disk at once, as Lightning's (the subclass's code may
+        read, copy or link it after the save), then completed with where the run resumes from it where the whole
+        run can be saved."""
+        return bool(self.subclassed)
+
+    @property
     def finds_last_files(self) -> bool:
         """`--ckpt-path last` also takes files found otherwise than by name in the directories: an
         OnExceptionCheckpoint's, and those a ModelCheckpoint subclass's _find_last_checkpoints finds."""

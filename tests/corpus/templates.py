@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import copy
 import math
+import os
+import re
+from pathlib import Path
 
 import numpy as np
 import pytorch_lightning as pl
 import torch
+from pytorch_lightning.callbacks import ModelCheckpoint
 from pytorch_lightning.utilities import grad_norm
 from torch import nn
 from torch.nn import functional as F
@@ -222,6 +226,73 @@ class Backbone(nn.Module):
 
     def forward(self, x):
         return torch.relu(self.l2(torch.relu(self.l1(x.view(x.size(0), -1)))))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Research code's ModelCheckpoint subclasses: milestones kept for good, and a "best" copy beside the top k.
+
+
+class MilestoneCheckpoint(ModelCheckpoint):
+    """Ranks files by a metric as its base does, but never removes one saved at a milestone step (the first at
+    or after `first_milestone`, then one each `milestone_every` steps on), and keeps the milestones in its state;
+    its own saves and removals reported when verbose (the base's own report silenced)."""
+
+    def __init__(self, *args, first_milestone: int = 0, milestone_every: int = 0, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.first_milestone = first_milestone
+        self.milestone_every = milestone_every
+        self.milestones: set[int] = set()
+        self.last_milestone: int | None = None
+        self.reports, self.verbose = self.verbose, False
+
+    @staticmethod
+    def step_in_name(filepath: str) -> int | None:
+        found = re.search(r"step=(\d+)", Path(filepath).stem)
+        return int(found.group(1)) if found else None
+
+    def _save_checkpoint(self, trainer, filepath):
+        step = self.step_in_name(filepath)
+        due = self.last_milestone is None or step is not None and step >= self.last_milestone + self.milestone_every
+        if self.milestone_every > 0 and step is not None and step >= self.first_milestone and due:
+            self.last_milestone = step
+            self.milestones.add(step)
+        super()._save_checkpoint(trainer, filepath)
+        if self.reports:
+            print(f"saved {Path(filepath).name} (milestones {sorted(self.milestones)})")
+
+    def _remove_checkpoint(self, trainer, filepath):
+        if self.step_in_name(filepath) in self.milestones:
+            return
+        super()._remove_checkpoint(trainer, filepath)
+
+    def state_dict(self):
+        return {**super().state_dict(), "milestones": sorted(self.milestones), "last_milestone": self.last_milestone}
+
+    def load_state_dict(self, state_dict):
+        super().load_state_dict(state_dict)
+        self.milestones = set(state_dict.get("milestones", []))
+        self.last_milestone = state_dict.get("last_milestone")
+
+
+class CopiesBest(ModelCheckpoint):
+    """Puts its files in the run's log directory (trainer.log_dir/checkpoints) and, each time the best file
+    changes, copies it to `best.ckpt` beside it with the filesystem object its base holds (`self._fs`): the file
+    just saved must be on disk then."""
+
+    CHECKPOINT_NAME_BEST = "best"
+
+    def setup(self, trainer, pl_module, stage):
+        if trainer.log_dir:
+            self.dirpath = os.path.join(trainer.log_dir, "checkpoints")
+        super().setup(trainer, pl_module, stage)
+
+    def _update_best_and_save(self, current, trainer, monitor_candidates):
+        super()._update_best_and_save(current, trainer, monitor_candidates)
+        best = self.format_checkpoint_name(monitor_candidates, self.CHECKPOINT_NAME_BEST)
+        if trainer.is_global_zero and best != self.best_model_path:
+            if self._fs.lexists(best):
+                self._fs.rm_file(best)
+            self._fs.cp_file(self.best_model_path, best)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -1388,6 +1459,55 @@ CASES = [
         val_check_interval=0.5,
         logger=CSV_LOGGER,
         log_every_n_steps=2,
+    ),
+    corpus_case(
+        "tpl_checkpoint_subclass_milestones",
+        "templates",
+        "TemplateClassifier",
+        data="VectorsData",
+        model_init={"backbone": {"class_path": "tests.corpus.templates.Backbone"}, "learning_rate": 1e-3},
+        pattern="a ModelCheckpoint subclass overriding _save_checkpoint and _remove_checkpoint (milestone files "
+        "never removed), its own state_dict/load_state_dict keys, the base's verbose taken over, every n steps "
+        "by a validation metric (saves deferred to the validation), save_last",
+        studied="public research code: a DsModelCheckpoint (permanent checkpoints every interval of steps)",
+        max_epochs=3,
+        val_check_interval=0.5,
+        enable_checkpointing=True,
+        callbacks=[
+            {
+                "class_path": "tests.corpus.templates.MilestoneCheckpoint",
+                "init_args": {
+                    "dirpath": "ck",
+                    "filename": "{epoch}-{step}",
+                    "monitor": "valid_loss",
+                    "every_n_train_steps": 3,
+                    "save_last": True,
+                    "verbose": True,
+                    "first_milestone": 5,
+                    "milestone_every": 6,
+                },
+            }
+        ],
+    ),
+    corpus_case(
+        "tpl_checkpoint_subclass_copies_best",
+        "templates",
+        "TemplateClassifier",
+        data="VectorsData",
+        model_init={"backbone": {"class_path": "tests.corpus.templates.Backbone"}, "learning_rate": 1e-3},
+        pattern="a ModelCheckpoint subclass setting its dirpath from trainer.log_dir in setup, extending "
+        "_update_best_and_save to copy the best file with the base's fsspec filesystem (self._fs) right after "
+        "the save, top 2 by an epoch metric, CSVLogger",
+        studied="public research code, in many repositories: ModelCheckpointWithLinkBest (a best link or copy)",
+        max_epochs=4,
+        logger=CSV_LOGGER,
+        enable_checkpointing=True,
+        callbacks=[
+            {
+                "class_path": "tests.corpus.templates.CopiesBest",
+                "init_args": {"monitor": "train_loss_epoch", "save_top_k": 2},
+            }
+        ],
     ),
     corpus_case(
         "tpl_wgan_gp_manual",
