@@ -27,6 +27,9 @@ from torchmetrics.classification import AUROC, Accuracy
 from tests.corpus.cases import corpus_case
 
 CSV_LOGGER = {"class_path": "CSVLogger", "init_args": {"save_dir": "."}}
+# the project template's classifier (module, class) and its arguments, for the cases of callbacks around it
+CLASSIFIER = ("templates", "TemplateClassifier")
+CLASSIFIER_INIT = {"backbone": {"class_path": "tests.corpus.templates.Backbone"}, "learning_rate": 1e-3}
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -1462,10 +1465,9 @@ CASES = [
     ),
     corpus_case(
         "tpl_checkpoint_subclass_milestones",
-        "templates",
-        "TemplateClassifier",
+        *CLASSIFIER,
         data="VectorsData",
-        model_init={"backbone": {"class_path": "tests.corpus.templates.Backbone"}, "learning_rate": 1e-3},
+        model_init=CLASSIFIER_INIT,
         pattern="a ModelCheckpoint subclass overriding _save_checkpoint and _remove_checkpoint (milestone files "
         "never removed), its own state_dict/load_state_dict keys, the base's verbose taken over, every n steps "
         "by a validation metric (saves deferred to the validation), save_last",
@@ -1491,10 +1493,9 @@ CASES = [
     ),
     corpus_case(
         "tpl_checkpoint_subclass_copies_best",
-        "templates",
-        "TemplateClassifier",
+        *CLASSIFIER,
         data="VectorsData",
-        model_init={"backbone": {"class_path": "tests.corpus.templates.Backbone"}, "learning_rate": 1e-3},
+        model_init=CLASSIFIER_INIT,
         pattern="a ModelCheckpoint subclass setting its dirpath from trainer.log_dir in setup, extending "
         "_update_best_and_save to copy the best file with the base's fsspec filesystem (self._fs) right after "
         "the save, top 2 by an epoch metric, CSVLogger",
