@@ -116,8 +116,9 @@ def model_checkpoint(draw: st.DrawFn, model: Model) -> dict[str, Any]:
     }.items():
         if draw(st.integers(0, 3)) == 0:
             args[name] = draw(st.sampled_from(values))
-    return {"class_path": draw(st.sampled_from(("ModelCheckpoint", "pytorch_lightning.callbacks.ModelCheckpoint"))),
-            "init_args": args}  # fmt: skip
+    # Lightning's, or a project's subclass of it (on the script's ModelCheckpointBase)
+    paths = ("ModelCheckpoint", "pytorch_lightning.callbacks.ModelCheckpoint", f"{ZOO}.LateModelCheckpoint")
+    return {"class_path": draw(st.sampled_from(paths)), "init_args": args}
 
 
 @st.composite

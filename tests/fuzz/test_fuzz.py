@@ -24,7 +24,7 @@ pytest.importorskip("pytorch_lightning")
 pytestmark = pytest.mark.slow
 
 QUICK_EXAMPLES = 24
-QUICK_SEED = 20261207
+QUICK_SEED = 20261214
 
 
 @pytest.fixture(scope="module")

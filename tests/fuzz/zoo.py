@@ -18,7 +18,13 @@ from __future__ import annotations
 
 import pytorch_lightning as pl
 import torch
-from pytorch_lightning.callbacks import EarlyStopping, LearningRateMonitor, RichProgressBar, TQDMProgressBar
+from pytorch_lightning.callbacks import (
+    EarlyStopping,
+    LearningRateMonitor,
+    ModelCheckpoint,
+    RichProgressBar,
+    TQDMProgressBar,
+)
 from torch import nn
 from torch.nn import functional as F
 from torch.utils.data import DataLoader, TensorDataset, random_split
@@ -496,6 +502,29 @@ class PrefixedRates(LearningRateMonitor):
 
     def _extract_stats(self, trainer, interval):
         return {f"optim/{name}": value for name, value in super()._extract_stats(trainer, interval).items()}
+
+
+class LateModelCheckpoint(ModelCheckpoint):
+    """Lightning's ModelCheckpoint that saves nothing in the first epoch (a warm-up whose scores mean little), and
+    keeps the steps it saved at in its state, as projects extend it."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.saved_at = []
+
+    def _should_skip_saving_checkpoint(self, trainer):
+        return trainer.current_epoch < 1 or super()._should_skip_saving_checkpoint(trainer)
+
+    def _save_checkpoint(self, trainer, filepath):
+        super()._save_checkpoint(trainer, filepath)
+        self.saved_at.append(trainer.global_step)
+
+    def state_dict(self):
+        return {**super().state_dict(), "saved_at": list(self.saved_at)}
+
+    def load_state_dict(self, state_dict):
+        super().load_state_dict(state_dict)
+        self.saved_at = list(state_dict.get("saved_at", []))
 
 
 class Probe195(Probe):
