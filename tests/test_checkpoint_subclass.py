@@ -137,3 +137,48 @@ def test_a_file_not_completed_when_the_run_stopped_is_refused_with_the_reason(tm
     )  # fmt: skip
     assert result.returncode != 0
     assert f"{path}: written when ModelCheckpoint decided it, and the run stopped before" in result.stderr
+
+
+RETURNS_ONE = """
+import pytorch_lightning as pl
+import torch
+from pytorch_lightning.callbacks import ModelCheckpoint
+
+
+class KeepAll(ModelCheckpoint):
+    pass
+
+
+class Net(pl.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.layer = torch.nn.Linear(2, 1)
+
+    def train_dataloader(self):
+        return [torch.ones(4, 2)] * 3
+
+    def training_step(self, batch, batch_idx):
+        return self.layer(batch).sum()
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.1)
+
+    def configure_callbacks(self):
+        return [KeepAll(dirpath="mine", save_top_k=-1)]
+"""
+
+
+def test_a_subclass_configure_callbacks_returns_replaces_the_trainers_model_checkpoint(tmp_path: Path) -> None:
+    """Lightning replaces the trainer's callbacks of a class the returned one subclasses: the subclass is the run's
+    one checkpoint callback, saving every epoch in a run that never validates."""
+    (tmp_path / "ccproj").mkdir()
+    (tmp_path / "ccproj" / "__init__.py").write_text("")
+    (tmp_path / "ccproj" / "models.py").write_text(RETURNS_ONE)
+    trainer = {"max_epochs": 2, "logger": False, "enable_progress_bar": False}
+    entry = {"class_path": "ModelCheckpoint", "init_args": {"dirpath": "theirs"}}
+    text = render({"model": "ccproj.models.Net", "trainer": {**trainer, "callbacks": [entry]}}, tmp_path)
+    assert "= ModelCheckpoint(" not in text and 'callback = KeepAll(dirpath="mine", save_top_k=-1)' in text
+    script = tmp_path / "train.py"
+    script.write_text(text)
+    run(script, tmp_path / "run")
+    assert names(tmp_path / "run") == {"epoch=0-step=3.ckpt", "epoch=1-step=6.ckpt"}

@@ -98,6 +98,10 @@ class Checkpointing:
     stopping_on_epoch_end: bool = False
     stopping_off: bool = False
     stopping_subclassed: bool = False  # the spec has such a subclass
+    # what a ModelCheckpoint subclass's base reads of the trainer's flags (Lightning's trainer has them whether or
+    # not the run validates): check_val_every_n_epoch, and whether val_check_interval is the epoch (1.0)
+    check_val_every_n_epoch: int | None = 1
+    validates_at_epoch_end: bool = True
     # under manual optimization Lightning 2.6.6's ModelCheckpoint.on_train_batch_end has rules of its own: every
     # n steps only (no time interval), its skips before the metric's, no waiting for a fresher metric (some
     # ModelCheckpoint saves every n steps)
@@ -377,6 +381,8 @@ def resolve_checkpointing(
         stopping_off=bool(t.fast_dev_run),
         stopping_subclassed=any(cb.stopping for cb in user),
         manual_steps=bool(model.manual_optimization) and step_triggered,
+        check_val_every_n_epoch=t.check_val_every_n_epoch,
+        validates_at_epoch_end=t.val_check_interval == 1.0,
     )
 
 

@@ -959,6 +959,13 @@ CASES = [
         max_epochs=3,
         logger=csv_logger(name="runs"),
     ),
+    # ... in a run that never validates (limit_val_batches 0): it saves at each epoch's end
+    checkpointing_case(
+        "checkpoint_subclass_without_validation",
+        model_checkpoint("tests.parity.callbacks.WarmCheckpoint", start_epoch=1, save_top_k=-1, save_last=True),
+        max_epochs=3,
+        limit_val_batches=0,
+    ),
     # ... and the base's every-n-steps saves by a metric, deferred to the validation after an epoch's last batch,
     # with "last" a link; the subclass records what the base decided after each validation
     checkpointing_case(
