@@ -341,6 +341,11 @@ ON = {"enable_checkpointing": True}
             {**ON, "logger": [{"class_path": "MLFlowLogger", "init_args": {"tracking_uri": "file:./mlruns"}}]},
             "(cbproj.stopping.Keeps) without dirpath, with MLFlowLogger the first logger is not supported",
         ),
+        (
+            [{"class_path": "cbproj.stopping.Keeps", "init_args": {"train_time_interval": "00:00:01:00"}}],
+            ON,
+            "cbproj.stopping.Keeps(train_time_interval=...) given in the spec is not supported",
+        ),
         (["cbproj.stopping.Keeps"], {**ON, "fast_dev_run": True}, "(cbproj.stopping.Keeps) with fast_dev_run is not"),
         (
             ["cbproj.stopping.Keeps"],

@@ -487,6 +487,15 @@ def _check_subclassed(
             "give the entry a dirpath, or put a CSVLogger or TensorBoardLogger first",
         ),
         (
+            ref.init_args.get("train_time_interval") is not None,
+            f"{first}(train_time_interval=...) given in the spec",
+            (
+                "the entry's value would reach the class as written (a string or a mapping), where LightningCLI makes"
+                " a datetime.timedelta of it"
+            ),
+            "set it in your subclass's __init__, as a timedelta",
+        ),
+        (
             bool(spec.trainer.fast_dev_run),
             f"a ModelCheckpoint subclass ({first}) with fast_dev_run",
             "the script writes no checkpoint under fast_dev_run",
