@@ -182,3 +182,17 @@ def test_a_subclass_configure_callbacks_returns_replaces_the_trainers_model_chec
     script.write_text(text)
     run(script, tmp_path / "run")
     assert names(tmp_path / "run") == {"epoch=0-step=3.ckpt", "epoch=1-step=6.ckpt"}
+
+
+def test_a_configuration_lightnings_class_refuses_raises_lightnings_error(tmp_path: Path) -> None:
+    """The base's own checks raise Lightning's MisconfigurationException (code may catch it), before training."""
+    entry = {"class_path": "tests.parity.callbacks.RecordsBest", "init_args": {"mode": "middle"}}
+    script = tmp_path / "train.py"
+    script.write_text(render(spec(entry), tmp_path))
+    (tmp_path / "run").mkdir()
+    result = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path / "run", env=env_with_root(), capture_output=True, text=True,
+        timeout=300,
+    )  # fmt: skip
+    assert result.returncode != 0
+    assert "MisconfigurationException: `mode` can be min, max but got middle" in result.stderr, result.stderr[-2000:]
