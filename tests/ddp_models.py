@@ -197,6 +197,17 @@ class DDPManualAccumulate(pl.LightningModule):
             torch.save(self.state_dict(), f"{os.environ['DDP_SAVE']}/rank{os.environ['RANK']}.pt")
 
 
+class DDPLateBuilt(DDPNet):
+    """DDPNet whose network is built in configure_model (on each process's device, before DDP wraps the module),
+    with torch's activation checkpointing over its Linear layers."""
+
+    def configure_model(self):
+        from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import apply_activation_checkpointing
+
+        self.net = nn.Sequential(nn.Linear(FEATURES, 24), nn.ReLU(), nn.Dropout(0.1), nn.Linear(24, CLASSES))
+        apply_activation_checkpointing(self.net, check_fn=lambda module: isinstance(module, nn.Linear))
+
+
 class DDPLBFGSNet(DDPNet):
     """DDPNet stepped by LBFGS: the optimizer calls the closure (training_step and backward) several times a step."""
 

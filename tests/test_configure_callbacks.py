@@ -11,7 +11,7 @@ import pytest
 from loopgen.errors import LoopgenError
 from loopgen.pipeline import with_configured_callbacks
 from loopgen.spec.load import load_spec
-from tests.test_manual import refusal, render, write
+from tests.test_manual import render, write
 
 MODEL = """
 import pytorch_lightning as pl
@@ -206,10 +206,10 @@ def test_the_script_builds_the_returned_callbacks_and_calls_their_hooks(tmp_path
     assert "configure_callbacks" not in script.split('"""', 2)[2]  # built from the source, never called
 
 
-def test_configure_model_is_still_refused(tmp_path: Path) -> None:
-    """configure_model stays refused beside a configure_callbacks that is served."""
+def test_configure_model_beside_configure_callbacks_is_called_and_configure_callbacks_is_not(tmp_path: Path) -> None:
     source = MODEL.replace("BODY", "        return []\n").replace(
         "    def configure_optimizers(self):", "    def configure_model(self):\n        pass\n\n"
         "    def configure_optimizers(self):"
     ).replace("from pkg.callbacks import Counter, SubCounter\n", "")  # fmt: skip
-    assert "overrides configure_model" in refusal(tmp_path, source)
+    script = render(tmp_path, source)
+    assert "model.configure_model()" in script and "model.configure_callbacks()" not in script

@@ -43,6 +43,8 @@ SPECS = {
     # an optimizer step through a closure (tests.ddp_models.DDPLBFGSNet); accumulation skips the all-reduce
     "lbfgs": ({"dropout": 0.0}, {"max_epochs": 2}, "DDPLBFGSNet"),
     "lbfgs_accumulate": ({"dropout": 0.0}, {"max_epochs": 2, "accumulate_grad_batches": 2}, "DDPLBFGSNet"),
+    # the network built in configure_model, with activation checkpointing, before DDP wraps the module
+    "configure_model": ({}, {"max_epochs": 2}, "DDPLateBuilt"),
     # Lightning's ModelPruning: each process prunes its own copy of the weights, alike; SpikeDetection: whether
     # any process's loss spikes, whether every one's is finite, decided together after each batch
     "pruning_spike_detection": (

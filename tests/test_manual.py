@@ -177,10 +177,21 @@ def test_an_attribute_the_script_cannot_serve_is_refused_with_its_line(tmp_path:
 
 
 def test_a_hook_lightning_calls_in_fit_and_the_script_does_not_is_refused_with_its_line(tmp_path: Path) -> None:
-    source = GAN + "\n    def configure_model(self):\n        pass\n"
+    source = AUTOMATIC_TWO + "\n    def on_validation_model_zero_grad(self):\n        pass\n"
     message = refusal(tmp_path, source)
-    line = source.splitlines().index("    def configure_model(self):") + 1
-    assert f"models.py:{line}: pkg.models.Gan overrides configure_model" in message
+    line = source.splitlines().index("    def on_validation_model_zero_grad(self):") + 1
+    assert f"models.py:{line}: pkg.models.Gan overrides on_validation_model_zero_grad" in message
+
+
+def test_configure_model_with_manual_optimization_builds_before_the_optimizers(tmp_path: Path) -> None:
+    source = GAN + "\n    def configure_model(self):\n        self.built = True\n"
+    text = render(tmp_path, source)
+    main = text[text.index("def main(") : text.index("\ndef ", text.index("def main("))]
+    build = text[text.index("def build(") : text.index("\ndef ", text.index("def build("))]
+    if "model.configure_model()" in build:  # main() builds before it configures the optimizers
+        assert main.index("= build(") < main.index("configure_optimizers()")
+    else:
+        assert main.index("model.configure_model()") < main.index("configure_optimizers()")
 
 
 def test_manual_backward_without_manual_optimization_is_refused(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from loopgen.errors import Problem
 from loopgen.plan.common import follows_1_9_5
+from loopgen.plan.distributed import engine_kind
 from loopgen.plan.objects import (
     PROGRESS_BAR_BASES,
     Callback,
@@ -23,7 +24,7 @@ from loopgen.spec.model import ClassRef, Spec
 
 # Hooks of the model a generated script may call (Lightning's names).
 MODEL_HOOKS = (
-    "prepare_data", "setup", "configure_optimizers", "on_fit_start", "on_train_start", "on_train_epoch_start",
+    "prepare_data", "setup", "configure_sharded_model", "configure_model", "configure_optimizers", "on_fit_start", "on_train_start", "on_train_epoch_start",
     "on_train_batch_start", "training_step", "training_step_end", "on_before_zero_grad", "backward",
     "optimizer_zero_grad", "on_before_backward", "on_after_backward", "on_before_optimizer_step",
     "on_train_batch_end", "training_epoch_end", "on_train_epoch_end", "on_validation_model_eval",
@@ -36,7 +37,11 @@ MODEL_HOOKS = (
 
 
 # LightningModule hooks Lightning's fit calls that the script does not (a module overriding one is refused)
-UNSERVED_FIT_HOOKS = ("configure_model", "configure_sharded_model")
+UNSERVED_FIT_HOOKS: tuple[str, ...] = ()
+
+# ... and the hooks that build the module's layers, served as Lightning 2.x calls them (once the setup hooks ran: on
+# the device, in a true precision's dtype) on one device and under DDP
+MODEL_BUILDING_HOOKS = ("configure_sharded_model", "configure_model")
 
 
 # Callback hooks (Lightning's `Callback` API) the script calls when a user callback defines them.
@@ -176,6 +181,25 @@ def check_model(spec: Spec, model: ClassFacts, problems: list[Problem]) -> None:
         )
         problems.append(Problem(model.defined_at.get("configure_callbacks", where), message))
     unserved = [*UNSERVED_FIT_HOOKS, *([] if model.manual_optimization else ["on_validation_model_zero_grad"])]
+    for hook in MODEL_BUILDING_HOOKS:
+        kind = engine_kind(spec)
+        cases = (
+            (follows_1_9_5(spec, model), "in a spec that follows Lightning 1.9.5", "follow Lightning 2.x"),
+            (
+                kind not in (None, "ddp"),
+                f"with the {kind} engine",
+                "run on one device or under DDP (its sharded strategies are not served)",
+            ),
+        )
+        for refused, what, instead in cases:
+            if refused and model.defines(hook):
+                message = refusal(
+                    f"{spec.model.class_path}.{hook} {what}",
+                    "the script builds the module's layers where Lightning 2.x does, on one device or each DDP"
+                    " process's",
+                    instead,
+                )
+                problems.append(Problem(model.defined_at.get(hook, where), message))
     for hook in unserved:
         if model.defines(hook):
             message = (

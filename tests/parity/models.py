@@ -764,3 +764,29 @@ class ResumeModel(Classifier):
             if time.monotonic() > deadline:
                 raise RuntimeError(f"paused in {hook} for {self.PAUSE_TIMEOUT} s and never released")
             time.sleep(0.02)
+
+
+class LateBuilt(MLP):
+    """The MLP whose layers are built in configure_model (Lightning calls it after the setup hooks, on the device,
+    in a true precision's dtype): a wider head than __init__'s, and optionally torch's activation checkpointing
+    over its Linear layers (their activations recomputed in the backward pass, dropout's random state replayed)
+    or the network compiled (torch.compile with the `compile` backend)."""
+
+    def __init__(self, checkpointing: bool = False, compile: str | None = None, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.checkpointing = checkpointing
+        self.compile_backend = compile
+
+    def configure_model(self):
+        if getattr(self, "built", False):  # Lightning's advice: make it idempotent
+            return
+        self.built = True
+        self.net = nn.Sequential(
+            nn.Linear(FEATURES, 48), nn.ReLU(), nn.Dropout(0.1), nn.Linear(48, 24), nn.ReLU(), nn.Linear(24, CLASSES)
+        )
+        if self.checkpointing:
+            from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import apply_activation_checkpointing
+
+            apply_activation_checkpointing(self.net, check_fn=lambda module: isinstance(module, nn.Linear))
+        if self.compile_backend:
+            self.net = torch.compile(self.net, backend=self.compile_backend)

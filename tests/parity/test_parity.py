@@ -104,6 +104,11 @@ CASES = [
     case("max_steps_mid_epoch", max_steps=13),
     case("max_steps_accumulate_3", max_steps=5, accumulate_grad_batches=3),
     case("max_epochs_with_min_epochs", max_epochs=2, min_epochs=1),
+    # --- the module builds its layers in configure_model (on the device, in a true precision's dtype) -------
+    case("configure_model_layers", "LateBuilt", max_epochs=2),
+    case("configure_model_bf16_true", "LateBuilt", max_epochs=1, precision="bf16-true"),
+    case("configure_model_activation_checkpointing", "LateBuilt", {"checkpointing": True}, max_epochs=2),
+    case("configure_model_compiled", "LateBuilt", {"compile": "aot_eager"}, max_epochs=1),
     # --- accumulation and clipping --------------------------------------------------------------
     case("accumulate_3", max_epochs=2, accumulate_grad_batches=3),
     case("accumulate_schedule", max_epochs=4, accumulate_grad_batches={0: 1, 2: 3}),
