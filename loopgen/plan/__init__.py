@@ -22,6 +22,7 @@ from loopgen.plan.callbacks import resolve_hooks
 from loopgen.plan.checkpointing import Checkpointing, resolve_checkpointing
 from loopgen.plan.command_line import CommandLine, resolve_command_line
 from loopgen.plan.common import follows_1_9_5
+from loopgen.plan.compiling import Compiling, resolve_compiling
 from loopgen.plan.constants import Constants, resolve_constants
 from loopgen.plan.data import Data, resolve_data
 from loopgen.plan.distributed import Distributed
@@ -105,6 +106,7 @@ class Plan:
     command_line: CommandLine
     manual: Manual
     distributed: Distributed
+    compiling: Compiling
     notices: tuple[str, ...] = ()  # decisions the user should hear about
 
     @property
@@ -158,6 +160,7 @@ def make_plan(
     distributed = resolve_engine(spec, model, precision, optimizers, optimization, data_plan,
                                  checkpointing, logging, profiling, progress, timer, problems)  # fmt: skip
     manual = resolve_manual(spec, model, user, distributed, problems)
+    compiling = resolve_compiling(spec, model, problems)
     if problems:
         raise LoopgenError(problems)
     evaluation = resolve_evaluation(spec, model, data, user, data_plan, distributed, logging, progress, problems,
@@ -223,6 +226,7 @@ def make_plan(
         manual=manual,
         epoch=epoch,
         distributed=distributed,
+        compiling=compiling,
     )
 
 

@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from loopgen.errors import LoopgenError, Problem, did_you_mean, got, show
+from loopgen.spec.compiling import compile_options
 from loopgen.spec.flags import (
     ALIASES,
     CALLBACK_ARGS,
@@ -661,17 +662,18 @@ class _Reader:
             self.problem((*path, "lr_schedulers"), f"expected true or false, {got(schedulers)}")
             schedulers = None
         subcommands = self.subcommands((*path, "subcommands"), raw.get("subcommands"))
+        compiled = compile_options((*path, "compile"), raw.get("compile"), self.problem)
         frequencies = raw.get("optimizer_frequencies")
         if frequencies is None:
-            return LoopFlags(lr_schedulers=schedulers, subcommands=subcommands)
+            return LoopFlags(lr_schedulers=schedulers, subcommands=subcommands, compile=compiled)
         key = (*path, "optimizer_frequencies")
         if not isinstance(frequencies, list) or not frequencies:
             self.problem(key, f"expected a non-empty list of positive integers (one per optimizer), {got(frequencies)}")
-            return LoopFlags(lr_schedulers=schedulers, subcommands=subcommands)
+            return LoopFlags(lr_schedulers=schedulers, subcommands=subcommands, compile=compiled)
         for index, frequency in enumerate(frequencies):
             if isinstance(frequency, bool) or not isinstance(frequency, int) or frequency < 1:
                 self.problem((*key, index), f"expected a positive integer, {got(frequency)}")
-        return LoopFlags(tuple(frequencies), schedulers, subcommands)
+        return LoopFlags(tuple(frequencies), schedulers, subcommands, compiled)
 
     def subcommands(self, key: KeyPath, value: Any) -> tuple[str, ...] | None:
         """loop.subcommands: a list of LightningCLI's subcommands with fit in it, each once."""

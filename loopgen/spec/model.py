@@ -98,6 +98,9 @@ class LoopFlags:
     # the script's subcommands (LightningCLI's); None: fit, and validate, test and predict when the module has a
     # test_step or a predict_step (each that it provides)
     subcommands: tuple[str, ...] | None = None
+    # torch.compile's arguments for the module, as Lightning fits a torch.compile(model) it is given; None: not
+    # compiled ({} for `compile: true`: torch's defaults)
+    compile: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)

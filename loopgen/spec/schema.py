@@ -95,6 +95,31 @@ def spec_schema() -> dict[str, Any]:
                         "items": {"enum": ["fit", "validate", "test", "predict"]},
                         "uniqueItems": True,
                     },
+                    "compile": {
+                        "description": "compile the module as Lightning fits a torch.compile(model) it is given: true"
+                        " (torch's defaults) or torch.compile's arguments",
+                        "anyOf": [
+                            {"type": ["boolean", "null"]},
+                            {
+                                "type": "object",
+                                "additionalProperties": False,
+                                "properties": {
+                                    "backend": {"type": ["string", "null"]},
+                                    "mode": {
+                                        "enum": [
+                                            None,
+                                            "default",
+                                            "reduce-overhead",
+                                            "max-autotune",
+                                            "max-autotune-no-cudagraphs",
+                                        ]
+                                    },
+                                    "fullgraph": {"type": ["boolean", "null"]},
+                                    "dynamic": {"type": ["boolean", "null"]},
+                                },
+                            },
+                        ],
+                    },
                 },
             },
             "ckpt_path": {"description": "the checkpoint to resume from by default", "type": ["string", "null"]},

@@ -98,13 +98,16 @@ def lightning_trainer_kwargs(flags: dict[str, Any]) -> dict[str, Any]:
 
 def run_lightning(spec: dict[str, Any]) -> Any:
     import pytorch_lightning as pl
+    import torch
 
     pl.seed_everything(spec["seed_everything"])
     model = instantiate(spec["model"])
     cli_configure_optimizers(model, spec)
     data = instantiate(spec["data"]) if spec.get("data") else None
     trainer = pl.Trainer(**lightning_trainer_kwargs(spec.get("trainer", {})))
-    trainer.fit(model, datamodule=data, ckpt_path=spec.get("ckpt_path"))
+    compiled = (spec.get("loop") or {}).get("compile")  # loopgen's loop.compile: Lightning fits torch.compile(model)
+    fitted = torch.compile(model, **({} if compiled is True else compiled)) if compiled else model
+    trainer.fit(fitted, datamodule=data, ckpt_path=spec.get("ckpt_path"))
     return model
 
 

@@ -109,6 +109,9 @@ CASES = [
     case("configure_model_bf16_true", "LateBuilt", max_epochs=1, precision="bf16-true"),
     case("configure_model_activation_checkpointing", "LateBuilt", {"checkpointing": True}, max_epochs=2),
     case("configure_model_compiled", "LateBuilt", {"compile": "aot_eager"}, max_epochs=1),
+    # --- loop.compile: Lightning fitting torch.compile(model) (its forward and steps run compiled) ------------
+    case("compile_aot_eager", max_epochs=2, loop={"compile": {"backend": "aot_eager"}}),
+    case("compile_inductor", max_epochs=1, loop={"compile": True}),
     # --- accumulation and clipping --------------------------------------------------------------
     case("accumulate_3", max_epochs=2, accumulate_grad_batches=3),
     case("accumulate_schedule", max_epochs=4, accumulate_grad_batches={0: 1, 2: 3}),
