@@ -39,6 +39,11 @@ def lightning(spec_path: Path) -> None:
         profiler["class_path"] = "pytorch_lightning.profilers." + profiler["class_path"].rpartition(".")[2]
         flags["profiler"] = instantiate(profiler)
     trainer = pl.Trainer(**{**flags, "enable_model_summary": False})
+    compiled = (spec.get("loop") or {}).get("compile")  # loopgen's loop.compile: Lightning fits torch.compile(model)
+    if compiled:
+        import torch
+
+        model = torch.compile(model, **({} if compiled is True else compiled))
     trainer.fit(model, ckpt_path=spec.get("ckpt_path"))
 
 

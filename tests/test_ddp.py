@@ -45,6 +45,8 @@ SPECS = {
     "lbfgs_accumulate": ({"dropout": 0.0}, {"max_epochs": 2, "accumulate_grad_batches": 2}, "DDPLBFGSNet"),
     # the network built in configure_model, with activation checkpointing, before DDP wraps the module
     "configure_model": ({}, {"max_epochs": 2}, "DDPLateBuilt"),
+    # Lightning fitting torch.compile(model) under DDP: the steps compiled inside DDP's wrapper
+    "compiled": ({}, {"max_epochs": 2, "loop": {"compile": {"backend": "aot_eager"}}}),
     # Lightning's ModelPruning: each process prunes its own copy of the weights, alike; SpikeDetection: whether
     # any process's loss spikes, whether every one's is finite, decided together after each batch
     "pruning_spike_detection": (
@@ -156,10 +158,14 @@ def more_spec(job: str, root: Path) -> dict:
 
 
 def spec(init_args: dict, flags: dict, model: str = MODEL, **trainer) -> dict:
+    """A spec; a `loop` entry among `flags` is the spec's loop section (Lightning's runner reads its compile)."""
+    flags = dict(flags)
+    loop = flags.pop("loop", None)
     return {
         "seed_everything": 42,
         "model": {"class_path": model if "." in model else f"tests.ddp_models.{model}", "init_args": init_args},
         "trainer": {**DDP, **flags, **trainer},
+        **({"loop": loop} if loop else {}),
     }
 
 
