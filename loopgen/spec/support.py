@@ -167,6 +167,12 @@ def strategy_support(value: Any) -> str | None:
     """A strategy entry is named by its class_path in the refusal (spec.py), so its reasons read after it."""
     served = "use a strategy name (ddp, dp, horovod) or a DDPStrategy entry"
     if isinstance(value, dict):
+        if value["class_path"].rpartition(".")[2] in ("ModelParallelStrategy", "FSDPStrategy"):
+            return refused(
+                "the script does not build a device mesh nor shard the module and its optimizer state (FSDP's"
+                " fully_shard, tensor parallelism), nor save distributed checkpoints (torch.distributed.checkpoint)",
+                "use ddp, which keeps a full copy of the model on each process (configure_model is served there)",
+            )
         if value["class_path"] not in DDP_STRATEGY_PATHS:
             return refused(
                 "of Lightning's strategy classes the script reproduces DDPStrategy's work only; another strategy"
