@@ -62,15 +62,22 @@ def test_without_loop_compile_nothing_is_compiled(tmp_path: Path) -> None:
             "loop.compile with the dp engine is not supported",
         ),
         (True, "examples.models.MLP", {}, "examples.models.MLP, which is not a LightningModule is not supported"),
+        (
+            True,
+            "tests.parity.models.LoggingModel",
+            {},
+            "loop.compile with tests.parity.models.LoggingModel.training_step calling self.log is not supported",
+        ),
     ],
-    ids=["mode", "unknown", "not_a_mapping", "1.9.5", "dp", "plain_module"],
+    ids=["mode", "unknown", "not_a_mapping", "1.9.5", "dp", "plain_module", "logging_step"],
 )
 def test_what_loop_compile_cannot_serve_is_refused(
     tmp_path: Path, compile_: object, model: str | None, trainer: dict, message: str
 ) -> None:
     case = spec(compile_, **trainer)
-    if model:  # a plain module, with its data class
+    if model:
         case["model"] = model
+    if model and model.startswith("examples."):  # a plain module, with its data class
         case["data"] = "examples.data.ClassificationData"
     with pytest.raises(LoopgenError, match=re.escape(message)):
         render(case, tmp_path)

@@ -36,7 +36,20 @@ def resolve_compiling(spec: Spec, model: ClassFacts, problems: list[Problem]) ->
     if options is None:
         return Compiling()
     kind = engine_kind(spec)
+    logging = sorted(set(COMPILED_METHODS) & model.logs_in)
     cases = (
+        (
+            bool(logging),
+            f"loop.compile with {spec.model.class_path}.{logging[0] if logging else ''} calling self.log",
+            (
+                "Lightning 2.6.6 fitting a torch.compile(model) under torch 2.13 raises when a compiled step logs"
+                " (torch's compiler fails in Lightning's log: `'method' object has no attribute '__dict__'`)"
+            ),
+            (
+                "log in a hook the compiler does not run (on_train_batch_end, the epoch-end hooks), or compile the"
+                " network in configure_model"
+            ),
+        ),
         (
             follows_1_9_5(spec, model),
             "loop.compile in a spec that follows Lightning 1.9.5",

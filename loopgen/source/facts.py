@@ -24,6 +24,7 @@ class ClassFacts:
     # each with its parameter names after `self` (keyword-only included; *args/**kwargs as "*args"/"**kwargs")
     methods: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     uses_log: bool = False  # the class body calls self.log(...) or self.log_dict(...)
+    logs_in: frozenset[str] = frozenset()  # ... in these methods
     saves_hyperparameters: bool = False  # ... calls self.save_hyperparameters(...)
     # ... for the loggers too: its `logger` argument (True unless a literal False; None when not a literal)
     hyperparameters_to_loggers: bool | None = False

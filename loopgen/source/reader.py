@@ -112,6 +112,7 @@ def inspect_class(
     is_callback = writer or any(_is_lightning(name, "Callback") for name in outside)
     methods: dict[str, tuple[str, ...]] = {}
     uses_log = saves_hparams = False
+    logs_in: set[str] = set()
     hparams_logger: bool | None = False
     attributes: set[str] = set()
     class_attributes: set[str] = set()
@@ -139,7 +140,9 @@ def inspect_class(
             methods.setdefault(fn.name, parameters_of(fn, skip_first=me is not None))
             if not first and fn.name not in named:
                 continue  # overridden, and never reached (`super().name(...)`): what it reads never runs
-            uses_log = uses_log or (me is not None and calls_any(fn, {f"{me}.log", f"{me}.log_dict"}))
+            if me is not None and calls_any(fn, {f"{me}.log", f"{me}.log_dict"}):
+                uses_log = True
+                logs_in.add(fn.name)
             saves_hparams = saves_hparams or (me is not None and calls_any(fn, {f"{me}.save_hyperparameters"}))
             if me is not None:
                 hparams_logger = logs_hparams(fn, me, hparams_logger)
@@ -186,6 +189,7 @@ def inspect_class(
         ),
         methods=methods,
         uses_log=uses_log,
+        logs_in=frozenset(logs_in),
         saves_hyperparameters=saves_hparams,
         hyperparameters_to_loggers=hparams_logger,
         attributes_read=frozenset(attributes),
