@@ -208,6 +208,19 @@ class DDPLateBuilt(DDPNet):
         apply_activation_checkpointing(self.net, check_fn=lambda module: isinstance(module, nn.Linear))
 
 
+class DDPCompiled(DDPNet):
+    """DDPNet whose steps log nothing (Lightning cannot fit a torch.compile(model) whose compiled steps log), for
+    loop.compile; its validation loss is still returned."""
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        return F.cross_entropy(self(x), y)
+
+    def validation_step(self, batch, batch_idx):
+        x, y = batch
+        return F.cross_entropy(self(x), y)
+
+
 class DDPLBFGSNet(DDPNet):
     """DDPNet stepped by LBFGS: the optimizer calls the closure (training_step and backward) several times a step."""
 

@@ -46,7 +46,7 @@ SPECS = {
     # the network built in configure_model, with activation checkpointing, before DDP wraps the module
     "configure_model": ({}, {"max_epochs": 2}, "DDPLateBuilt"),
     # Lightning fitting torch.compile(model) under DDP: the steps compiled inside DDP's wrapper
-    "compiled": ({}, {"max_epochs": 2, "loop": {"compile": {"backend": "aot_eager"}}}),
+    "compiled": ({}, {"max_epochs": 2, "loop": {"compile": {"backend": "aot_eager"}}}, "DDPCompiled"),
     # Lightning's ModelPruning: each process prunes its own copy of the weights, alike; SpikeDetection: whether
     # any process's loss spikes, whether every one's is finite, decided together after each batch
     "pruning_spike_detection": (
@@ -512,8 +512,10 @@ def problems(tmp_path: Path, content: dict) -> list[str]:
          " CUDA_VISIBLE_DEVICES")),
         ({"strategy": {"class_path": "DDPStrategy", "init_args": {"start_method": "spawn"}}},
          "DDPStrategy is not supported by loopgen (with start_method: the script builds DistributedDataParallel"),
-        ({"strategy": {"class_path": "FSDPStrategy"}}, ("FSDPStrategy is not supported by loopgen (of Lightning's"
-         " strategy classes")),
+        ({"strategy": {"class_path": "FSDPStrategy"}}, ("FSDPStrategy is not supported by loopgen (the script does"
+         " not build a device mesh nor shard the module")),
+        ({"strategy": {"class_path": "DeepSpeedStrategy"}}, ("DeepSpeedStrategy is not supported by loopgen (of"
+         " Lightning's strategy classes")),
         ({"strategy": {"class_path": "DDPStrategy", "init_args": {"process_group_backend": "nccl"}}},
          "process_group_backend: nccl needs CUDA"),
     ],
