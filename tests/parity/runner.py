@@ -159,6 +159,9 @@ def run_job(side: str, spec_path: str, out: str) -> int:
     import yaml
 
     os.environ.update(LOGGER_ENVIRONMENT)
+    # one intra-op thread on both sides: a CPU matmul's sums are ordered by its thread count, which the BLAS
+    # may lower under load (the two sides run at once), and the last bits of the weights then differ
+    torch.set_num_threads(1)
 
     spec = yaml.safe_load(Path(spec_path).read_text(encoding="utf-8"))
     out_path = Path(out).resolve()
