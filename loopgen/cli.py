@@ -238,12 +238,13 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _launcher(spec_path: Path) -> list[str]:
-    """How `loopgen run` starts the script: python, or torchrun with one process per device for DDP."""
+    """How `loopgen run` starts the script: python, or torchrun with one process per device for DDP and
+    ModelParallelStrategy."""
     from loopgen.plan.distributed import strategy_args
     from loopgen.spec.load import load_spec
 
     trainer = load_spec(spec_path).trainer
-    if strategy_args(trainer.strategy)[0] != "ddp":
+    if strategy_args(trainer.strategy)[0] not in ("ddp", "model_parallel"):
         return [sys.executable]
     if trainer.num_nodes > 1:
         raise LoopgenError(

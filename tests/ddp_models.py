@@ -226,3 +226,81 @@ class DDPLBFGSNet(DDPNet):
 
     def configure_optimizers(self):
         return torch.optim.LBFGS(self.parameters(), lr=self.lr, max_iter=5)
+
+
+class FullWeights:
+    """A sharded module's on_train_end: its full weights, gathered from every process, saved by rank 0 to
+    $DDP_SAVE/rank0.pt with what its trainer says of the processes, the mesh and the steps (rank0.json)."""
+
+    def on_train_end(self):
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+
+        full = get_model_state_dict(self, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
+        if os.environ.get("DDP_SAVE") and self.global_rank == 0:
+            torch.save(full, f"{os.environ['DDP_SAVE']}/rank0.pt")
+            trainer = self.trainer
+            seen = {
+                "ranks": [trainer.world_size, trainer.global_rank, trainer.local_rank, trainer.node_rank],
+                "distributed_sampler_kwargs": trainer.distributed_sampler_kwargs,
+                "mesh": [self.device_mesh["data_parallel"].size(), self.device_mesh["tensor_parallel"].size()],
+                "global_step": trainer.global_step,
+            }
+            with open(f"{os.environ['DDP_SAVE']}/rank0.json", "w") as out:
+                json.dump(seen, out)
+
+
+class ShardedNet(FullWeights, DDPNet):
+    """DDPNet sharded by its own configure_model on Lightning's device mesh (ModelParallelStrategy): each Linear and
+    the network with FSDP2's fully_shard over the data-parallel dimension; `tensor_parallel`: the two Linear layers
+    first split over the tensor-parallel dimension (column-wise, then row-wise); `activation_checkpointing`: the
+    first Linear's activations recomputed in the backward pass; `compiled`: each sharded Linear compiled."""
+
+    def __init__(self, tensor_parallel: bool = False, activation_checkpointing: bool = False, compiled: bool = False,
+                 **kwargs) -> None:  # fmt: skip
+        super().__init__(**kwargs)
+        self.tensor_parallel = tensor_parallel
+        self.activation_checkpointing = activation_checkpointing
+        self.compiled = compiled
+
+    def configure_model(self):
+        from torch.distributed.fsdp import fully_shard
+
+        if self.activation_checkpointing:
+            from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import apply_activation_checkpointing
+
+            apply_activation_checkpointing(self.net, check_fn=lambda module: module is self.net[0])
+
+        if self.tensor_parallel:
+            from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+
+            plan = {"0": ColwiseParallel(), "3": RowwiseParallel()}
+            parallelize_module(self.net, self.device_mesh["tensor_parallel"], plan)
+        mesh = self.device_mesh["data_parallel"]
+        for layer in self.net:
+            if isinstance(layer, nn.Linear):
+                fully_shard(layer, mesh=mesh)
+                if self.compiled:  # each sharded layer compiled in place (its parameters keep their names)
+                    layer.compile(backend="aot_eager")
+        fully_shard(self.net, mesh=mesh)
+
+
+class ShardedManual(FullWeights, DDPManualAccumulate):
+    """DDPManualAccumulate sharded with FSDP2 over the data-parallel dimension (ModelParallelStrategy): each
+    manual_backward reduces the shards' gradients, self.clip_gradients clips them."""
+
+    def configure_model(self):
+        from torch.distributed.fsdp import fully_shard
+
+        for layer in self.net:
+            if isinstance(layer, nn.Linear):
+                fully_shard(layer, mesh=self.device_mesh["data_parallel"])
+        fully_shard(self.net, mesh=self.device_mesh["data_parallel"])
+
+
+class ShardedCompiledNet(ShardedNet):
+    """ShardedNet whose sharded network is wrapped by torch.compile in configure_model: its parameters are named
+    under the wrapper's `_orig_mod`, which the optimizer's full state must map back to."""
+
+    def configure_model(self):
+        super().configure_model()
+        self.net = torch.compile(self.net, backend="aot_eager")

@@ -38,6 +38,9 @@ def lightning(spec_path: Path) -> None:
         profiler = dict(flags["profiler"])
         profiler["class_path"] = "pytorch_lightning.profilers." + profiler["class_path"].rpartition(".")[2]
         flags["profiler"] = instantiate(profiler)
+    if isinstance(flags.get("strategy"), dict):  # a strategy entry: Lightning's class of that name
+        name = flags["strategy"]["class_path"].rpartition(".")[2]
+        flags["strategy"] = getattr(pl.strategies, name)(**flags["strategy"].get("init_args") or {})
     trainer = pl.Trainer(**{**flags, "enable_model_summary": False})
     compiled = (spec.get("loop") or {}).get("compile")  # loopgen's loop.compile: Lightning fits torch.compile(model)
     if compiled:

@@ -292,8 +292,6 @@ def checkpoint_facts(directory: Path | str) -> list[dict[str, Any]]:
       `directory`;
     - or `unreadable`: why torch.load failed.
     """
-    import torch
-
     directory = Path(directory)
     facts = []
     for path in checkpoint_files(directory):
@@ -302,13 +300,32 @@ def checkpoint_facts(directory: Path | str) -> list[dict[str, Any]]:
             "link": os.readlink(path) if path.is_symlink() else None,
         }
         try:
-            checkpoint = torch.load(path, map_location="cpu", weights_only=False)
+            checkpoint = read_checkpoint(path)
         except Exception as error:  # noqa: BLE001 - a file that does not load is a fact to compare
             entry["unreadable"] = f"{type(error).__name__}: {error}"
         else:
             entry.update(checkpoint_contents(checkpoint, directory))
         facts.append(entry)
     return facts
+
+
+def read_checkpoint(path: Path) -> dict[str, Any]:
+    """A checkpoint file, or a distributed checkpoint's directory (ModelParallelStrategy's: shards written by
+    torch.distributed.checkpoint and meta.pt, the rest) read whole into one dict, its shards under their keys
+    ("state_dict", "optimizer_0", ...)."""
+    import tempfile
+
+    import torch
+
+    if not (path / "meta.pt").is_file():
+        return torch.load(path, map_location="cpu", weights_only=False)
+    from torch.distributed.checkpoint.format_utils import dcp_to_torch_save
+
+    with tempfile.TemporaryDirectory() as folder:
+        whole = Path(folder) / "whole.pt"
+        dcp_to_torch_save(path, whole)
+        checkpoint = torch.load(whole, map_location="cpu", weights_only=False)
+    return {**checkpoint, **torch.load(path / "meta.pt", map_location="cpu", weights_only=False)}
 
 
 def checkpoint_contents(checkpoint: Mapping[str, Any], directory: Path | str) -> dict[str, Any]:

@@ -156,6 +156,8 @@ QUICK = (
     "example:val_cadence",
     "case:step_scheduler_literal_frequency_3_accumulate_2",
     "ddp:resumed",
+    "model_parallel:sharded_mid_resumed",
+    "model_parallel:full_resumed",
     "ddp:mlflow",
     "cross:module:strategy=2",
     "case:max_time_stops_after_the_batch_that_reaches_it",
@@ -222,9 +224,17 @@ def cross_specs() -> dict[str, dict[str, Any]]:
 
 
 def fixture_specs() -> dict[str, dict[str, Any]]:
-    """The specs other tests render (examples, parity cases, Lightning 1.9.5's cases, DDP's and Horovod's), by
+    """The specs other tests render (examples, parity cases, Lightning 1.9.5's cases, DDP's, ModelParallelStrategy's
+    and Horovod's), by
     name (the files they write: relative to where their script runs)."""
-    from tests import test_ddp, test_horovod, test_lightning195, test_no_silent_render, test_throughput
+    from tests import (
+        test_ddp,
+        test_horovod,
+        test_lightning195,
+        test_model_parallel,
+        test_no_silent_render,
+        test_throughput,
+    )
     from tests.parity import test_manual, test_metric_attributes
 
     specs = test_no_silent_render.fixture_specs()
@@ -242,6 +252,13 @@ def fixture_specs() -> dict[str, dict[str, Any]]:
         specs[f"ddp:{job}"] = test_ddp.file_spec(job, Path(job), Path("files"))
     for job in test_ddp.MORE_JOBS:
         specs[f"ddp:{job}"] = test_ddp.more_spec(job, Path(job))
+    for name, case in test_model_parallel.SPECS.items():
+        specs[f"model_parallel:{name}"] = test_model_parallel.case_spec(*case)
+    specs["model_parallel:logged"] = test_model_parallel.logged_spec(Path("logged"))
+    for form, sharded in test_model_parallel.FORMATS.items():
+        jobs = [*test_model_parallel.FILE_JOBS, *test_model_parallel.MID_JOBS, *test_model_parallel.LATER_JOBS]
+        for job in jobs:
+            specs[f"model_parallel:{form}_{job}"] = test_model_parallel.checkpoint_spec(job, sharded, Path(job), Path())
     for name, (model, args, flags) in test_horovod.CASES.items():
         specs[f"horovod:{name}"] = test_horovod.spec("horovod", 0.05, model, args, **flags)
     silent = test_throughput.spec(logger=False)

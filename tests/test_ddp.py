@@ -263,18 +263,20 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict:
         command = [*TORCHRUN, "--nnodes=2", "--nproc_per_node=1", f"--node_rank={rank}", "--master_addr=127.0.0.1",
                    f"--master_port={nodes_port}", str(scripts["shuffled_dropout"])]  # fmt: skip
         launches[f"node{rank}"] = Launch(f"node{rank}", command, directory, {**env, "DDP_SAVE": str(nodes)})
-    deadline = time.monotonic() + LAUNCH_TIMEOUT
+    wait_for(launches, time.monotonic() + LAUNCH_TIMEOUT, "the DDP launches")
+    return {"directory": directory, "launches": launches, "scripts": scripts}
+
+
+def wait_for(launches: dict[str, Launch], deadline: float, what: str) -> None:
+    """Until every launch has ended; past `deadline`, the ones still running are killed and the test fails."""
     # every launch polled each time (all() would stop at the first running one): each end time is its own
     while sum(not launch.poll() for launch in launches.values()):
         if time.monotonic() > deadline:
             for launch in launches.values():
                 if not launch.poll():
                     launch.process.kill()
-            pytest.fail(
-                "the DDP launches did not end in time:\n" + "\n".join(launch.output for launch in launches.values())
-            )
+            pytest.fail(f"{what} did not end in time:\n" + "\n".join(launch.output for launch in launches.values()))
         time.sleep(0.2)
-    return {"directory": directory, "launches": launches, "scripts": scripts}
 
 
 def weights(directory: Path) -> list[dict]:
@@ -513,7 +515,7 @@ def problems(tmp_path: Path, content: dict) -> list[str]:
         ({"strategy": {"class_path": "DDPStrategy", "init_args": {"start_method": "spawn"}}},
          "DDPStrategy is not supported by loopgen (with start_method: the script builds DistributedDataParallel"),
         ({"strategy": {"class_path": "FSDPStrategy"}}, ("FSDPStrategy is not supported by loopgen (the script does"
-         " not build a device mesh nor shard the module")),
+         " not wrap the module in FullyShardedDataParallel")),
         ({"strategy": {"class_path": "DeepSpeedStrategy"}}, ("DeepSpeedStrategy is not supported by loopgen (of"
          " Lightning's strategy classes")),
         ({"strategy": {"class_path": "DDPStrategy", "init_args": {"process_group_backend": "nccl"}}},
@@ -593,7 +595,7 @@ def test_loopgen_run_launches_torchrun(tmp_path: Path) -> None:
 
 def test_without_ddp_nothing_of_it_is_in_the_script() -> None:
     for golden in (ROOT / "generated_examples").glob("*.py"):
-        if golden.stem.startswith("ddp"):
+        if golden.stem.startswith(("ddp", "model_parallel")):
             continue
         text = golden.read_text(encoding="utf-8")
         for word in ("torch.distributed", "DistributedDataParallel", "DistributedSampler", "is_global_zero =", "RANK"):

@@ -116,6 +116,19 @@ class Plan:
         throughput = self.logging.throughput
         return throughput is not None and throughput.writes and self.state.has("logged_metrics")
 
+    @property
+    def builds_on_device(self) -> bool:
+        """configure_model builds the layers on the process's device (Lightning's strategies' tensor_init_context),
+        but under ModelParallelStrategy on the CPU, moved to the device after the module has sharded itself."""
+        return self.device.moves and not self.distributed.model_parallel
+
+    @property
+    def configure_model_place(self) -> str:
+        """Where configure_model builds the layers, in words for the script's comment."""
+        if self.distributed.model_parallel:
+            return "the CPU, and shards them on the device mesh"
+        return "the device" if self.builds_on_device else "the CPU"
+
 
 def make_plan(
     spec: Spec,
@@ -189,7 +202,7 @@ def make_plan(
     epoch = resolve_epoch(hooks, optimization, checkpointing, state)
     build = resolve_build(spec, hooks.callbacks, model, data, callbacks, objects or {})
     header = resolve_header(spec, script_name)
-    command_line = resolve_command_line(spec, build, bounds, checkpointing, evaluation)
+    command_line = resolve_command_line(spec, build, bounds, checkpointing, evaluation, distributed)
     helpers = resolve_helpers(build, device, precision, optimization, validation, hooks, data_plan, checkpointing,
                               evaluation, state)  # fmt: skip
     evaluation = with_trainer_attributes(evaluation, state.attributes)

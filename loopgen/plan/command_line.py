@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from loopgen.plan.bounds import Bounds
 from loopgen.plan.build import Build
 from loopgen.plan.checkpointing import Checkpointing
+from loopgen.plan.distributed import Distributed
 from loopgen.plan.evaluation import Evaluation
 from loopgen.spec.model import Spec
 
@@ -34,10 +35,18 @@ class CommandLine:
     @property
     def enabled(self) -> bool:
         return bool(
-            self.ckpt_path or self.weights_only or self.max_epochs or self.max_steps or self.seed or self.commands
+            self.ckpt_path
+            or self.consolidates
+            or self.weights_only
+            or self.max_epochs
+            or self.max_steps
+            or self.seed
+            or self.commands
         )
 
     seed_at_run_time: bool  # ... the seed chosen at run time unless --seed: no SEED constant
+    # --consolidate DIR: a distributed checkpoint written as one file (ModelParallelStrategy's sharded checkpoints)
+    consolidates: bool
 
     @property
     def seed_constant(self) -> bool:
@@ -58,7 +67,12 @@ class CommandLine:
 
 
 def resolve_command_line(
-    spec: Spec, build: Build, bounds: Bounds, checkpointing: Checkpointing, evaluation: Evaluation
+    spec: Spec,
+    build: Build,
+    bounds: Bounds,
+    checkpointing: Checkpointing,
+    evaluation: Evaluation,
+    distributed: Distributed,
 ) -> CommandLine:
     bounded = not spec.trainer.fast_dev_run  # fast_dev_run decides both limits (Lightning)
     loads = checkpointing.resumes or evaluation.enabled
@@ -75,4 +89,5 @@ def resolve_command_line(
         max_steps=bounded and bounds.step_limit,
         seed=build.seeds,
         seed_at_run_time=build.seed_at_run_time,
+        consolidates=distributed.sharded_checkpoints and checkpointing.resumes,
     )

@@ -63,13 +63,13 @@ def resolve_compiling(spec: Spec, model: ClassFacts, problems: list[Problem]) ->
             "compile the network inside your module (in configure_model), or subclass LightningModule",
         ),
         (
-            kind in ("dp", "horovod", "xla"),
+            kind in ("dp", "horovod", "xla", "model_parallel"),
             f"loop.compile with the {kind} engine",
             (
                 "Lightning fits a compiled module on one device, under DDP and under FSDP only (it raises: `Using a"
                 " compiled model is incompatible with the current strategy`)"
             ),
-            "run on one device or under DDP",
+            "run on one device or under DDP; under ModelParallelStrategy, compile the layers in configure_model",
         ),
     )
     for refused, what, why, instead in cases:

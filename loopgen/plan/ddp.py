@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from loopgen.errors import Problem
-from loopgen.plan.common import flag_problem, follows_1_9_5
+from loopgen.plan.common import follows_1_9_5
 from loopgen.plan.distributed import (
     DDP_PRECISIONS_NOT_WRITTEN,
     ONE_DEVICE_GRAD_NORM,
@@ -11,6 +11,7 @@ from loopgen.plan.distributed import (
     ONE_DEVICE_TBPTT,
     SEVERAL_OPTIMIZERS_INSTEAD,
     Distributed,
+    process_group_backend,
     refuser,
     strategy_args,
 )
@@ -63,11 +64,7 @@ def resolve_ddp(parts: EngineParts) -> Distributed:
         refuse(*ONE_DEVICE_OVERFIT)
     if parts.optimization.track_grad_norm is not None:
         refuse(*ONE_DEVICE_GRAD_NORM)
-    backend = args.get("process_group_backend")
-    if backend is None and spec.trainer.accelerator != "auto":
-        backend = "nccl" if spec.trainer.accelerator == "cuda" else "gloo"
-    if backend == "nccl" and spec.trainer.accelerator == "cpu":
-        problems.append(flag_problem(spec, "strategy", "process_group_backend: nccl needs CUDA (accelerator: cpu)"))
+    backend = process_group_backend(spec, args, problems)
     world_size = devices * num_nodes
     return Distributed(
         kind="ddp",

@@ -22,7 +22,7 @@ class Distributed:
     `is_global_zero` boolean whenever `rank_zero_gates`, and replace the samplers when `replaces_samplers`,
     whatever the engine."""
 
-    kind: str | None = None  # None | "ddp" | "dp" | "horovod" | "xla"
+    kind: str | None = None  # None | "ddp" | "model_parallel" | "dp" | "horovod" | "xla"
     devices: int = 1  # processes (devices) per node
     num_nodes: int = 1
     world_size: int = 1  # devices * num_nodes
@@ -56,6 +56,15 @@ class Distributed:
     reduces_step_output: bool = False
     # horovod with accumulation: optimizer.step() on every batch, counted at a window's end (Lightning 1.9.5)
     steps_every_batch: bool = False
+    # model_parallel: the device mesh's shape (data_parallel x tensor_parallel processes); the samplers shard the
+    # data over the data-parallel dimension only, each tensor-parallel group reading the same batches
+    data_parallel_size: int = 1
+    tensor_parallel_size: int = 1
+    # model_parallel's save_distributed_checkpoint: each file a directory of every process's shards
+    # (torch.distributed.checkpoint) and meta.pt; else the full state gathered and written by rank 0
+    sharded_checkpoints: bool = False
+    # ... the module's attribute the device mesh goes to: a LightningModule's self.device_mesh reads _device_mesh
+    mesh_attribute: str = "device_mesh"
 
     @property
     def enabled(self) -> bool:
@@ -99,6 +108,29 @@ class Distributed:
         return self.kind == "dp"
 
     @property
+    def model_parallel(self) -> bool:
+        return self.kind == "model_parallel"
+
+    @property
+    def gathers_on_rank_zero(self) -> bool:
+        """A checkpoint's full state is gathered on rank 0 alone (ModelParallelStrategy without distributed
+        checkpoints): the other processes' states are empty."""
+        return self.kind == "model_parallel" and not self.sharded_checkpoints
+
+    @property
+    def shares(self) -> str:
+        """The samplers' num_replicas and rank (the script's names): the processes, or the device mesh's
+        data-parallel groups (ModelParallelStrategy's distributed_sampler_kwargs)."""
+        if self.kind == "model_parallel":
+            return "DATA_PARALLEL_SIZE, data_parallel_rank"
+        return "world_size, global_rank"
+
+    @property
+    def sampler_rank(self) -> str | None:
+        """trainer.distributed_sampler_kwargs' rank where it is not the global rank: the data-parallel one."""
+        return "data_parallel_rank" if self.kind == "model_parallel" else None
+
+    @property
     def xla(self) -> bool:
         return self.kind == "xla"
 
@@ -115,6 +147,8 @@ class Distributed:
         value for the others, one device, is None): dp's devices, the others' processes."""
         if self.kind == "dp":
             return str(self.devices)
+        if self.kind == "model_parallel":
+            return "DATA_PARALLEL_SIZE"
         if self.kind in ("ddp", "horovod") or (self.kind == "xla" and self.devices > 1):
             return "world_size"
         return None
@@ -192,10 +226,12 @@ TIMED_STOP_INSTEAD = "bound the run with max_epochs or max_steps"
 
 
 def strategy_args(strategy: Any) -> tuple[str, dict[str, Any]]:
-    """The `strategy` flag's value as (name, DDPStrategy's init_args): ddp_find_unused_parameters_true is "ddp"
-    with find_unused_parameters, a DDPStrategy entry is "ddp" with its init_args."""
+    """The `strategy` flag's value as (name, the strategy's init_args): ddp_find_unused_parameters_true is "ddp"
+    with find_unused_parameters, a DDPStrategy entry is "ddp" with its init_args, a ModelParallelStrategy entry
+    "model_parallel" with its."""
     if isinstance(strategy, dict):  # {class_path: DDPStrategy, init_args: {...}}
-        return "ddp", dict(strategy["init_args"])
+        name = "model_parallel" if strategy["class_path"].endswith("ModelParallelStrategy") else "ddp"
+        return name, dict(strategy["init_args"])
     if strategy == "ddp_find_unused_parameters_true":
         return "ddp", {"find_unused_parameters": True}
     if strategy == "ddp_find_unused_parameters_false":
@@ -203,15 +239,27 @@ def strategy_args(strategy: Any) -> tuple[str, dict[str, Any]]:
     return strategy, {}
 
 
+def process_group_backend(spec: Spec, args: dict[str, Any], problems: list[Problem]) -> str | None:
+    """The torchrun engines' process group backend: the strategy's process_group_backend, else nccl on CUDA and
+    gloo on CPU; None with accelerator auto (decided at run time by the device). nccl on CPU is refused."""
+    backend = args.get("process_group_backend")
+    if backend is None and spec.trainer.accelerator != "auto":
+        backend = "nccl" if spec.trainer.accelerator == "cuda" else "gloo"
+    if backend == "nccl" and spec.trainer.accelerator == "cpu":
+        problems.append(flag_problem(spec, "strategy", "process_group_backend: nccl needs CUDA (accelerator: cpu)"))
+    return backend
+
+
 def engine_kind(spec: Spec) -> str | None:
-    """Which engine runs the loop, from the flags alone: "dp", "xla" (accelerator tpu), "horovod", "ddp", or None
-    (one process on one device). Every part that differs by engine reads this (or the resolved `Distributed`)."""
+    """Which engine runs the loop, from the flags alone: "dp", "xla" (accelerator tpu), "horovod", "ddp",
+    "model_parallel", or None (one process on one device). Every part that differs by engine reads this (or the resolved `Distributed`).
+    """
     strategy, _ = strategy_args(spec.trainer.strategy)
     if strategy == "dp":
         return "dp"
     if spec.trainer.accelerator == "tpu":
         return "xla"
-    if strategy in ("horovod", "ddp"):
+    if strategy in ("horovod", "ddp", "model_parallel"):
         return strategy
     return None
 

@@ -12,6 +12,7 @@ from loopgen.plan.dp import resolve_dp
 from loopgen.plan.engine_parts import EngineParts
 from loopgen.plan.horovod import resolve_horovod
 from loopgen.plan.loggers import Logging
+from loopgen.plan.model_parallel import resolve_model_parallel
 from loopgen.plan.optimization import Optimization
 from loopgen.plan.optimizers import Optimizers
 from loopgen.plan.precision import Precision
@@ -38,7 +39,7 @@ def resolve_engine(
     problems: list[Problem],
 ) -> Distributed:
     """accelerator, strategy, devices, num_nodes: which engine runs the loop (one process on one device, DDP,
-    DataParallel, Horovod or XLA), each resolved in its own module with what it refuses."""
+    ModelParallelStrategy, DataParallel, Horovod or XLA), each resolved in its own module with what it refuses."""
     t = spec.trainer
     kind = engine_kind(spec)
     parts = EngineParts(spec, model, precision, optimizers, optimization, data, checkpointing, logging, profiling,
@@ -49,6 +50,8 @@ def resolve_engine(
         return resolve_xla(parts)
     if kind == "horovod":
         return resolve_horovod(parts)
+    if kind == "model_parallel":
+        return resolve_model_parallel(parts)
     if kind is None:
         for flag, value in (("devices", t.devices), ("num_nodes", t.num_nodes)):
             if value != 1:

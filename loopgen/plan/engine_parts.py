@@ -21,7 +21,7 @@ from loopgen.spec.model import Spec
 
 @dataclass(frozen=True)
 class EngineParts:
-    """One argument for the four engine resolvers (ddp, dp, horovod, xla), which each read most of these;
+    """One argument for the engine resolvers (ddp, model_parallel, dp, horovod, xla), which each read most of these;
     `problems` collects what they refuse."""
 
     @property

@@ -186,9 +186,9 @@ def check_model(spec: Spec, model: ClassFacts, problems: list[Problem]) -> None:
         cases = (
             (follows_1_9_5(spec, model), "in a spec that follows Lightning 1.9.5", "follow Lightning 2.x"),
             (
-                kind not in (None, "ddp"),
+                kind not in (None, "ddp", "model_parallel"),
                 f"with the {kind} engine",
-                "run on one device or under DDP (its sharded strategies are not served)",
+                "run on one device, under DDP or under ModelParallelStrategy",
             ),
         )
         for refused, what, instead in cases:

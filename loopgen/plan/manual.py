@@ -127,14 +127,17 @@ def resolve_manual(
 
 def check_strategy(spec: Spec, distributed: Distributed, problems: list[Problem]) -> None:
     """Manual optimization under a strategy: DDP as Lightning's DDPStrategy runs it (the step through the wrapper,
-    manual_backward preparing the all-reduce); the other strategies are refused."""
+    manual_backward preparing the all-reduce), ModelParallelStrategy as on one device (no wrapper: the module's
+    sharded layers reduce their gradients in each backward); the other strategies are refused."""
     where, line = "trainer.strategy", spec.line("trainer.strategy")
+    if distributed.model_parallel:
+        return
     if not distributed.ddp:
         message = refusal(
             f"manual optimization (self.automatic_optimization = False) with strategy {distributed.kind}",
             f"the {distributed.kind} script steps the optimizer itself after training_step; manual_backward and the"
             " steps inside training_step are not wired to it",
-            "train it on one CPU or GPU, with strategy ddp, or with automatic optimization",
+            "train it on one CPU or GPU, with strategy ddp or ModelParallelStrategy, or with automatic optimization",
         )
         problems.append(Problem(where, message, line))
         return

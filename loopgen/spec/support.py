@@ -103,6 +103,26 @@ DDP_STRATEGY_ARGS = ("find_unused_parameters", "static_graph", "gradient_as_buck
 DDP_STRATEGIES = ("ddp", "ddp_find_unused_parameters_false", "ddp_find_unused_parameters_true")
 
 
+# Lightning's ModelParallelStrategy (FSDP2 and tensor parallelism on a device mesh), and its init_args
+MODEL_PARALLEL_PATHS = (
+    "ModelParallelStrategy", "pytorch_lightning.strategies.ModelParallelStrategy",
+    "pytorch_lightning.strategies.model_parallel.ModelParallelStrategy",
+    "lightning.pytorch.strategies.ModelParallelStrategy",
+    "lightning.pytorch.strategies.model_parallel.ModelParallelStrategy",
+)  # fmt: skip
+
+
+MODEL_PARALLEL_ARGS = ("data_parallel_size", "tensor_parallel_size", "save_distributed_checkpoint", "timeout",
+                       "process_group_backend")  # fmt: skip
+
+
+def _mesh_size(raw: Any) -> Any:
+    """ModelParallelStrategy's data_parallel_size and tensor_parallel_size: "auto" or a count of processes."""
+    if raw == "auto" or (is_int(raw) and raw >= 1):
+        return raw
+    raise FlagError(f'expected "auto" or a number of processes >= 1, {got(raw)}', ())
+
+
 def _timeout_seconds(raw: Any) -> float:
     """DDPStrategy(timeout=...): seconds, or a timedelta as LightningCLI writes it ("0:30:00", "1 day, 0:00:00")."""
     if is_number(raw) and raw > 0:
@@ -126,7 +146,8 @@ def strategy_kind() -> Kind:
     seconds."""
     names = choice(*_STRATEGIES, aliases={"single_device": "auto"}, lower=True)
     kinds = {"find_unused_parameters": boolean(), "static_graph": boolean(), "gradient_as_bucket_view": boolean(),
-             "process_group_backend": choice("gloo", "nccl")}  # fmt: skip
+             "process_group_backend": choice("gloo", "nccl"), "save_distributed_checkpoint": boolean(),
+             "data_parallel_size": Kind(_mesh_size, {}), "tensor_parallel_size": Kind(_mesh_size, {})}  # fmt: skip
 
     def parse(raw: Any) -> Any:
         if not isinstance(raw, dict):
@@ -165,25 +186,29 @@ _LAUNCHED = ("_spawn", "_fork", "_notebook")  # the DDP strategies that start th
 
 def strategy_support(value: Any) -> str | None:
     """A strategy entry is named by its class_path in the refusal (spec.py), so its reasons read after it."""
-    served = "use a strategy name (ddp, dp, horovod) or a DDPStrategy entry"
+    served = "use a strategy name (ddp, dp, horovod), a DDPStrategy or a ModelParallelStrategy entry"
     if isinstance(value, dict):
-        if value["class_path"].rpartition(".")[2] in ("ModelParallelStrategy", "FSDPStrategy"):
+        if value["class_path"].rpartition(".")[2] == "FSDPStrategy":
             return refused(
-                "the script does not build a device mesh nor shard the module and its optimizer state (FSDP's"
-                " fully_shard, tensor parallelism), nor save distributed checkpoints (torch.distributed.checkpoint)",
-                "use ddp, which keeps a full copy of the model on each process (configure_model is served there)",
+                "the script does not wrap the module in FullyShardedDataParallel (FSDP1) nor save its sharded"
+                " checkpoints",
+                "use ModelParallelStrategy and apply torch's fully_shard (FSDP2) in configure_model, or ddp",
             )
-        if value["class_path"] not in DDP_STRATEGY_PATHS:
+        if value["class_path"] in MODEL_PARALLEL_PATHS:
+            what, known = "builds the device mesh, the process group and the checkpoints", MODEL_PARALLEL_ARGS
+        elif value["class_path"] in DDP_STRATEGY_PATHS:
+            what, known = "builds DistributedDataParallel and its process group", DDP_STRATEGY_ARGS
+        else:
             return refused(
-                "of Lightning's strategy classes the script reproduces DDPStrategy's work only; another strategy"
-                " object is Lightning code the script does not have",
+                "of Lightning's strategy classes the script reproduces DDPStrategy's and ModelParallelStrategy's"
+                " work only; another strategy object is Lightning code the script does not have",
                 served,
             )
-        unknown = [key for key in value["init_args"] if key not in DDP_STRATEGY_ARGS]
+        unknown = [key for key in value["init_args"] if key not in known]
         if unknown:
             return refused(
-                f"with {unknown[0]}: the script builds DistributedDataParallel and its process group from"
-                f" {', '.join(DDP_STRATEGY_ARGS)} only, and torchrun starts its processes",
+                f"with {unknown[0]}: the script {what} from {', '.join(known)} only, and torchrun starts its"
+                " processes",
                 f"remove {unknown[0]}",
             )
         return None
