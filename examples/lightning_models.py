@@ -47,6 +47,24 @@ class LitClassifier(pl.LightningModule):
         return DataLoader(data, batch_size=self.hparams.batch_size)
 
 
+class LitShardedClassifier(LitClassifier):
+    """LitClassifier sharded over the processes by its own configure_model, for Lightning's ModelParallelStrategy:
+    its two Linear layers split over the tensor-parallel dimension of the device mesh (column-wise, then
+    row-wise), then each sharded with FSDP2 over the data-parallel dimension, as the network is."""
+
+    def configure_model(self):
+        from torch.distributed.fsdp import fully_shard
+        from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+
+        tensor_parallel, data_parallel = self.device_mesh["tensor_parallel"], self.device_mesh["data_parallel"]
+        if tensor_parallel.size() > 1:
+            parallelize_module(self.net, tensor_parallel, {"0": ColwiseParallel(), "3": RowwiseParallel()})
+        for layer in self.net:
+            if isinstance(layer, nn.Linear):
+                fully_shard(layer, mesh=data_parallel)
+        fully_shard(self.net, mesh=data_parallel)
+
+
 class LitGAN(pl.LightningModule):
     """A small GAN over the classification features, optimized manually (Lightning 2.x's way): the generator
     step, then the discriminator's, each with its own optimizer toggled so that only its parameters get
