@@ -238,13 +238,13 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _launcher(spec_path: Path) -> list[str]:
-    """How `loopgen run` starts the script: python, or torchrun with one process per device for DDP and
-    ModelParallelStrategy."""
+    """How `loopgen run` starts the script: python, or torchrun with one process per device for DDP,
+    ModelParallelStrategy and FSDPStrategy."""
     from loopgen.plan.distributed import strategy_args
     from loopgen.spec.load import load_spec
 
     trainer = load_spec(spec_path).trainer
-    if strategy_args(trainer.strategy)[0] not in ("ddp", "model_parallel"):
+    if strategy_args(trainer.strategy)[0] not in ("ddp", "model_parallel", "fsdp"):
         return [sys.executable]
     if trainer.num_nodes > 1:
         raise LoopgenError(

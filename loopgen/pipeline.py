@@ -160,6 +160,7 @@ def read_classes(spec: Any, roots: list[Path]) -> tuple[Any, Any, tuple[Any, ...
                         find_function(path, roots, where=key, line=spec.line(key))
                     except LoopgenError as error:
                         problems.extend(error.problems)
+    problems.extend(check_policy_classes(spec, roots))
     for kind in ("optimizer", "lr_scheduler"):
         ref = getattr(spec, kind)
         if ref is None:
@@ -172,6 +173,37 @@ def read_classes(spec: Any, roots: list[Path]) -> tuple[Any, Any, tuple[Any, ...
         else:
             facts(ref, kind, optional=True)
     return model, data, callbacks, problems
+
+
+def check_policy_classes(spec: Any, roots: list[Path]) -> list[Problem]:
+    """FSDPStrategy's auto_wrap_policy and activation_checkpointing_policy name layer classes the script imports:
+    torch's must be torch.nn.Module subclasses torch has, the user's must be defined in the project."""
+    import importlib
+
+    import torch
+
+    from loopgen.errors import LoopgenError
+    from loopgen.plan.fsdp import policy_classes
+    from loopgen.source.reader import find_class_source
+
+    problems = []
+    where, line = "trainer.strategy", spec.line("trainer.strategy")
+    for key, paths in policy_classes(spec).items():
+        for path in paths:
+            if path.startswith("torch."):
+                module, _, name = path.rpartition(".")
+                try:
+                    found = getattr(importlib.import_module(module), name, None)
+                except ImportError:
+                    found = None
+                if not (isinstance(found, type) and issubclass(found, torch.nn.Module)):
+                    problems.append(Problem(where, f"{key}: {path} is not a torch.nn.Module class torch has", line))
+                continue
+            try:
+                find_class_source(path, roots, where=f"{where} ({key})", line=line)
+            except LoopgenError as error:
+                problems.extend(error.problems)
+    return problems
 
 
 def _with_line(problem: Problem, spec: Any) -> Problem:

@@ -158,6 +158,9 @@ QUICK = (
     "ddp:resumed",
     "model_parallel:sharded_mid_resumed",
     "model_parallel:full_resumed",
+    "fsdp:full",
+    "fsdp:sharded",
+    "fsdp:late",
     "ddp:mlflow",
     "cross:module:strategy=2",
     "case:max_time_stops_after_the_batch_that_reaches_it",
@@ -224,11 +227,12 @@ def cross_specs() -> dict[str, dict[str, Any]]:
 
 
 def fixture_specs() -> dict[str, dict[str, Any]]:
-    """The specs other tests render (examples, parity cases, Lightning 1.9.5's cases, DDP's, ModelParallelStrategy's
-    and Horovod's), by
+    """The specs other tests render (examples, parity cases, Lightning 1.9.5's cases, DDP's, ModelParallelStrategy's,
+    FSDPStrategy's and Horovod's), by
     name (the files they write: relative to where their script runs)."""
     from tests import (
         test_ddp,
+        test_fsdp,
         test_horovod,
         test_lightning195,
         test_model_parallel,
@@ -259,6 +263,7 @@ def fixture_specs() -> dict[str, dict[str, Any]]:
         jobs = [*test_model_parallel.FILE_JOBS, *test_model_parallel.MID_JOBS, *test_model_parallel.LATER_JOBS]
         for job in jobs:
             specs[f"model_parallel:{form}_{job}"] = test_model_parallel.checkpoint_spec(job, sharded, Path(job), Path())
+    specs.update({f"fsdp:{name}": copy.deepcopy(case) for name, case in test_fsdp.SPECS.items()})
     for name, (model, args, flags) in test_horovod.CASES.items():
         specs[f"horovod:{name}"] = test_horovod.spec("horovod", 0.05, model, args, **flags)
     silent = test_throughput.spec(logger=False)

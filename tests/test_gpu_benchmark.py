@@ -36,7 +36,9 @@ def test_its_specs_render_on_cpu(tmp_path, monkeypatch):
     render_specs = gpu_benchmark().render_specs
     monkeypatch.chdir(ROOT)
     rendered = render_specs(tmp_path, devices=2, epochs=1, hidden=8)
-    assert sorted(rendered) == ["cuda-16-mixed", "cuda-32", "cuda-bf16-mixed", "ddp-2gpu"]
+    assert sorted(rendered) == [
+        "cuda-16-mixed", "cuda-32", "cuda-bf16-mixed", "cuda-compiled", "ddp-2gpu", "fsdp1-2gpu", "fsdp2-2gpu"
+    ]  # fmt: skip
     texts = {name: script.read_text() for name, (_, script) in rendered.items()}
     for text in texts.values():
         ast.parse(text)
@@ -44,6 +46,10 @@ def test_its_specs_render_on_cpu(tmp_path, monkeypatch):
     assert "torch.float16" in texts["cuda-16-mixed"] and "GradScaler" in texts["cuda-16-mixed"]
     assert "torch.bfloat16" in texts["cuda-bf16-mixed"] and "GradScaler" not in texts["cuda-bf16-mixed"]
     assert "DistributedDataParallel" in texts["ddp-2gpu"] and '"nccl"' in texts["ddp-2gpu"]
+    assert "FullyShardedDataParallel(model, **fsdp_options)" in texts["fsdp1-2gpu"] and '"nccl"' in texts["fsdp1-2gpu"]
+    assert "ModuleWrapPolicy({torch.nn.Linear})" in texts["fsdp1-2gpu"]
+    assert "init_device_mesh(" in texts["fsdp2-2gpu"] and "DATA_PARALLEL_SIZE = 2" in texts["fsdp2-2gpu"]
+    assert "torch.compile(" in texts["cuda-compiled"]
 
 
 def test_syncs_are_allowed_on_logging_steps_and_epoch_ends_only():

@@ -275,7 +275,7 @@ def render_error(tmp_path: Path, content: dict) -> str:
         (MODEL, {"callbacks": [{"class_path": "ModelPruning", "init_args": {"pruning_fn": "l1_unstructured"}}]},
          "ModelPruning with ModelParallelStrategy"),
         (MODEL, {"strategy": {**FSDP2, "init_args": {"cpu_offload": True}}}, "with cpu_offload: the script builds"),
-        (MODEL, {"strategy": {"class_path": "FSDPStrategy"}}, "FSDPStrategy is not supported by loopgen"),
+        (MODEL, {"strategy": {"class_path": "FSDPStrategy"}}, "FSDPStrategy with accelerator: cpu is not supported by loopgen"),
         (MODEL, {"loop": {"compile": True}}, "loop.compile with the model_parallel engine"),
     ],
 )  # fmt: skip

@@ -119,15 +119,42 @@ class Plan:
     @property
     def builds_on_device(self) -> bool:
         """configure_model builds the layers on the process's device (Lightning's strategies' tensor_init_context),
-        but under ModelParallelStrategy on the CPU, moved to the device after the module has sharded itself."""
-        return self.device.moves and not self.distributed.model_parallel
+        but under ModelParallelStrategy and FSDPStrategy on the CPU, moved to the device once sharded."""
+        return self.device.moves and not self.distributed.shards_module
 
     @property
     def configure_model_place(self) -> str:
         """Where configure_model builds the layers, in words for the script's comment."""
         if self.distributed.model_parallel:
             return "the CPU, and shards them on the device mesh"
+        if self.distributed.fsdp:
+            return "the CPU, where torch's wrap() wraps a layer in FullyShardedDataParallel"
         return "the device" if self.builds_on_device else "the CPU"
+
+    @property
+    def fsdp_dtype(self) -> str:
+        """FSDPStrategy's MixedPrecision dtype (gathered parameters, reduced gradients, buffers): FSDPPrecision's,
+        from the precision."""
+        return {"bf16-mixed": "bfloat16", "bf16-true": "bfloat16", "16-true": "float16"}.get(self.precision.name,
+                                                                                           "float32")  # fmt: skip
+
+    @property
+    def fsdp_full_state(self) -> bool:
+        """The FSDP script reads or writes full-state checkpoints: it saves them, or resumes (from either kind)."""
+        saves_full = self.checkpointing.saves and not self.distributed.sharded_checkpoints
+        return saves_full or self.checkpointing.resumes
+
+    @property
+    def fsdp_sharded_state(self) -> bool:
+        """... and sharded ones."""
+        saves_sharded = self.checkpointing.saves and self.distributed.sharded_checkpoints
+        return saves_sharded or self.checkpointing.resumes
+
+    @property
+    def moves_model(self) -> bool:
+        """The module goes to the device before the engine wraps it; FullyShardedDataParallel moves it itself
+        (device_id), as Lightning's FSDPStrategy leaves it to."""
+        return self.device.moves and not self.distributed.fsdp
 
 
 def make_plan(

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from loopgen.plan.fsdp import policy_classes
 from loopgen.plan.objects import (
     Built,
     Callback,
@@ -63,6 +64,10 @@ def resolve_build(
             continue
         if c.cls not in by_module.setdefault(c.module, []):
             by_module[c.module].append(c.cls)
+    for path in (path for paths in policy_classes(spec).values() for path in paths):
+        module, _, cls = path.rpartition(".")
+        if not path.startswith("torch.") and cls not in by_module.setdefault(module, []):
+            by_module[module].append(cls)  # FSDPStrategy's layer classes from the user's code
     if nested:
         refs = spec.trainer.callbacks
         user_refs = [r for r, f in zip(refs, callback_facts) if f]

@@ -71,6 +71,12 @@ def resolve_compiling(spec: Spec, model: ClassFacts, problems: list[Problem]) ->
             ),
             "run on one device or under DDP; under ModelParallelStrategy, compile the layers in configure_model",
         ),
+        (
+            kind == "fsdp",
+            "loop.compile with FSDPStrategy",
+            "Lightning compiles the module FullyShardedDataParallel has wrapped, which the FSDP script does not write",
+            "compile the layers in configure_model, or run under DDP",
+        ),
     )
     for refused, what, why, instead in cases:
         if refused:

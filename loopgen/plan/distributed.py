@@ -22,7 +22,7 @@ class Distributed:
     `is_global_zero` boolean whenever `rank_zero_gates`, and replace the samplers when `replaces_samplers`,
     whatever the engine."""
 
-    kind: str | None = None  # None | "ddp" | "model_parallel" | "dp" | "horovod" | "xla"
+    kind: str | None = None  # None | "ddp" | "model_parallel" | "fsdp" | "dp" | "horovod" | "xla"
     devices: int = 1  # processes (devices) per node
     num_nodes: int = 1
     world_size: int = 1  # devices * num_nodes
@@ -65,6 +65,14 @@ class Distributed:
     sharded_checkpoints: bool = False
     # ... the module's attribute the device mesh goes to: a LightningModule's self.device_mesh reads _device_mesh
     mesh_attribute: str = "device_mesh"
+    # fsdp (Lightning's FSDPStrategy, FSDP1): FullyShardedDataParallel's sharding strategy (ShardingStrategy's
+    # member), whether it offloads the parameters to the CPU, the layer classes its auto_wrap_policy wraps and
+    # those activation checkpointing wraps (the script's expressions for them); sharded_checkpoints above is its
+    # state_dict_type "sharded"
+    sharding_strategy: str = "FULL_SHARD"
+    cpu_offload: bool = False
+    wrap_classes: tuple[str, ...] = ()
+    checkpoint_classes: tuple[str, ...] = ()
 
     @property
     def enabled(self) -> bool:
@@ -112,10 +120,26 @@ class Distributed:
         return self.kind == "model_parallel"
 
     @property
+    def fsdp(self) -> bool:
+        return self.kind == "fsdp"
+
+    @property
+    def shards_module(self) -> bool:
+        """The module's parameters are sharded over the processes (ModelParallelStrategy, FSDPStrategy): the
+        layers are built on the CPU and the checkpoints hold sharded or gathered states."""
+        return self.kind in ("model_parallel", "fsdp")
+
+    @property
     def gathers_on_rank_zero(self) -> bool:
         """A checkpoint's full state is gathered on rank 0 alone (ModelParallelStrategy without distributed
-        checkpoints): the other processes' states are empty."""
-        return self.kind == "model_parallel" and not self.sharded_checkpoints
+        checkpoints, FSDPStrategy's state_dict_type "full"): the other processes' states are empty."""
+        return self.shards_module and not self.sharded_checkpoints
+
+    @property
+    def shard_key(self) -> str:
+        """The weights' key in a distributed checkpoint's shards: ModelParallelStrategy's "state_dict",
+        FSDPStrategy's "model"."""
+        return "model" if self.kind == "fsdp" else "state_dict"
 
     @property
     def shares(self) -> str:
@@ -149,7 +173,7 @@ class Distributed:
             return str(self.devices)
         if self.kind == "model_parallel":
             return "DATA_PARALLEL_SIZE"
-        if self.kind in ("ddp", "horovod") or (self.kind == "xla" and self.devices > 1):
+        if self.kind in ("ddp", "fsdp", "horovod") or (self.kind == "xla" and self.devices > 1):
             return "world_size"
         return None
 
@@ -228,10 +252,12 @@ TIMED_STOP_INSTEAD = "bound the run with max_epochs or max_steps"
 def strategy_args(strategy: Any) -> tuple[str, dict[str, Any]]:
     """The `strategy` flag's value as (name, the strategy's init_args): ddp_find_unused_parameters_true is "ddp"
     with find_unused_parameters, a DDPStrategy entry is "ddp" with its init_args, a ModelParallelStrategy entry
-    "model_parallel" with its."""
+    "model_parallel" with its, an FSDPStrategy entry (or fsdp, fsdp_cpu_offload) "fsdp" with its."""
     if isinstance(strategy, dict):  # {class_path: DDPStrategy, init_args: {...}}
-        name = "model_parallel" if strategy["class_path"].endswith("ModelParallelStrategy") else "ddp"
-        return name, dict(strategy["init_args"])
+        names = {"ModelParallelStrategy": "model_parallel", "FSDPStrategy": "fsdp"}
+        return names.get(strategy["class_path"].rpartition(".")[2], "ddp"), dict(strategy["init_args"])
+    if strategy == "fsdp_cpu_offload":
+        return "fsdp", {"cpu_offload": True}
     if strategy == "ddp_find_unused_parameters_true":
         return "ddp", {"find_unused_parameters": True}
     if strategy == "ddp_find_unused_parameters_false":
@@ -252,14 +278,14 @@ def process_group_backend(spec: Spec, args: dict[str, Any], problems: list[Probl
 
 def engine_kind(spec: Spec) -> str | None:
     """Which engine runs the loop, from the flags alone: "dp", "xla" (accelerator tpu), "horovod", "ddp",
-    "model_parallel", or None (one process on one device). Every part that differs by engine reads this (or the resolved `Distributed`).
+    "model_parallel", "fsdp", or None (one process on one device). Every part that differs by engine reads this (or the resolved `Distributed`).
     """
     strategy, _ = strategy_args(spec.trainer.strategy)
     if strategy == "dp":
         return "dp"
     if spec.trainer.accelerator == "tpu":
         return "xla"
-    if strategy in ("horovod", "ddp", "model_parallel"):
+    if strategy in ("horovod", "ddp", "model_parallel", "fsdp"):
         return strategy
     return None
 

@@ -10,6 +10,7 @@ from loopgen.plan.ddp import resolve_ddp
 from loopgen.plan.distributed import Distributed, engine_kind
 from loopgen.plan.dp import resolve_dp
 from loopgen.plan.engine_parts import EngineParts
+from loopgen.plan.fsdp import resolve_fsdp
 from loopgen.plan.horovod import resolve_horovod
 from loopgen.plan.loggers import Logging
 from loopgen.plan.model_parallel import resolve_model_parallel
@@ -39,7 +40,8 @@ def resolve_engine(
     problems: list[Problem],
 ) -> Distributed:
     """accelerator, strategy, devices, num_nodes: which engine runs the loop (one process on one device, DDP,
-    ModelParallelStrategy, DataParallel, Horovod or XLA), each resolved in its own module with what it refuses."""
+    ModelParallelStrategy, FSDPStrategy, DataParallel, Horovod or XLA), each resolved in its own module with what it refuses.
+    """
     t = spec.trainer
     kind = engine_kind(spec)
     parts = EngineParts(spec, model, precision, optimizers, optimization, data, checkpointing, logging, profiling,
@@ -52,6 +54,8 @@ def resolve_engine(
         return resolve_horovod(parts)
     if kind == "model_parallel":
         return resolve_model_parallel(parts)
+    if kind == "fsdp":
+        return resolve_fsdp(parts)
     if kind is None:
         for flag, value in (("devices", t.devices), ("num_nodes", t.num_nodes)):
             if value != 1:

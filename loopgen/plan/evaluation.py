@@ -315,6 +315,8 @@ def unserved_reason(spec: Spec, model: ClassFacts, distributed: Distributed) -> 
         return f"a `{hooks[0]}` hook (Lightning 1.9.5's; 2.x refuses it in evaluation)"
     if distributed.model_parallel:
         return "ModelParallelStrategy (its evaluation loads sharded checkpoints, which the script does not yet)"
+    if distributed.fsdp:
+        return "FSDPStrategy (its evaluation loads sharded checkpoints, which the script does not yet)"
     if any(is_lightning(ref, "ThroughputMonitor") for ref in spec.trainer.callbacks):
         return "a ThroughputMonitor (Lightning's also counts the batches of validate, test and predict)"
     if any(is_lightning(ref, "StochasticWeightAveraging") for ref in spec.trainer.callbacks):

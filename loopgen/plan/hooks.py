@@ -186,9 +186,9 @@ def check_model(spec: Spec, model: ClassFacts, problems: list[Problem]) -> None:
         cases = (
             (follows_1_9_5(spec, model), "in a spec that follows Lightning 1.9.5", "follow Lightning 2.x"),
             (
-                kind not in (None, "ddp", "model_parallel"),
+                kind not in (None, "ddp", "model_parallel", "fsdp"),
                 f"with the {kind} engine",
-                "run on one device, under DDP or under ModelParallelStrategy",
+                "run on one device, under DDP, ModelParallelStrategy or FSDPStrategy",
             ),
         )
         for refused, what, instead in cases:

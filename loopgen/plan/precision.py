@@ -91,7 +91,8 @@ def resolve_precision(
         autocast=autocast,
         autocast_device=device.name,
         autocast_dtype=dtype,
-        autocast_cache=follows_1_9_5(spec, model),
+        # 1.9.5's autocast and FSDPPrecision's keep torch's cached casts; 2.x's MixedPrecision turns them off
+        autocast_cache=follows_1_9_5(spec, model) or engine_kind(spec) == "fsdp",
         scaler=scaler,
         scaler_auto=scaler and device.auto,
         double=name == "64",

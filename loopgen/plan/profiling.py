@@ -159,8 +159,8 @@ def resolve_profiling(spec: Spec, logging: Logging, problems: list[Problem], not
             "give the schedule as `accumulate_grad_batches: {epoch: factor}`, or profile without it",
         )
         problems.append(flag_problem(spec, "profiler", message))
-    ddp = engine_kind(spec) in ("ddp", "model_parallel") and kind is not None  # torchrun's processes
-    strategy_classes = {"ddp": "DDPStrategy", "model_parallel": "ModelParallelStrategy"}
+    ddp = engine_kind(spec) in ("ddp", "model_parallel", "fsdp") and kind is not None  # torchrun's processes
+    strategy_classes = {"ddp": "DDPStrategy", "model_parallel": "ModelParallelStrategy", "fsdp": "FSDPStrategy"}
     strategy_class = strategy_classes.get(engine_kind(spec) or "", "SingleDeviceStrategy")
     trace = kind == "pytorch" and args["export_to_chrome"]
     if trace and directory is None:

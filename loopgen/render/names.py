@@ -109,7 +109,12 @@ OTHERS = (
     Line("rich.table", ("Column", "Table")),
     Line("rich.text", ("Text",)),
     Line("torch.distributed.checkpoint", alias="dcp"),
+    Line(
+        "torch.distributed.algorithms._checkpoint.checkpoint_wrapper",
+        ("CheckpointWrapper", "apply_activation_checkpointing", "checkpoint_wrapper"),
+    ),
     Line("torch.distributed.checkpoint.format_utils", ("dcp_to_torch_save",)),
+    Line("torch.distributed.checkpoint.optimizer", ("load_sharded_optimizer_state_dict",)),
     Line(
         "torch.distributed.checkpoint.state_dict",
         (
@@ -121,7 +126,22 @@ OTHERS = (
         ),
     ),
     Line("torch.distributed.device_mesh", ("init_device_mesh",)),
-    Line("torch.distributed.fsdp", ("FullyShardedDataParallel", "OptimStateKeyType")),
+    Line(
+        "torch.distributed.fsdp",
+        (
+            "CPUOffload",
+            "FullOptimStateDictConfig",
+            "FullStateDictConfig",
+            "FullyShardedDataParallel",
+            "MixedPrecision",
+            "OptimStateKeyType",
+            "ShardedOptimStateDictConfig",
+            "ShardedStateDictConfig",
+            "ShardingStrategy",
+            "StateDictType",
+        ),
+    ),
+    Line("torch.distributed.fsdp.wrap", ("ModuleWrapPolicy", "enable_wrap")),
     Line("torch.nn.parallel", ("DistributedDataParallel",)),
     Line("torch.utils.data", ("DataLoader", "DistributedSampler", "RandomSampler", "SequentialSampler")),
     Line("torch.utils.flop_counter", ("FlopCounterMode",)),

@@ -116,6 +116,17 @@ MODEL_PARALLEL_ARGS = ("data_parallel_size", "tensor_parallel_size", "save_distr
                        "process_group_backend")  # fmt: skip
 
 
+# Lightning's FSDPStrategy (FSDP1, CUDA only), and its init_args
+FSDP_PATHS = (
+    "FSDPStrategy", "pytorch_lightning.strategies.FSDPStrategy", "pytorch_lightning.strategies.fsdp.FSDPStrategy",
+    "lightning.pytorch.strategies.FSDPStrategy", "lightning.pytorch.strategies.fsdp.FSDPStrategy",
+)  # fmt: skip
+
+
+FSDP_ARGS = ("sharding_strategy", "cpu_offload", "state_dict_type", "auto_wrap_policy",
+             "activation_checkpointing_policy", "timeout", "process_group_backend")  # fmt: skip
+
+
 def _mesh_size(raw: Any) -> Any:
     """ModelParallelStrategy's data_parallel_size and tensor_parallel_size: "auto" or a count of processes."""
     if raw == "auto" or (is_int(raw) and raw >= 1):
@@ -178,7 +189,7 @@ def strategy_kind() -> Kind:
     return Kind(parse, schema)
 
 
-STRATEGIES_DONE = ("auto", *DDP_STRATEGIES, "horovod", "dp")
+STRATEGIES_DONE = ("auto", *DDP_STRATEGIES, "horovod", "dp", "fsdp", "fsdp_cpu_offload")
 
 
 _LAUNCHED = ("_spawn", "_fork", "_notebook")  # the DDP strategies that start their processes from the program
@@ -186,22 +197,18 @@ _LAUNCHED = ("_spawn", "_fork", "_notebook")  # the DDP strategies that start th
 
 def strategy_support(value: Any) -> str | None:
     """A strategy entry is named by its class_path in the refusal (spec.py), so its reasons read after it."""
-    served = "use a strategy name (ddp, dp, horovod), a DDPStrategy or a ModelParallelStrategy entry"
+    served = "use a strategy name (ddp, fsdp, dp, horovod), a DDPStrategy, FSDPStrategy or ModelParallelStrategy entry"
     if isinstance(value, dict):
-        if value["class_path"].rpartition(".")[2] == "FSDPStrategy":
-            return refused(
-                "the script does not wrap the module in FullyShardedDataParallel (FSDP1) nor save its sharded"
-                " checkpoints",
-                "use ModelParallelStrategy and apply torch's fully_shard (FSDP2) in configure_model, or ddp",
-            )
-        if value["class_path"] in MODEL_PARALLEL_PATHS:
+        if value["class_path"] in FSDP_PATHS:
+            what, known = "builds FullyShardedDataParallel, its process group and checkpoints", FSDP_ARGS
+        elif value["class_path"] in MODEL_PARALLEL_PATHS:
             what, known = "builds the device mesh, the process group and the checkpoints", MODEL_PARALLEL_ARGS
         elif value["class_path"] in DDP_STRATEGY_PATHS:
             what, known = "builds DistributedDataParallel and its process group", DDP_STRATEGY_ARGS
         else:
             return refused(
-                "of Lightning's strategy classes the script reproduces DDPStrategy's and ModelParallelStrategy's"
-                " work only; another strategy object is Lightning code the script does not have",
+                "of Lightning's strategy classes the script reproduces DDPStrategy's, FSDPStrategy's and"
+                " ModelParallelStrategy's work only; another strategy object is Lightning code the script does not have",
                 served,
             )
         unknown = [key for key in value["init_args"] if key not in known]
@@ -226,12 +233,6 @@ def strategy_support(value: Any) -> str | None:
             "DeepSpeed's engine takes over the model, the optimizer step, ZeRO's partitioned states and the"
             " checkpoints; the script would have to drive that engine, and does not",
             "use ddp",
-        )
-    if value.startswith("fsdp"):
-        return refused(
-            "the script does not shard the parameters, gradients and optimizer state, nor save sharded"
-            " checkpoints, as FSDP does",
-            "use ddp, which keeps a full copy of the model on each device",
         )
     return refused(  # single_tpu, single_xla, xla, xla_debug
         "the TPU strategies are chosen from the accelerator and the device count, not named",
