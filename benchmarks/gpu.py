@@ -2,9 +2,12 @@
 
     python benchmarks/gpu.py [--epochs N] [--hidden H] [--only NAME ...]
 
-One command for a machine with a GPU. It renders four specs of examples/lit_classifier.yaml's LitClassifier
-(`accelerator: cuda`): single device in 32-bit, `16-mixed`, `bf16-mixed`, and DDP over every visible GPU (nccl,
-launched with torchrun, Lightning under the same torchrun). Each side trains in a fresh process; the script
+One command for a machine with a GPU. It renders specs of examples/lit_classifier.yaml's LitClassifier
+(`accelerator: cuda`): single device in 32-bit, `16-mixed`, `bf16-mixed`; DDP, FSDPStrategy (FSDP1, its Linear
+layers auto-wrapped) and ModelParallelStrategy (LitShardedClassifier: FSDP2 over every GPU) over every visible
+GPU (nccl, launched with torchrun, Lightning under the same torchrun); and `loop: {compile: true}` on one GPU
+(benchmarks/models.py's SmallCNNCompiled: Lightning fits `torch.compile(model)`): the time from the fit's start
+to the first step's end, which holds the compilation, is printed apart (the step times are between steps). Each side trains in a fresh process; the script
 prints, per spec and side, the median and mean time of an optimizer step, the peak CUDA memory, and whether the
 final weights are equal (`torch.equal`, else the largest difference).
 
@@ -38,7 +41,7 @@ CHILD = r"""
 import json, os, runpy, sys, time, warnings
 import torch
 
-side, spec_path, out = sys.argv[1], sys.argv[2], sys.argv[3]
+side, spec_path, out, sharded = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] == "sharded"
 rank = int(os.environ.get("RANK", "0"))
 step_times, syncs = [], []
 
@@ -69,9 +72,20 @@ if side == "lightning":
     spec = yaml.safe_load(open(spec_path))
     pl.seed_everything(spec["seed_everything"], verbose=False)
     model = instantiate(spec["model"])
-    trainer = pl.Trainer(**spec["trainer"], enable_model_summary=False)
+    flags = dict(spec["trainer"])
+    if isinstance(flags.get("strategy"), dict):  # Lightning's strategy object, its layer classes as a set
+        import importlib
+
+        entry = flags["strategy"]
+        arguments = dict(entry.get("init_args", {}))
+        for key in ("auto_wrap_policy", "activation_checkpointing_policy"):
+            if key in arguments:
+                paths = [path.rpartition(".") for path in arguments[key]]
+                arguments[key] = {getattr(importlib.import_module(module), name) for module, _, name in paths}
+        flags["strategy"] = getattr(pl.strategies, entry["class_path"].rpartition(".")[2])(**arguments)
+    trainer = pl.Trainer(**flags, enable_model_summary=False)
     start = time.perf_counter()
-    trainer.fit(model)
+    trainer.fit(torch.compile(model) if spec.get("loop", {}).get("compile") else model)
 else:
     namespace = runpy.run_path(spec_path)
     start = time.perf_counter()
@@ -79,11 +93,18 @@ else:
 torch.cuda.set_sync_debug_mode(0)
 torch.cuda.synchronize()
 end = time.perf_counter()
+if sharded:  # the full weights, gathered from every process's shards (a collective call)
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+
+    weights = get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
+else:
+    weights = {k: v.detach().cpu() for k, v in model.state_dict().items()}
 if rank == 0:
-    torch.save({k: v.detach().cpu() for k, v in model.state_dict().items()}, out + ".pt")
+    torch.save(weights, out + ".pt")
     gaps = [b - a for a, b in zip(step_times, step_times[1:])]
     with open(out, "w") as f:
-        json.dump({"steps": len(step_times), "total_s": end - start, "gaps": gaps, "syncs": syncs,
+        first = step_times[0] - start if step_times else float("nan")
+        json.dump({"steps": len(step_times), "total_s": end - start, "gaps": gaps, "syncs": syncs, "first_s": first,
                    "peak_bytes": torch.cuda.max_memory_allocated()}, f)
 """
 
@@ -107,11 +128,19 @@ def specs(devices: int, epochs: int = 3, hidden: int = 256) -> dict[str, dict[st
     def variant(**flags: Any) -> dict[str, Any]:
         return {**base, "trainer": {**base["trainer"], **flags}}
 
+    fsdp1 = {"class_path": "FSDPStrategy", "init_args": {"auto_wrap_policy": ["torch.nn.Linear"]}}
+    fsdp2 = {"class_path": "ModelParallelStrategy", "init_args": {"data_parallel_size": devices,
+                                                                  "tensor_parallel_size": 1}}  # fmt: skip
+    sharded_model = {**base["model"], "class_path": "examples.lightning_models.LitShardedClassifier"}
+    compiled_model = {"class_path": "benchmarks.models.SmallCNNCompiled", "init_args": {}}
     return {
         "cuda-32": variant(),
         "cuda-16-mixed": variant(precision="16-mixed"),
         "cuda-bf16-mixed": variant(precision="bf16-mixed"),
         f"ddp-{devices}gpu": variant(strategy="ddp", devices=devices),
+        f"fsdp1-{devices}gpu": variant(strategy=fsdp1, devices=devices),
+        f"fsdp2-{devices}gpu": {**variant(strategy=fsdp2, devices=devices), "model": sharded_model},
+        "cuda-compiled": {**variant(), "model": compiled_model, "loop": {"compile": True}},
     }
 
 
@@ -134,8 +163,9 @@ def render_specs(directory: Path, devices: int, **options: Any) -> dict[str, tup
 
 
 def launch(side: str, target: Path, out: Path, devices: int, distributed: bool, child: Path) -> dict[str, Any]:
-    """Train one side in a fresh process (torchrun for DDP); its facts and final weights."""
-    command = [sys.executable, str(child), side, str(target), str(out)]
+    """Train one side in a fresh process (torchrun for DDP, FSDP1 and FSDP2); its facts and final weights."""
+    sharded = "sharded" if target.name.startswith("fsdp") else "whole"
+    command = [sys.executable, str(child), side, str(target), str(out), sharded]
     if distributed:
         command = [shutil.which("torchrun") or "torchrun", f"--nproc_per_node={devices}", *command[1:]]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
@@ -193,12 +223,14 @@ def main() -> int:
         for name, (spec_path, script) in rendered.items():
             if args.only and name not in args.only:
                 continue
-            distributed = name.startswith("ddp")
+            distributed = name.startswith(("ddp", "fsdp"))
             runs = {}
             for side, target in (("lightning", spec_path), ("loopgen", script)):
                 runs[side] = launch(side, target, directory / f"{name}.{side}.json", devices, distributed, child)
             verdict = compare(runs["lightning"]["weights"], runs["loopgen"]["weights"])
             for side, facts in runs.items():
+                if name == "cuda-compiled":  # the compilation happens before the first step ends: timed apart
+                    print(f"{name:18} {side:9} fit start to first step (set-up, compilation) {facts['first_s']:.2f} s")
                 median = 1000 * statistics.median(facts["gaps"]) if facts["gaps"] else float("nan")
                 mean = 1000 * facts["total_s"] / max(facts["steps"], 1)
                 print(

@@ -58,3 +58,22 @@ def train_bf16(model, max_epochs):
             loss.backward()
             optimizer.step()
     return model
+
+
+def train_compiled(model, max_epochs):
+    """train_plain with the step compiled as Lightning compiles a module it is given compiled (its
+    from_compiled): the forward and training_step each run under torch.compile's context, so that every side
+    compiles the same code (compiling the forward alone gives other kernels for the loss on the CNN)."""
+    compiled = torch.compile(model)
+    model.forward = compiled.dynamo_ctx(model.forward)
+    training_step = compiled.dynamo_ctx(model.training_step)
+    optimizer = model.configure_optimizers()
+    loader = model.train_dataloader()
+    model.train()
+    for _ in range(max_epochs):
+        for batch_idx, batch in enumerate(loader):
+            loss = training_step(batch, batch_idx)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+    return model

@@ -6,7 +6,8 @@ only random draws during a run are the weights' initialisation and the training 
 same order on every side. `compute_loss` notes the time (and the process's CPU time) each training step
 starts, whoever calls it: that is how every side is timed per step, by the same lines.
 
-The `...Val` classes add validation (a loss over 128 samples every epoch) and a StepLR scheduler stepped each
+The `...Compiled` classes log nothing in their steps (the "compiled" configuration). The `...Val` classes add
+validation (a loss over 128 samples every epoch) and a StepLR scheduler stepped each
 epoch: the "validation + accumulation + clipping + scheduler" configuration.
 """
 
@@ -161,3 +162,22 @@ class SmallLSTMVal(SmallLSTM):
     def configure_optimizers(self):
         optimizer = torch.optim.SGD(self.parameters(), lr=self.hparams.lr)
         return {"optimizer": optimizer, "lr_scheduler": torch.optim.lr_scheduler.StepLR(optimizer, 1, gamma=0.9)}
+
+
+# The "compiled" configuration: torch.compile on every side. Lightning's compile fails in self.log inside a
+# compiled step (torch 2.13), so these steps log nothing (loopgen refuses loop.compile for a step that logs).
+class Unlogged:
+    def training_step(self, batch, batch_idx):
+        return self.compute_loss(batch)
+
+
+class TinyMLPCompiled(Unlogged, TinyMLP):
+    pass
+
+
+class SmallCNNCompiled(Unlogged, SmallCNN):
+    pass
+
+
+class SmallLSTMCompiled(Unlogged, SmallLSTM):
+    pass

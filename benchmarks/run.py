@@ -5,8 +5,9 @@
     python benchmarks/run.py --compare  # ... and the change against the last saved run
 
 For each model (benchmarks/models.py: a tiny MLP, a small CNN, an LSTM) and configuration (plain; validation +
-gradient accumulation + norm clipping + a StepLR scheduler; bf16-mixed under CPU autocast), on the same seed,
-data and number of optimizer steps, it trains:
+gradient accumulation + norm clipping + a StepLR scheduler; bf16-mixed under CPU autocast; compiled: the
+script's `loop: {compile: true}`, the hand loop's `torch.compile` of its step, the Trainer given
+`torch.compile(model)`), on the same seed, data and number of optimizer steps, it trains:
 
     hand          the hand-written loop (benchmarks/hand_loops.py)
     script        the loopgen script, progress bar, logger, checkpointing and model summary off
@@ -19,7 +20,8 @@ once (every side needs them: the models are LightningModules), so a run starts f
 and its peak RSS is its own process's. The runs of one repeat are interleaved (model by model, configuration
 by configuration, the variants in a rotating order), with one intra-op thread. Per step: from the first step
 after the first epoch (warm-up) to the end of the fit, over the steps since, so per-epoch costs (validation,
-checkpoints, loggers, the end of the fit) count; `compute_loss` notes each step's start, the same line for
+checkpoints, loggers, the end of the fit) count, and torch.compile's compilation, which happens in the first
+step, does not (the first step's time is reported apart); `compute_loss` notes each step's start, the same line for
 every side. Whole run: from the fork to the end of the child (the imports the variant adds, setup, fit).
 Every run's final weights are hashed: a run whose weights differ from the hand-written loop's is void.
 
@@ -58,6 +60,7 @@ CONFIGS = {
     "plain": {},
     "val_acc_clip_sched": {"accumulate_grad_batches": 2, "gradient_clip_val": 0.5},
     "bf16": {"precision": "bf16-mixed"},
+    "compiled": {},  # torch.compile: loop.compile, the hand loop's torch.compile, the Trainer given torch.compile(model)
 }
 # (name, numerator, denominator) of the per-step medians
 RATIOS = (
@@ -65,24 +68,43 @@ RATIOS = (
     ("trainer_over_script", "trainer", "script"),
     ("trainer_full_over_script_full", "trainer_full", "script_full"),
 )
-MEASURES = ("per_step_cpu_s", "per_step_s", "step_cpu_median_s", "step_median_s", "run_s", "fit_s", "peak_rss_mib")
+MEASURES = (
+    "per_step_cpu_s",
+    "per_step_s",
+    "step_cpu_median_s",
+    "step_median_s",
+    "run_s",
+    "fit_s",
+    "peak_rss_mib",
+    "first_step_s",
+)
 FEATURES_OFF = {"logger": False, "enable_checkpointing": False, "enable_progress_bar": False}
 FEATURES_OFF_TRAINER = {**FEATURES_OFF, "enable_model_summary": False}
 
 
+def class_of(model: str, config: str) -> str:
+    """The model's class for the configuration (benchmarks/models.py)."""
+    if config == "compiled":
+        return MODELS[model][0] + "Compiled"
+    return MODELS[model][1 if config == "val_acc_clip_sched" else 0]
+
+
 def spec_for(model: str, config: str, epochs: int, full: bool) -> dict:
     """The loopgen spec of one cell (and, read as LightningCLI reads it, the Trainer's arguments)."""
-    class_name = MODELS[model][1 if config == "val_acc_clip_sched" else 0]
+    class_name = class_of(model, config)
     trainer = {"accelerator": "cpu", "max_epochs": epochs, **CONFIGS[config]}
     if full:
         trainer["logger"] = {"class_path": "CSVLogger", "init_args": {"save_dir": "."}}
     else:
         trainer.update(FEATURES_OFF, enable_model_summary=False)
-    return {
+    spec = {
         "seed_everything": SEED,
         "model": {"class_path": f"benchmarks.models.{class_name}", "init_args": {}},
         "trainer": trainer,
     }
+    if config == "compiled":
+        spec["loop"] = {"compile": True}
+    return spec
 
 
 def render_all(jobs_path: str) -> None:
@@ -177,6 +199,8 @@ def run_job(job: dict, start: float) -> dict:
             hand_loops.train_plain(model, epochs)
         elif job["config"] == "bf16":
             hand_loops.train_bf16(model, epochs)
+        elif job["config"] == "compiled":
+            hand_loops.train_compiled(model, epochs)
         else:
             flags = CONFIGS[job["config"]]
             hand_loops.train_val_accumulate_clip(
@@ -198,7 +222,7 @@ def run_job(job: dict, start: float) -> dict:
 
             cov = coverage.Coverage(data_file=None, source_pkgs=["pytorch_lightning", "lightning_fabric"])
             cov.start()
-        trainer.fit(model)
+        trainer.fit(torch.compile(model) if job["config"] == "compiled" else model)
     else:
         import runpy
 
@@ -221,6 +245,8 @@ def run_job(job: dict, start: float) -> dict:
     }
     times, warmup = model.step_times, job["warmup_steps"]
     result["steps"] = len(times)
+    if len(times) > 1:  # the first step, with what happens once in it (torch.compile's compilation)
+        result["first_step_s"] = times[1] - times[0]
     if len(times) > warmup + 1:
         deltas = [b - a for a, b in zip(times[warmup:], times[warmup + 1 :])]
         result["per_step_s"] = (end - times[warmup]) / (len(times) - warmup)
@@ -309,10 +335,15 @@ def make_plan(args, tmp: Path) -> tuple[list[dict], list[list[str]]]:
                 renders.append([str(spec_path), str(script_path)])
                 scripts[model, config, full] = str(script_path)
     jobs = []
+    # one untimed run per model first, so that every timed compiled run finds torch's compile caches (Inductor's
+    # kernels) as warm as the others did: the first of them would otherwise pay the cold compilation alone
+    for model, config, epochs in cells:
+        if config == "compiled":
+            jobs.append(job(model, config, 1, class_of(model, config), "hand", "warmup", scripts, tmp))
     rotation = 0
     for repeat in range(args.repeats):
         for model, config, epochs in cells:
-            class_name = MODELS[model][1 if config == "val_acc_clip_sched" else 0]
+            class_name = class_of(model, config)
             order = VARIANTS[rotation % len(VARIANTS) :] + VARIANTS[: rotation % len(VARIANTS)]
             rotation += 1
             for variant in order:
@@ -321,7 +352,7 @@ def make_plan(args, tmp: Path) -> tuple[list[dict], list[list[str]]]:
         for config in args.configs:
             model = args.models[0]
             epochs = args.epochs or MODELS[model][3 if args.quick else 2]
-            class_name = MODELS[model][1 if config == "val_acc_clip_sched" else 0]
+            class_name = class_of(model, config)
             for variant in VARIANTS[1:]:
                 jobs.append(job(model, config, epochs, class_name, variant, "coverage", scripts, tmp))
     return jobs, renders
@@ -352,7 +383,7 @@ def spread(values: list[float]) -> dict:
 
 def summarise(runs: list[dict]) -> dict:
     """Per cell and variant: medians and ranges; the ratios; void runs (weights unlike the hand loop's)."""
-    timed = [r for r in runs if r["repeat"] != "coverage"]
+    timed = [r for r in runs if r["repeat"] not in ("coverage", "warmup")]
     reference = {}
     for r in timed:
         if r["variant"] == "hand" and "weights_sha256" in r:
@@ -468,6 +499,20 @@ def report(results: dict) -> str:
         unequal = [v for v in present if not cell[v]["weights_equal"]]
         weights = "equal" if not unequal else "**differ: " + ", ".join(unequal) + "**"
         lines.append(f"| {key} | " + " | ".join(runs + rss) + f" | {weights} |")
+    lines += [
+        "",
+        (
+            "First step (s, from its start to the next one's), medians: in the compiled configuration it holds"
+            " torch.compile's compilation of the step (forward, loss, backward), which the per-step figures"
+            " above leave out (they start after the first epoch)."
+        ),
+        "",
+        "| model / config | a hand | b script | c Trainer | d script | d Trainer |",
+        "|---|---|---|---|---|---|",
+    ]
+    for key, cell in results["summary"].items():
+        firsts = [f"{cell[v]['first_step_s']['median']:.3f}" if v in cell else "–" for v in VARIANTS]
+        lines.append(f"| {key} | " + " | ".join(firsts) + " |")
     failed = [r for r in results["runs"] if "error" in r]
     if failed:
         lines += ["", f"**{len(failed)} runs failed**: " + ", ".join(

@@ -71,3 +71,25 @@ def test_void_marks_a_run_whose_weights_differ():
     summary = summarise(runs)["mlp/plain"]
     assert not summary["script"]["void"] and summary["trainer"]["void"]
     assert [r["void"] for r in runs] == [False, False, True]
+
+
+def test_the_compiled_configuration_compiles_every_side_after_an_untimed_warm_up(tmp_path):
+    """The compiled cell: the script's spec asks for loop.compile, on a model whose steps do not log; one untimed
+    run per model first warms torch's compile caches, and the summary leaves it out."""
+    import argparse
+
+    sys.path.insert(0, str(ROOT))
+    from benchmarks.run import MEASURES, make_plan, spec_for, summarise
+
+    args = argparse.Namespace(models=["mlp"], configs=["compiled"], epochs=None, quick=True, repeats=1, coverage=False)
+    jobs, _ = make_plan(args, tmp_path)
+    assert [(job["variant"], job["repeat"]) for job in jobs][0] == ("hand", "warmup")
+    assert {job["class"] for job in jobs} == {"TinyMLPCompiled"} and len(jobs) == 1 + 5
+    spec = spec_for("mlp", "compiled", 2, full=False)
+    assert spec["loop"] == {"compile": True} and spec["model"]["class_path"] == "benchmarks.models.TinyMLPCompiled"
+    assert "loop" not in spec_for("mlp", "plain", 2, full=False)
+
+    runs = [{**job, **dict.fromkeys(MEASURES, 1.0), "weights_sha256": "a"} for job in jobs]
+    runs[0]["weights_sha256"] = "other"  # the warm-up's weights (one epoch) are not the reference
+    summary = summarise(runs)["mlp/compiled"]
+    assert all(summary[variant]["per_step_cpu_s"]["n"] == 1 and not summary[variant]["void"] for variant in VARIANTS)
