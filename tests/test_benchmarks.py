@@ -83,7 +83,7 @@ def test_the_compiled_configuration_compiles_every_side_after_an_untimed_warm_up
 
     args = argparse.Namespace(models=["mlp"], configs=["compiled"], epochs=None, quick=True, repeats=1, coverage=False)
     jobs, _ = make_plan(args, tmp_path)
-    assert [(job["variant"], job["repeat"]) for job in jobs][0] == ("hand", "warmup")
+    assert (jobs[0]["variant"], jobs[0]["repeat"]) == ("hand", "warmup")
     assert {job["class"] for job in jobs} == {"TinyMLPCompiled"} and len(jobs) == 1 + 5
     spec = spec_for("mlp", "compiled", 2, full=False)
     assert spec["loop"] == {"compile": True} and spec["model"]["class_path"] == "benchmarks.models.TinyMLPCompiled"
