@@ -179,8 +179,7 @@ def check_policy_classes(spec: Any, roots: list[Path]) -> list[Problem]:
     """FSDPStrategy's auto_wrap_policy and activation_checkpointing_policy name layer classes the script imports:
     torch's must be torch.nn.Module subclasses torch has, the user's must be defined in the project."""
     import importlib
-
-    import torch
+    import importlib.util
 
     from loopgen.errors import LoopgenError
     from loopgen.plan.fsdp import policy_classes
@@ -191,6 +190,10 @@ def check_policy_classes(spec: Any, roots: list[Path]) -> list[Problem]:
     for key, paths in policy_classes(spec).items():
         for path in paths:
             if path.startswith("torch."):
+                if importlib.util.find_spec("torch") is None:
+                    continue  # rendered where torch is not installed: the script's own import checks it
+                import torch
+
                 module, _, name = path.rpartition(".")
                 try:
                     found = getattr(importlib.import_module(module), name, None)

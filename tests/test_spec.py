@@ -577,7 +577,7 @@ def test_accelerator_tpu_is_implemented(tmp_path: Path) -> None:
     ("flags", "shown"),
     [
         ("accelerator: mps", "mps"),
-        ("strategy: fsdp", "fsdp"),
+        ("strategy: deepspeed_stage_2", "deepspeed_stage_2"),
         ("devices: -1", "-1"),
         ("devices: [1]", "[1]"),
         ("precision: transformer-engine", "transformer-engine"),
