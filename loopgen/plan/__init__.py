@@ -228,7 +228,7 @@ def make_plan(
     check_logger_experiments(model, user_callbacks, logging)
     epoch = resolve_epoch(hooks, optimization, checkpointing, state)
     build = resolve_build(spec, hooks.callbacks, model, data, callbacks, objects or {})
-    header = resolve_header(spec, script_name)
+    header = resolve_header(spec, script_name, follows_1_9_5(spec, model))
     command_line = resolve_command_line(spec, build, bounds, checkpointing, evaluation, distributed)
     helpers = resolve_helpers(build, device, precision, optimization, validation, hooks, data_plan, checkpointing,
                               evaluation, state)  # fmt: skip

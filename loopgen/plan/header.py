@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from loopgen import __version__
+from loopgen import __version__, parity
 from loopgen.cache import templates_sha256
 from loopgen.spec.model import Spec
 
@@ -24,11 +24,15 @@ class Header:
     model_package: str
     templates_sha256: str = ""  # of loopgen's templates (`loopgen check` tells a change of loopgen by it)
     script_sha256: str = SCRIPT_SHA256_PLACEHOLDER  # of the script itself: filled in once formatted
+    # what its training was checked against in loopgen's tests: the Lightning the spec follows, and torch
+    lightning: str = parity.LIGHTNING
+    torch: str = parity.TORCH
 
 
-def resolve_header(spec: Spec, script_name: str) -> Header:
-    """Where the script comes from. What it was specialised for, the templates read from the parts that decide it
-    (the device, the precision, the bounds, the optimization, the validation, the engine)."""
+def resolve_header(spec: Spec, script_name: str, follows_1_9_5: bool) -> Header:
+    """Where the script comes from, and the versions its parity was checked against (Lightning 1.9.5 for a spec
+    that follows it). What it was specialised for, the templates read from the parts that decide it (the device,
+    the precision, the bounds, the optimization, the validation, the engine)."""
     return Header(
         version=__version__,
         spec_name=spec.path.name,
@@ -37,4 +41,5 @@ def resolve_header(spec: Spec, script_name: str) -> Header:
         model_module=spec.model.module,
         model_package=spec.model.module.split(".")[0],
         templates_sha256=templates_sha256(),
+        lightning=parity.LIGHTNING_SEED_FLAGS if follows_1_9_5 else parity.LIGHTNING,
     )
