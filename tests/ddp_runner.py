@@ -4,6 +4,10 @@ processes and the import of torch, so the test makes one for Lightning and one f
     torchrun --nproc_per_node=2 tests/ddp_runner.py lightning OUT SPEC.yaml [SPEC.yaml ...]
     torchrun --nproc_per_node=2 tests/ddp_runner.py loopgen OUT SCRIPT.py [SCRIPT.py ...]
 
+A spec with `command: validate` (the test's key) runs Trainer.validate from its ckpt_path; a script beside a
+SCRIPT.args file runs with those arguments (a line each). Either saves what validate returned in
+OUT/<job>/results.json.
+
 `lightning`: pytorch_lightning.Trainer(strategy="ddp", devices=..., accelerator="cpu") on each spec, read as
 LightningCLI reads it. `loopgen`: each rendered script's main(); the first one's process group stays for the
 others (a gloo group cannot be made again in the same torchrun launch), so later init_process_group calls are
@@ -47,7 +51,19 @@ def lightning(spec_path: Path) -> None:
         import torch
 
         model = torch.compile(model, **({} if compiled is True else compiled))
+    if spec.get("command") == "validate":  # the test's own key: Trainer.validate from a checkpoint
+        save_results(trainer.validate(model, ckpt_path=spec["ckpt_path"]))
+        return
     trainer.fit(model, ckpt_path=spec.get("ckpt_path"))
+
+
+def save_results(results) -> None:
+    """What validate returned, in $DDP_SAVE/results.json (rank 0's)."""
+    import json
+
+    if os.environ["RANK"] == "0":
+        with open(f"{os.environ['DDP_SAVE']}/results.json", "w") as out:
+            json.dump(results, out)
 
 
 def with_timedelta(entry: dict) -> dict:
@@ -78,8 +94,13 @@ def loopgen(script: Path) -> None:
 
         dist.init_process_group = joined
     sys.argv = [str(script)]  # a script that resumes reads its command line
+    arguments = script.with_suffix(".args")  # the test's arguments for it (validate --ckpt-path ...), a line each
+    if arguments.exists():
+        sys.argv += arguments.read_text(encoding="utf-8").splitlines()
     namespace = runpy.run_path(str(script), run_name="ddp_job")
-    namespace["main"]()
+    returned = namespace["main"]()
+    if isinstance(returned, list):  # an evaluation's results
+        save_results(returned)
 
 
 def main() -> None:
@@ -98,6 +119,7 @@ def finish() -> None:
     import torch.distributed as dist
 
     if dist.is_available() and dist.is_initialized():
+        dist.barrier()  # as the scripts' __main__ block: every process done before any tears the group down
         dist.destroy_process_group()
 
 

@@ -71,6 +71,7 @@ MID_JOBS = ("mid", "mid_resumed")
 # last.ckpt consolidated into one file (`from_consolidated`)
 LATER_JOBS = ("from_lightning", "from_consolidated")
 LAST = Path("lightning_logs") / "version_0" / "checkpoints" / "last.ckpt"
+VALIDATED = "validated"  # each side validates Lightning's `files` last.ckpt (the script in the later launch)
 EXAMPLE = "model_parallel_cpu"  # examples/model_parallel_cpu.yaml
 COMPILED = "compiled_full"  # a torch.compile wrapper made in configure_model, full checkpoints
 
@@ -109,6 +110,13 @@ def checkpoint_spec(job: str, sharded: bool, root: Path, side_root: Path) -> dic
     return content
 
 
+def validate_spec(sharded: bool, root: Path) -> dict:
+    """The `files` job's spec with the validate subcommand, its files under `root`."""
+    content = checkpoint_spec("files", sharded, root, root)
+    content["loop"] = {"subcommands": ["fit", "validate"]}
+    return content
+
+
 def case_spec(init_args: dict, flags: dict, model: str = MODEL) -> dict:
     return ddp.spec(init_args, flags, model)
 
@@ -136,7 +144,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict:
         folder.mkdir()
         logged[side] = ddp.write_spec(folder, LOGGED, logged_spec(directory / side / LOGGED))
     logged["loopgen"] = ddp.render(logged["loopgen"])
-    jobs: dict[str, list[Path]] = {"lightning": [], "loopgen": [], "later": []}
+    jobs: dict[str, list[Path]] = {"lightning": [], "loopgen": [], "later": [], "validated": []}
     for form, sharded in FORMATS.items():
         for side in ("lightning", "loopgen"):
             folder = directory / f"{side}_{form}"
@@ -147,6 +155,14 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict:
                 ddp.write_spec(folder, f"{form}_{job}", checkpoint_spec(job, sharded, root / job, root))
                 for job in names
             ]
+        lightning_last = directory / "lightning" / form / "files" / LAST
+        validated = {**validate_spec(sharded, directory / "lightning" / form / VALIDATED), "command": "validate",
+                     "ckpt_path": str(lightning_last)}  # fmt: skip
+        jobs["lightning"].append(ddp.write_spec(directory / f"lightning_{form}", f"{form}_{VALIDATED}", validated))
+        content = validate_spec(sharded, directory / "loopgen" / form / VALIDATED)
+        script = ddp.render(ddp.write_spec(directory / f"loopgen_{form}", f"{form}_{VALIDATED}", content))
+        script.with_suffix(".args").write_text(f"validate\n--ckpt-path\n{lightning_last}\n", encoding="utf-8")
+        jobs["validated"].append(script)
         for job in LATER_JOBS if sharded else LATER_JOBS[:1]:  # a full checkpoint is one file already
             side_root = directory / ("lightning" if job == "from_lightning" else "loopgen") / form
             content = checkpoint_spec(job, sharded, directory / "loopgen" / form / job, side_root)
@@ -194,7 +210,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict:
     last = directory / "loopgen" / "sharded" / "files" / LAST
     consolidated = subprocess.run([sys.executable, str(sharded_files), "--consolidate", str(last)], cwd=ROOT,
                                   env=env, capture_output=True, text=True)  # fmt: skip
-    later = [str(path) for path in jobs["later"]]
+    later = [str(path) for path in [*jobs["later"], *jobs["validated"]]]
     launches["later"] = ddp.Launch(
         "later", [*ddp.TORCHRUN, "--standalone", "--nproc_per_node=2", runner, "loopgen", str(directory / "later"),
                   *later], directory, env,
@@ -397,6 +413,18 @@ def test_on_cuda_the_layers_are_built_on_the_cpu_and_moved_after_sharding(tmp_pa
     ]
     positions = [body.find(piece) for piece in order]
     assert -1 not in positions and positions == sorted(positions), dict(zip(order, positions, strict=True))
+
+
+@pytest.mark.parametrize("form", FORMATS)
+def test_validate_from_lightning_s_checkpoint_gives_lightning_s_results(runs: dict, form: str) -> None:
+    """`validate --ckpt-path` of a sharded directory or a full file Lightning wrote: the weights loaded into the
+    sharded module, the validation loaders sharded over the data-parallel processes, the val_loss reduced
+    (sync_dist): what Trainer.validate returns under ModelParallelStrategy."""
+    ended(runs, "lightning", "later")
+    name = f"{form}_{VALIDATED}"
+    ours, theirs = (json.loads((runs["directory"] / side / name / "results.json").read_text())
+                    for side in ("later", "lightning"))  # fmt: skip
+    assert ours == theirs and list(ours[0]) == ["val_loss"]
 
 
 def test_a_compiled_wrapper_s_full_checkpoint_is_lightnings(runs: dict) -> None:

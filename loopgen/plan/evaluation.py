@@ -126,6 +126,9 @@ class Evaluation:
     # several processes (ddp): each reads its share of every loader (Lightning's use_distributed_sampler), the
     # table and the loggers are the first process's
     shards: bool = False
+    # ... the main() variables the samplers' shares read (ModelParallelStrategy's: the data-parallel rank; the
+    # data-parallel size is a constant)
+    share_variables: tuple[str, ...] = ("world_size", "global_rank")
     unrepeated: bool = False  # ... and predict's shares repeat no sample (Lightning's UnrepeatedDistributedSampler)
     rank_zero_gates: bool = False  # several processes: printing is the first process's
     feeds_device: bool = False  # several TPU devices: each loader becomes an MpDeviceLoader (XLAStrategy's)
@@ -263,6 +266,7 @@ def resolve_evaluation(
         logs=logging.enabled and any(stage.returns_metrics for stage in served),
         bar=bool(served) and progress.enabled,
         shards=bool(served) and distributed.replaces_samplers,
+        share_variables=("data_parallel_rank",) if distributed.model_parallel else ("world_size", "global_rank"),
         unrepeated=distributed.replaces_samplers and any(stage.command == "predict" for stage in served),
         rank_zero_gates=bool(served) and distributed.rank_zero_gates,
         rich_table=progress.rich and any(stage.returns_metrics for stage in served),
@@ -313,8 +317,6 @@ def unserved_reason(spec: Spec, model: ClassFacts, distributed: Distributed) -> 
     hooks = [hook for hook in OUTPUT_HOOKS_1_9_5 if model.defines(hook)]
     if hooks and not legacy:
         return f"a `{hooks[0]}` hook (Lightning 1.9.5's; 2.x refuses it in evaluation)"
-    if distributed.model_parallel:
-        return "ModelParallelStrategy (its evaluation loads sharded checkpoints, which the script does not yet)"
     if distributed.fsdp:
         return "FSDPStrategy (its evaluation loads sharded checkpoints, which the script does not yet)"
     if any(is_lightning(ref, "ThroughputMonitor") for ref in spec.trainer.callbacks):
@@ -376,7 +378,7 @@ def evaluation_variables(
         names += ["trainer"] if stage.takes_trainer or checkpointing.load_hook_callbacks else []
         names += [c.var for c in stage.callbacks]
         names += ["progress_bar"] if evaluation.bar else []
-        names += ["world_size", "global_rank"] if evaluation.shards else []
+        names += list(evaluation.share_variables) if evaluation.shards else []
         names += ["profiler"] if profiling.enabled else []
     if evaluation.enabled and logging.enabled:  # the hyperparameters, the graph (as fit's start_logging)
         names += ["loggers"]
