@@ -514,8 +514,8 @@ def problems(tmp_path: Path, content: dict) -> list[str]:
          " CUDA_VISIBLE_DEVICES")),
         ({"strategy": {"class_path": "DDPStrategy", "init_args": {"start_method": "spawn"}}},
          "DDPStrategy is not supported by loopgen (with start_method: the script builds DistributedDataParallel"),
-        ({"strategy": {"class_path": "FSDPStrategy"}}, ("FSDPStrategy is not supported by loopgen (the script does"
-         " not wrap the module in FullyShardedDataParallel")),
+        ({"strategy": {"class_path": "FSDPStrategy"}}, ("FSDPStrategy with accelerator: cpu is not supported by"
+         " loopgen (FullyShardedDataParallel runs on CUDA only")),
         ({"strategy": {"class_path": "DeepSpeedStrategy"}}, ("DeepSpeedStrategy is not supported by loopgen (of"
          " Lightning's strategy classes")),
         ({"strategy": {"class_path": "DDPStrategy", "init_args": {"process_group_backend": "nccl"}}},
