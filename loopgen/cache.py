@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import tempfile
 from pathlib import Path
 
@@ -61,19 +62,13 @@ def templates_sha256() -> str:
     return _sha(b"".join(name.encode() + b"\0" + f.read_bytes() + b"\0" for name, f in _templates()))
 
 
-def entry_path(spec_path: Path, script_name: str, roots: list[Path], formatting: str) -> Path | None:
+def entry_path(sources: list[str], script_name: str, roots: list[Path], formatting: str) -> Path | None:
+    """`sources`: the spec's sources as the header records them (loopgen.spec.sources.Sources.key, and for a
+    composed spec the paths it records)."""
     directory = cache_dir()
     if directory is None:
         return None
-    try:
-        spec_bytes = spec_path.read_bytes()
-    except OSError:
-        return None  # the pipeline reports it
-    key = _sha(
-        json.dumps(
-            [_fingerprint(), _sha(spec_bytes), spec_path.name, script_name, [str(r) for r in roots], formatting]
-        ).encode()
-    )
+    key = _sha(json.dumps([_fingerprint(), sources, script_name, [str(r) for r in roots], formatting]).encode())
     return directory / f"{key}.json"
 
 
@@ -103,3 +98,43 @@ def store(entry: Path | None, text: str, notices: tuple[str, ...], sources: set[
         os.replace(tmp, entry)
     except OSError:
         pass
+
+
+def keep_script(text: str) -> None:
+    """Keep a rendered script by the sha256 its header records, so that `loopgen upgrade` finds the render a
+    script came from (the base of its three-way merge) after the script is edited."""
+    directory = cache_dir()
+    digest = _recorded_sha(text)
+    if directory is None or digest is None:
+        return
+    path = directory / "scripts" / f"{digest}.py"
+    try:
+        if path.exists():
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
+def kept_script(digest: str) -> str | None:
+    """The render whose header records `digest`, when the cache kept it and it is intact."""
+    directory = cache_dir()
+    if directory is None or not re.fullmatch(r"[0-9a-f]{64}", digest):
+        return None
+    try:
+        text = (directory / "scripts" / f"{digest}.py").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    return text if _recorded_sha(text) == digest else None
+
+
+def _recorded_sha(text: str) -> str | None:
+    """The sha256 a script's header records of itself, when its text is that script (unedited)."""
+    from loopgen.render.header import Header, edited
+
+    digest = Header.read(text).script
+    return digest if digest is not None and not edited(text) else None

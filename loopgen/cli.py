@@ -1,4 +1,4 @@
-"""Command line: render, run, check, diff, schema, plot. Bad input: one line per problem, exit status 2."""
+"""Command line: render, run, check, upgrade, diff, verify, schema, plot. Bad input: one line per problem, exit status 2."""
 
 from __future__ import annotations
 
@@ -6,9 +6,15 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from loopgen import __version__
 from loopgen.errors import LoopgenError
+from loopgen.files import output_directory as _output_directory
+from loopgen.files import write_atomically
+
+if TYPE_CHECKING:
+    from loopgen.spec.sources import Source, Sources
 
 EXIT_BAD_INPUT = 2
 
@@ -18,8 +24,28 @@ EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what a C tool killed by a closed pipe e
 REPORT_URL = "https://github.com/loopgen/loopgen/issues"
 
 
+# the commands that read a spec, and their own options that take a value (the rest of their arguments are the
+# spec's sources: files, -c FILE, --KEY=VALUE overrides)
+SPEC_COMMANDS = {
+    "render": ("-o", "--output"),
+    "run": ("--keep",),
+    "check": (),
+    "diff": (),
+    "verify": ("--steps",),
+    "upgrade": ("--base",),
+}
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        argv, sources = _split_sources(argv)
+    except LoopgenError as error:
+        for problem in error.problems:
+            print(f"loopgen: error: {problem}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     args = _parser().parse_args(argv)
+    args.sources = sources
     try:
         return args.command(args)
     except LoopgenError as error:
@@ -43,6 +69,25 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INTERNAL
 
 
+def _split_sources(argv: list[str]) -> tuple[list[str], list[list[Source]]]:
+    """The arguments argparse reads, and the spec's sources taken out of them (for `diff`, one list per side:
+    before and after `--`)."""
+    from loopgen.spec.sources import split_arguments
+
+    at = next((i for i, token in enumerate(argv) if not token.startswith("-")), None)
+    if at is None or argv[at] not in SPEC_COMMANDS:
+        return argv, []
+    command, tail = argv[at], argv[at + 1 :]
+    if any(token in ("-h", "--help") for token in tail[: tail.index("--") if "--" in tail else None]):
+        return argv, []
+    if command == "diff" and "--" in tail:
+        cut = tail.index("--")
+        (a, rest_a), (b, rest_b) = split_arguments(tail[:cut], ()), split_arguments(tail[cut + 1 :], ())
+        return [*argv[: at + 1], *rest_a, *rest_b], [a, b]
+    sources, rest = split_arguments(tail, SPEC_COMMANDS[command])
+    return [*argv[: at + 1], *rest], [sources]
+
+
 def _closed_pipe() -> int:
     """The reader of stdout went away (`loopgen schema | head`): end quietly, as `cat` would. Python would
     otherwise complain again when it flushes stdout at exit, so stdout is pointed at /dev/null first."""
@@ -62,13 +107,33 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help="show the traceback of an internal error")
     commands = parser.add_subparsers(required=True, metavar="COMMAND")
 
-    render = commands.add_parser("render", help="print the script (or write it to OUT)")
-    render.add_argument("spec", type=Path)
+    spec = "[fit] SPEC... [-c FILE]... [--KEY=VALUE]..."
+    sources_help = (
+        "SPEC...: the spec, composed as LightningCLI composes a command line: config files (named alone or by"
+        " -c/--config), later ones winning, and overrides of their keys (--trainer.max_epochs=5,"
+        " --model.init_args.lr=0.01, --trainer.callbacks+=EarlyStopping, --trainer.callbacks.monitor=val_loss)"
+    )
+    render = commands.add_parser(
+        "render",
+        help="print the script (or write it to OUT)",
+        usage=f"loopgen render {spec} [-o OUT]",
+        epilog=sources_help,
+    )
     render.add_argument("-o", "--output", type=Path, help="write here, atomically, instead of stdout")
+    render.add_argument(
+        "--print-config",
+        "--print_config",
+        action="store_true",
+        help="print the composed spec (as LightningCLI's --print_config does) instead of the script",
+    )
     render.set_defaults(command=_render)
 
-    run = commands.add_parser("run", help="render the script and run it; its exit status is loopgen's")
-    run.add_argument("spec", type=Path)
+    run = commands.add_parser(
+        "run",
+        help="render the script and run it; its exit status is loopgen's",
+        usage=f"loopgen run {spec} [--keep DIR] [-- SCRIPT_ARGS...]",
+        epilog=sources_help,
+    )
     run.add_argument(
         "--keep", type=Path, metavar="DIR", help="write the script into DIR (as SPEC's name .py) and keep it there"
     )
@@ -77,18 +142,36 @@ def _parser() -> argparse.ArgumentParser:
 
     check = commands.add_parser(
         "check",
-        help="exit 0 when SCRIPT is what SPEC renders to now; else say what changed (the spec, loopgen, or the"
-        " script by hand), show the difference and exit 1",
+        help="exit 0 when SCRIPT is what SPEC renders to now (with the hand edits the last upgrade carried, if"
+        " any); else say what changed (the spec, loopgen, or the script by hand), show the difference and exit 1;"
+        " without SPEC, the sources the script's header records",
+        usage=f"loopgen check [{spec}] SCRIPT",
+        epilog=sources_help,
     )
-    check.add_argument("spec", type=Path)
-    check.add_argument("script", type=Path)
     check.set_defaults(command=_check)
 
-    diff = commands.add_parser(
-        "diff", help="unified diff of the scripts two specs render to; exit 1 when they differ, as diff does"
+    upgrade = commands.add_parser(
+        "upgrade",
+        help="render SCRIPT again and carry its hand edits into the new render (a three-way merge with the render it"
+        " came from); exit 0 merged, 1 conflicts (SCRIPT untouched unless --conflicts), 2 could not merge; without"
+        " SPEC, the sources the script's header records",
+        usage=f"loopgen upgrade [{spec}] SCRIPT [--base FILE] [--conflicts]",
+        epilog=sources_help,
     )
-    diff.add_argument("spec_a", type=Path)
-    diff.add_argument("spec_b", type=Path)
+    upgrade.add_argument(
+        "--base", type=Path, metavar="FILE", help="the render SCRIPT came from, when neither the cache nor git has it"
+    )
+    upgrade.add_argument(
+        "--conflicts", action="store_true", help="on a conflict, write SCRIPT with conflict markers to resolve"
+    )
+    upgrade.set_defaults(command=_upgrade)
+
+    diff = commands.add_parser(
+        "diff",
+        help="unified diff of the scripts two specs render to; exit 1 when they differ, as diff does",
+        usage="loopgen diff SPEC_A SPEC_B | loopgen diff SOURCES_A... -- SOURCES_B...",
+        epilog=sources_help,
+    )
     diff.set_defaults(command=_diff)
 
     schema = commands.add_parser("schema", help="print the JSON Schema of the spec")
@@ -96,11 +179,12 @@ def _parser() -> argparse.ArgumentParser:
 
     verify = commands.add_parser(
         "verify",
+        usage=f"loopgen verify {spec} [--steps N]",
+        epilog=sources_help,
         help="train SPEC with Lightning's Trainer and with its script, compare the weights after every optimizer"
         " step; exit 0 identical, 1 different (the first difference), 2 could not compare (and why) (needs Lightning:"
         " the `verify` extra)",
     )
-    verify.add_argument("spec", type=Path)
     verify.add_argument("--steps", type=_positive, metavar="N", help="compare the first N optimizer steps only")
     verify.set_defaults(command=_verify)
 
@@ -115,7 +199,16 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _render_text(spec: Path, output: Path = Path("train.py"), inputs: bool = False) -> str:
+def _spec(args: argparse.Namespace, side: int = 0) -> Sources:
+    """The spec the command line names (its files and overrides, in order)."""
+    from loopgen.spec.sources import Sources
+
+    sources = Sources(tuple(args.sources[side] if len(args.sources) > side else ()))
+    sources.check()
+    return sources
+
+
+def _render_text(spec: Sources, output: Path = Path("train.py"), inputs: bool = False) -> str:
     """The script as written to `output`: named after it, formatted as black is configured there.
 
     `inputs`: `output` is where it will be written; refuse it when it is the spec or one of the modules read.
@@ -124,9 +217,9 @@ def _render_text(spec: Path, output: Path = Path("train.py"), inputs: bool = Fal
 
     text, notices, sources = render_spec_sources(spec, output)
     if inputs:
-        for source in (spec, *sources):
+        for source in (*spec.files, *sources):
             if _same_file(output, source):
-                what = "the spec" if source is spec else "a module the script is made from"
+                what = "the spec" if source in spec.files else "a module the script is made from"
                 raise LoopgenError(f"-o {output}: that is {what} ({source}); name another file")
     for notice in notices:
         print(f"loopgen: note: {notice}", file=sys.stderr)
@@ -141,59 +234,29 @@ def _same_file(a: Path, b: Path) -> bool:
 
 
 def _render(args: argparse.Namespace) -> int:
+    spec = _spec(args)
+    if args.print_config:
+        return _print_config(spec)
     if args.output is None:
-        sys.stdout.write(_render_text(args.spec))
+        sys.stdout.write(_render_text(spec))
         sys.stdout.flush()  # a closed pipe shows here, inside main's handlers
         return 0
     _output_directory(args.output)
-    text = _render_text(args.spec, args.output, inputs=True)
+    text = _render_text(spec, args.output, inputs=True)
     write_atomically(args.output, text)
     return 0
 
 
-def write_atomically(path: Path, content: str | bytes) -> None:
-    """Write to a temporary file beside `path`, then rename it over: `path` is never half-written.
+def _print_config(spec: Sources) -> int:
+    """The composed spec as YAML, once it reads as a valid spec (as LightningCLI's --print_config)."""
+    import yaml
 
-    The file gets the mode a plain open() would give it (the old file's, else 0o666 less the umask), not
-    mkstemp's 0o600.
-    """
-    directory = _output_directory(path)
-    try:
-        mode = path.stat().st_mode & 0o7777
-    except OSError:
-        umask = os.umask(0)
-        os.umask(umask)
-        mode = 0o666 & ~umask
-    import tempfile
+    from loopgen.spec.load import class_accepts, load_spec
 
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
-    except OSError as error:
-        raise LoopgenError(f"-o {path}: cannot write in {directory}: {error.strerror}") from None
-    try:
-        text = isinstance(content, str)
-        with os.fdopen(fd, "w" if text else "wb", encoding="utf-8" if text else None) as out:
-            out.write(content)
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-
-
-def _output_directory(path: Path) -> Path:
-    """The directory `path` is to be written into; a LoopgenError when it cannot be (checked before rendering)."""
-    directory = path.parent if str(path.parent) else Path(".")
-    if path.is_dir():
-        raise LoopgenError(f"-o {path}: is a directory; name a file in it")
-    if not directory.is_dir():
-        what = "is not a directory" if directory.exists() else "does not exist"
-        raise LoopgenError(f"-o {path}: directory {directory} {what}")
-    if not os.access(directory, os.W_OK | os.X_OK):
-        raise LoopgenError(f"-o {path}: cannot write in {directory}: permission denied")
-    if path.exists() and not os.access(path, os.W_OK):
-        raise LoopgenError(f"-o {path}: the file is read-only")
-    return directory
+    load_spec(spec)
+    sys.stdout.write(yaml.safe_dump(spec.compose(class_accepts(spec.path)).data, sort_keys=False))
+    sys.stdout.flush()
+    return 0
 
 
 def _positive(text: str) -> int:
@@ -209,7 +272,7 @@ def _positive(text: str) -> int:
 def _verify(args: argparse.Namespace) -> int:
     from loopgen.verify import verify
 
-    return verify(args.spec, args.steps)
+    return verify(_spec(args), args.steps)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -218,26 +281,27 @@ def _run(args: argparse.Namespace) -> int:
 
     from loopgen.pipeline import project_root
 
+    spec = _spec(args)
     script_args = args.script_args[1:] if args.script_args[:1] == ["--"] else args.script_args
-    name = f"{args.spec.stem}.py" if args.keep else "train.py"
+    name = f"{spec.path.stem}.py" if args.keep else "train.py"
     if args.keep is not None:
         _output_directory(args.keep / name)
-    text = _render_text(args.spec, args.keep / name if args.keep else Path(name), inputs=args.keep is not None)
-    root = project_root(args.spec)
+    text = _render_text(spec, args.keep / name if args.keep else Path(name), inputs=args.keep is not None)
+    root = project_root(spec)
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH")]))
     if args.keep is not None:
         script = args.keep / name
         write_atomically(script, text)
         print(f"loopgen: the script is kept at {script}", file=sys.stderr)
-        return subprocess.call([*_launcher(args.spec), str(script), *script_args], env=env)
+        return subprocess.call([*_launcher(spec), str(script), *script_args], env=env)
     with tempfile.TemporaryDirectory(prefix="loopgen-") as tmp:
         script = Path(tmp) / name
         script.write_text(text, encoding="utf-8")
-        return subprocess.call([*_launcher(args.spec), str(script), *script_args], env=env)
+        return subprocess.call([*_launcher(spec), str(script), *script_args], env=env)
 
 
-def _launcher(spec_path: Path) -> list[str]:
+def _launcher(spec_path: Sources) -> list[str]:
     """How `loopgen run` starts the script: python, or torchrun with one process per device for DDP,
     ModelParallelStrategy and FSDPStrategy."""
     from loopgen.plan.distributed import strategy_args
@@ -255,41 +319,53 @@ def _launcher(spec_path: Path) -> list[str]:
 
 
 def _check(args: argparse.Namespace) -> int:
-    import difflib
+    from loopgen.vendoring import check
 
-    from loopgen.render.header import what_changed
+    return check(*_spec_and_script(args), _render_text)
 
-    expected = _render_text(args.spec, args.script)
-    try:
-        actual = args.script.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise LoopgenError(f"{args.script}: no such file; render it first: loopgen render {args.spec} -o {args.script}")
-    except (OSError, UnicodeDecodeError) as error:
-        raise LoopgenError(f"{args.script}: cannot read: {getattr(error, 'strerror', None) or error}") from None
-    if actual == expected:
-        return 0
-    for reason in what_changed(actual, expected):
-        print(f"loopgen: {args.script} is not what {args.spec} renders to: {reason}", file=sys.stderr)
-    sys.stdout.writelines(
-        difflib.unified_diff(
-            actual.splitlines(keepends=True),
-            expected.splitlines(keepends=True),
-            fromfile=str(args.script),
-            tofile=f"rendered from {args.spec}",
-        )
-    )
-    sys.stdout.flush()
-    return 1
+
+def _upgrade(args: argparse.Namespace) -> int:
+    from loopgen.vendoring import upgrade
+
+    spec, script = _spec_and_script(args)
+    return upgrade(spec, script, _render_text, base=args.base, conflicts=args.conflicts)
+
+
+def _spec_and_script(args: argparse.Namespace) -> tuple[Sources, Path]:
+    """check's and upgrade's SCRIPT (the last file named alone) and the spec before it; without one, the sources
+    the script's header records."""
+    from loopgen.spec.sources import Sources
+    from loopgen.vendoring import recorded_sources
+
+    given = list(args.sources[0]) if args.sources else []
+    alone = [i for i, source in enumerate(given) if source.alone]
+    if not alone:
+        raise LoopgenError("name the script: loopgen check|upgrade [SPEC...] SCRIPT")
+    script = given.pop(alone[-1]).path
+    if not given:
+        return recorded_sources(script), script
+    return Sources(tuple(given)), script
 
 
 def _diff(args: argparse.Namespace) -> int:
     """Like diff(1): exit 0 when the scripts are the same, 1 when they differ."""
     import difflib
 
-    a, b = _render_text(args.spec_a), _render_text(args.spec_b)
+    from loopgen.spec.sources import Sources
+
+    if len(args.sources) == 2:
+        spec_a, spec_b = _spec(args, 0), _spec(args, 1)
+    elif args.sources and len(args.sources[0]) == 2 and all(source.path for source in args.sources[0]):
+        spec_a, spec_b = (Sources((source,)) for source in args.sources[0])
+    else:
+        raise LoopgenError("diff: name two specs (SPEC_A SPEC_B), or two lists of sources separated by --")
+    a, b = _render_text(spec_a), _render_text(spec_b)
     lines = list(
         difflib.unified_diff(
-            a.splitlines(keepends=True), b.splitlines(keepends=True), fromfile=str(args.spec_a), tofile=str(args.spec_b)
+            a.splitlines(keepends=True),
+            b.splitlines(keepends=True),
+            fromfile=" ".join(source.text for source in spec_a.items),
+            tofile=" ".join(source.text for source in spec_b.items),
         )
     )
     sys.stdout.writelines(lines)

@@ -13,6 +13,21 @@ from dataclasses import dataclass
 from typing import Any
 
 
+class Where(int):
+    """Where a key of a spec composed of several sources was set: a line of one of its files, or a command-line
+    override. An int, so that problems sort by source and line; shown as "exp.yaml line 4" or as the argument."""
+
+    text: str
+
+    def __new__(cls, order: int, text: str) -> Where:  # noqa: PYI034 - a final class
+        where = super().__new__(cls, order)
+        where.text = text
+        return where
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return Where, (int(self), self.text)
+
+
 @dataclass(frozen=True)
 class Problem:
     """One thing wrong with the input: where it is and what is wrong."""
@@ -22,7 +37,10 @@ class Problem:
     line: int | None = None  # 1-based YAML/source line, when known
 
     def __str__(self) -> str:
-        loc = self.where if self.line is None else f"{self.where} (line {self.line})"
+        if self.line is None:
+            loc = self.where
+        else:
+            loc = f"{self.where} ({self.line.text if isinstance(self.line, Where) else f'line {self.line}'})"
         return f"{loc}: {self.message}" if loc else self.message
 
 

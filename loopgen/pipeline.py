@@ -9,16 +9,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from loopgen import cache
-from loopgen.errors import Problem
+from loopgen.errors import LoopgenError, Problem
 from loopgen.render.formatting import find_config
 from loopgen.source.roots import default_roots
+from loopgen.spec.sources import Sources
 
 if TYPE_CHECKING:
     from loopgen.source.facts import ClassFacts
     from loopgen.spec.model import Spec
 
 
-def render_spec(spec_path: Path, output: Path | str = "train.py") -> tuple[str, tuple[str, ...]]:
+def render_spec(spec_path: Path | Sources, output: Path | str = "train.py") -> tuple[str, tuple[str, ...]]:
     """The script for the spec at `spec_path`, and the notices to show the user.
 
     `output` is where the script is to be written: its name is the one the script gives for itself, and the
@@ -29,24 +30,39 @@ def render_spec(spec_path: Path, output: Path | str = "train.py") -> tuple[str, 
 
 
 def render_spec_sources(
-    spec_path: Path, output: Path | str = "train.py"
+    spec: Path | Sources, output: Path | str = "train.py"
 ) -> tuple[str, tuple[str, ...], tuple[Path, ...]]:
-    """`render_spec`, and every user source file the script was made from."""
+    """`render_spec`, and every user source file the script was made from (the spec's files too)."""
+    import dataclasses
+
     output = Path(output)
     script_name = output.name
     black_config = find_config(output.absolute().parent)
+    sources = Sources.of(spec)
+    sources.check()
+    spec_path = sources.path
     roots = default_roots(spec_path)
-    entry = cache.entry_path(spec_path, script_name, roots, black_config.key())
+    try:
+        key = sources.key() + ([] if sources.single else [repr(sources.recorded(output.absolute().parent))])
+    except LoopgenError:
+        key = None  # an unreadable file: load_spec reports it
+    entry = cache.entry_path(key, script_name, roots, black_config.key()) if key is not None else None
     cached = cache.load(entry)
     if cached is not None:
+        cache.keep_script(cached[0])
         return cached
 
-    from loopgen.errors import LoopgenError
     from loopgen.plan import make_plan
     from loopgen.render.script import render
     from loopgen.spec.load import load_spec
 
-    spec = with_configured_callbacks(load_spec(spec_path), roots)
+    spec = load_spec(sources)
+    if not sources.single:
+        here = output.absolute().parent
+        spec = dataclasses.replace(
+            spec, name=sources.name, sources=tuple(sources.recorded(here)), render_args=sources.command(here)
+        )
+    spec = with_configured_callbacks(spec, roots)
     model, data, callbacks, problems = read_classes(spec, roots)
     problems.sort(key=lambda p: p.line or 0)
     if any(p.where.endswith("class_path") for p in problems):  # a class not found: no plan without it
@@ -64,6 +80,7 @@ def render_spec_sources(
         file for facts in (model, data, *callbacks, *objects.values()) if facts is not None for file in facts.sources
     }
     cache.store(entry, text, notices, sources)
+    cache.keep_script(text)
     return text, notices, tuple(sorted(sources))
 
 
@@ -240,13 +257,14 @@ def _passed_first(signature: Any) -> Any:
     )
 
 
-def project_root(spec_path: Path) -> Path:
+def project_root(spec: Path | Sources) -> Path:
     """The directory the model's module was found under: where the script must run from (or have on its path)."""
     from loopgen.source.reader import inspect_class
     from loopgen.spec.load import load_spec
 
-    spec = load_spec(spec_path)
-    return inspect_class(spec.model.class_path, default_roots(spec_path), where="model.class_path").root
+    sources = Sources.of(spec)
+    found = load_spec(sources)
+    return inspect_class(found.model.class_path, default_roots(sources.path), where="model.class_path").root
 
 
 def _installed(root: Path) -> bool:

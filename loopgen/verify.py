@@ -33,9 +33,12 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from loopgen.errors import LoopgenError
+
+if TYPE_CHECKING:
+    from loopgen.spec.sources import Sources
 
 EXIT_IDENTICAL, EXIT_DIFFERENT, EXIT_CANNOT_COMPARE = 0, 1, 2
 RECORDER_MODULE = "loopgen_verify_recorder"
@@ -114,14 +117,15 @@ def lightning_package() -> str | None:
     return None
 
 
-def verify(spec_path: Path, steps: int | None, out: TextIO | None = None) -> int:
+def verify(spec_path: Path | Sources, steps: int | None, out: TextIO | None = None) -> int:
     """Train both ways, print "identical: ..." or the first difference to `out` (stdout), return the exit status
     (EXIT_IDENTICAL or EXIT_DIFFERENT); a LoopgenError when the runs cannot be compared, saying why."""
     import yaml
 
     out = out or sys.stdout
     from loopgen.pipeline import project_root, render_spec
-    from loopgen.spec.load import load_spec
+    from loopgen.spec.load import class_accepts, load_spec
+    from loopgen.spec.sources import Sources
 
     package = lightning_package()
     if package is None:
@@ -134,7 +138,8 @@ def verify(spec_path: Path, steps: int | None, out: TextIO | None = None) -> int
             "cannot compare: seed_everything: false: the two runs would start from different random weights; set a"
             " seed to verify"
         )
-    data = yaml.safe_load(spec_path.read_text(encoding="utf-8"))
+    sources = Sources.of(spec_path)
+    data = sources.compose(class_accepts(sources.path)).data  # the composed spec, as LightningCLI would parse it
     root = project_root(spec_path)
     with tempfile.TemporaryDirectory(prefix="loopgen-verify-") as tmp:
         work = Path(tmp)

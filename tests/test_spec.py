@@ -1009,7 +1009,7 @@ def test_unknown_keys(tmp_path: Path, text: str, message: str) -> None:
             "model.init_args (line 1): expected a mapping of argument names to values, got a list",
         ),
         (
-            "model:\n  class_path: pkg.Net\n  init_args:\n    day: 2020-01-01\n",
+            "model:\n  class_path: pkg.Net\n  init_args:\n    day: !!binary aGVsbG8=\n",
             "model.init_args.day (line 4): only plain YAML data",
         ),
         (
@@ -1049,7 +1049,7 @@ def test_all_problems_in_one_error_in_line_order(tmp_path: Path) -> None:
           callbacks:
             - class_path: pkg.cb.A
               init_args:
-                when: 2021-02-03
+                when: !!binary aGVsbG8=
           sync_batchnorm: true
         optimizer: {init_args: {}}
         """,

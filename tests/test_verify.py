@@ -176,3 +176,14 @@ def test_runs_without_an_optimizer_step_cannot_be_compared(tmp_path: Path) -> No
         (tmp_path / side).mkdir()
     with pytest.raises(LoopgenError, match=r"^cannot compare: neither run made an optimizer step"):
         verify_module._report(tmp_path / "lightning", tmp_path / "script", io.StringIO())
+
+
+@pytest.mark.slow
+def test_a_composed_spec_is_verified_as_composed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """-c FILE and overrides: both runs train the composed spec (the override shortens them to 6 steps)."""
+    pytest.importorskip("pytorch_lightning")
+    spec = write_spec(tmp_path, "tests.parity.models.MLP", max_steps=100)
+    other = tmp_path / "exp.yaml"
+    other.write_text("model:\n  init_args:\n    hidden: 4\n", encoding="utf-8")
+    assert main(["verify", "-c", str(spec), "-c", str(other), "--trainer.max_steps=6", "--model.lr=0.2"]) == 0
+    assert capsys.readouterr().out.strip() == "identical: 6 steps, 4 tensors"

@@ -27,6 +27,10 @@ class Header:
     # what its training was checked against in loopgen's tests: the Lightning the spec follows, and torch
     lightning: str = parity.LIGHTNING
     torch: str = parity.TORCH
+    # a composed spec: each source (path from the script's directory and sha256, or an override's text and None),
+    # which `loopgen check` and `loopgen upgrade` read again; and the render arguments that compose them
+    sources: tuple[tuple[str, str | None], ...] = ()
+    render_args: str = ""
 
 
 def resolve_header(spec: Spec, script_name: str, follows_1_9_5: bool) -> Header:
@@ -35,11 +39,13 @@ def resolve_header(spec: Spec, script_name: str, follows_1_9_5: bool) -> Header:
     the precision, the bounds, the optimization, the validation, the engine)."""
     return Header(
         version=__version__,
-        spec_name=spec.path.name,
+        spec_name=spec.name or spec.path.name,
         spec_sha256=spec.sha256,
         script_name=script_name,
         model_module=spec.model.module,
         model_package=spec.model.module.split(".")[0],
         templates_sha256=templates_sha256(),
         lightning=parity.LIGHTNING_SEED_FLAGS if follows_1_9_5 else parity.LIGHTNING,
+        sources=spec.sources,
+        render_args=spec.render_args or spec.path.name,
     )

@@ -29,6 +29,24 @@ class Header:
         return cls(**{name: match.group(1) if match else None for name, match in found.items()})
 
 
+_SOURCES = re.compile(r"^composed of, in order\b[^\n]*\n((?:(?:- |  sha256: )[^\n]*\n)+)", re.MULTILINE)
+
+
+def recorded_sources(text: str) -> list[tuple[str, str | None]] | None:
+    """The sources a composed spec's script records in its header, in order: (a file's path from the script's
+    directory, its sha256) or (an override's text, None); None when it records none (a plain spec's script)."""
+    found = _SOURCES.search(text)
+    if found is None:
+        return None
+    sources: list[tuple[str, str | None]] = []
+    for line in found.group(1).splitlines():
+        if line.startswith("- "):
+            sources.append((line[2:], None))
+        elif sources:
+            sources[-1] = (sources[-1][0], line.removeprefix("  sha256: "))
+    return sources
+
+
 def edited(text: str) -> bool:
     """Whether `text` is not the script its header's own sha256 was taken of (edited by hand), or has none."""
     recorded = Header.read(text).script

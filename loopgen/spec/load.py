@@ -8,14 +8,10 @@ names, values and defaults come from the flag table (flags.py), which
 
 from __future__ import annotations
 
-import hashlib
 import keyword
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from loopgen.errors import LoopgenError, Problem, did_you_mean, got, show
 from loopgen.spec.compiling import compile_options
@@ -42,6 +38,7 @@ from loopgen.spec.model import (
     Spec,
     TrainerFlags,
 )
+from loopgen.spec.sources import KeyPath, Sources, dotted
 from loopgen.spec.support import (
     LIGHTNING_LOGGERS,
     PROFILER_NAMES,
@@ -70,119 +67,50 @@ _TOP_LEVEL_HINTS = {
 }
 
 
-KeyPath = tuple[str | int, ...]  # mapping keys are str, list indexes int
-
-
-def dotted(path: KeyPath) -> str:
-    """("trainer", "callbacks", 0, "class_path") -> "trainer.callbacks[0].class_path"."""
-    out = ""
-    for part in path:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else part)
-    return out
-
-
-@dataclass(frozen=True)
-class _Document:
-    data: Any
-    lines: Mapping[KeyPath, int]  # 1-based line of each mapping key and list item
-    problems: tuple[Problem, ...]  # duplicate keys
-
-
-def _parse_yaml(text: str, where: str) -> _Document:
-    loader = yaml.SafeLoader(text)
-    try:
-        node = loader.get_single_node()
-        if node is None:
-            raise LoopgenError(Problem(where, "the spec is empty"))
-        lines: dict[KeyPath, int] = {}
-        problems: list[Problem] = []
-        _walk(node, (), lines, problems, set())  # before constructing: that flattens `<<` merges in place
-        data = _construct(loader, node)
-    except yaml.MarkedYAMLError as error:
-        mark = error.problem_mark or error.context_mark
-        message = " ".join(str(part) for part in (error.context, error.problem) if part)
-        raise LoopgenError(Problem(where, f"invalid YAML: {message}", mark.line + 1 if mark else None)) from None
-    except yaml.YAMLError as error:
-        raise LoopgenError(Problem(where, f"invalid YAML: {error}")) from None
-    finally:
-        loader.dispose()
-    return _Document(data, lines, tuple(problems))
-
-
-def _construct(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
-    """The document's data; an integer longer than Python's string conversion limit is read whole (and refused,
-    with its key, as a value the script cannot hold)."""
-    import sys
-
-    limit = sys.get_int_max_str_digits() if hasattr(sys, "get_int_max_str_digits") else None
-    if limit is not None:
-        sys.set_int_max_str_digits(0)
-    try:
-        return loader.construct_document(node)
-    finally:
-        if limit is not None:
-            sys.set_int_max_str_digits(limit)
-
-
 MAX_INT_DIGITS = 4000  # below Python's limit for reading an integer literal from source (4300)
 
 
 MAX_INT_BITS = 13287  # 2**13287 has 4000 digits
 
 
-def _walk(node: yaml.Node, path: KeyPath, lines: dict[KeyPath, int], problems: list[Problem], active: set[int]) -> None:
-    """Record the line of every key path under `node`, and report duplicate keys."""
-    if id(node) in active:  # a recursive alias
-        return
-    active.add(id(node))
-    if isinstance(node, yaml.MappingNode):
-        first_line: dict[str, int] = {}
-        merges = []
-        for key_node, value_node in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":
-                merges += value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
-                continue
-            if not isinstance(key_node, yaml.ScalarNode):
-                continue  # a complex key: refused once constructed
-            key, line = key_node.value, key_node.start_mark.line + 1
-            if key in first_line:
-                problems.append(Problem(dotted((*path, key)), f"duplicate key (first on line {first_line[key]})", line))
-                continue
-            first_line[key] = line
-            lines.setdefault((*path, key), line)
-            _walk(value_node, (*path, key), lines, problems, active)
-        for merged in merges:  # keys written here win over merged ones, as in YAML
-            _walk(merged, path, lines, problems, active)
-    elif isinstance(node, yaml.SequenceNode):
-        for index, item in enumerate(node.value):
-            lines.setdefault((*path, index), item.start_mark.line + 1)
-            _walk(item, (*path, index), lines, problems, active)
-    active.discard(id(node))
-
-
-def load_spec(path: Path) -> Spec:
-    """Read, validate and normalise a spec file; raise LoopgenError listing every problem found."""
-    where = str(path)
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise LoopgenError(Problem(where, "no such file")) from None
-    except OSError as error:
-        raise LoopgenError(Problem(where, f"cannot read: {error.strerror or error}")) from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise LoopgenError(Problem(where, f"not UTF-8 text ({error.reason} at byte {error.start})")) from None
-    document = _parse_yaml(text, where)
-    if not isinstance(document.data, dict):
-        raise LoopgenError(
-            Problem(where, f"expected a mapping of top-level keys (model, trainer, ...), {got(document.data)}")
-        )
-    reader = _Reader(where, document.lines, list(document.problems))
-    spec = reader.spec(document.data, path, hashlib.sha256(raw).hexdigest())
+def load_spec(spec: Path | Sources) -> Spec:
+    """Read, validate and normalise a spec (one file, or files and overrides composed as LightningCLI composes
+    them); raise LoopgenError listing every problem found."""
+    sources = Sources.of(spec)
+    document = sources.compose(class_accepts(sources.path))
+    reader = _Reader(str(sources.path), document.lines, list(document.problems))
+    spec = reader.spec(document.data, sources.path, sources.sha256())
     if spec is None or reader.problems:
         raise LoopgenError(sorted(reader.problems, key=_by_line))
     return spec
+
+
+def class_accepts(spec_path: Path) -> Callable[[str, str], bool | None]:
+    """Whether a class takes an init_arg of that name (None: loopgen cannot tell), for a composed spec that
+    changes an object's class: torch's classes by their signatures, the project's by their source."""
+    from functools import cache
+
+    @cache
+    def signature(class_path: str) -> Any:
+        from loopgen.source.reader import inspect_class
+        from loopgen.source.roots import default_roots
+        from loopgen.source.signatures import torch_signature
+
+        if class_path.startswith("torch."):
+            found = torch_signature(class_path, "optimizer" if ".lr_scheduler." not in class_path else "lr_scheduler")
+            return found if not isinstance(found, str) else None
+        try:
+            return inspect_class(class_path, default_roots(spec_path), where="").init
+        except LoopgenError:
+            return None
+
+    def accepts(class_path: str, name: str) -> bool | None:
+        found = signature(class_path)
+        if found is None:
+            return None
+        return found.var_keyword or name in found.names
+
+    return accepts
 
 
 def callback_entry(where: str, _line: int, entry: dict[str, Any]) -> tuple[ClassRef | None, list[Problem]]:

@@ -125,6 +125,12 @@ class Spec:
     # trainer.callbacks from this index on are those configure_callbacks returned (merged as Lightning merges them)
     callbacks_configured_at: int | None = None
     lines: Mapping[str, int] = field(default_factory=dict)  # the YAML line of each key, by its dotted path
+    # a spec composed of several sources (config files, overrides): how the header names them, each source as it
+    # records it (a file's path from the script's directory and its sha256, an override's text and None), and
+    # the render arguments that compose them again; a plain spec file: empty
+    name: str = ""
+    sources: tuple[tuple[str, str | None], ...] = ()
+    render_args: str = ""
 
     def line(self, key: str) -> int | None:
         """The YAML line of `key` ("trainer.amp_level"), or of the nearest enclosing key the spec has."""

@@ -1,0 +1,265 @@
+"""A vendored script over time: `loopgen check` (is SCRIPT what its spec renders to now?) and `loopgen upgrade`
+(render again and carry the script's hand edits into the new render).
+
+upgrade is a three-way merge (loopgen/merge.py): base = the render the script came from, found by the sha256 its
+header records (in loopgen's cache of renders, else the newest commit of SCRIPT in git whose text is that render,
+else `--base FILE`); ours = the script as it is; theirs = the new render. The merged script's header records the
+new render's sha256 and the hand edits it carries:
+
+    hand edits carried by loopgen upgrade: 2 hunks
+    edited script sha256: <sha256 of the merged text, this line holding dashes>
+
+so that `check` tells "edited by hand, carried from the last upgrade" from a fresh edit, and the next upgrade
+merges again from the new render.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import re
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from loopgen.errors import LoopgenError
+from loopgen.render.header import PLACEHOLDER, Header, edited, what_changed
+from loopgen.render.header import recorded_sources as header_sources
+from loopgen.spec.sources import Source, Sources
+
+EXIT_CONFLICT = 1
+_CARRIED = re.compile(
+    r"^hand edits carried by loopgen upgrade: (\d+) hunks?\nedited script sha256: ([0-9a-f]{64})\n", re.MULTILINE
+)
+_MARKERS = re.compile(r"^(<{7} |>{7} |\|{7} )", re.MULTILINE)
+GIT_COMMITS = 200  # how far back upgrade looks in SCRIPT's git history for the render it came from
+
+
+def recorded_sources(script: Path) -> Sources:
+    """The sources a composed spec's script records in its header, its files found from the script's directory."""
+    import os
+
+    text = _read(script)
+    recorded = header_sources(text)
+    if not recorded:
+        raise LoopgenError(
+            f"{script}: its header records no composed spec (a script rendered from one file names it in its first"
+            f" line); name the spec: loopgen check|upgrade SPEC {script}"
+        )
+    items = []
+    for entry, sha256 in recorded:
+        if sha256 is None:
+            items.append(Source(entry))
+            continue
+        path = script.parent / entry
+        shown = os.path.relpath(path) if not Path(entry).is_absolute() else entry
+        items.append(Source(shown, Path(shown)))
+    return Sources(tuple(items))
+
+
+def carried(text: str) -> tuple[str, int | None, bool]:
+    """`text` without the lines recording carried hand edits, how many hunks they record (None: none), and whether
+    the text is still the one upgrade wrote (no edit since)."""
+    found = _CARRIED.search(text)
+    if found is None:
+        return text, None, False
+    stripped = text[: found.start()] + text[found.end() :]
+    own = text.replace(f"edited script sha256: {found.group(2)}\n", f"edited script sha256: {PLACEHOLDER}\n", 1)
+    return stripped, int(found.group(1)), hashlib.sha256(own.encode()).hexdigest() == found.group(2)
+
+
+def with_carried(text: str, hunks: int) -> str:
+    """The merged script with the lines recording its carried hand edits, after its `script sha256:` line."""
+    digest = Header.read(text).script
+    line = f"script sha256: {digest}\n"
+    record = f"hand edits carried by loopgen upgrade: {hunks} hunk{'s' if hunks != 1 else ''}\n"
+    marked = text.replace(line, f"{line}{record}edited script sha256: {PLACEHOLDER}\n", 1)
+    own = hashlib.sha256(marked.encode()).hexdigest()
+    return marked.replace(f"edited script sha256: {PLACEHOLDER}\n", f"edited script sha256: {own}\n", 1)
+
+
+def check(spec: Sources, script: Path, render: Callable[[Sources, Path], str]) -> int:
+    """0 when SCRIPT is what SPEC renders to now (`render`: the script SPEC renders to, written to SCRIPT) (or that with exactly the hand edits the last upgrade carried);
+    else the reasons and the difference, 1."""
+    expected = render(spec, script)
+    actual = _read(script, spec)
+    if actual == expected:
+        return 0
+    body, hunks, intact = carried(actual)
+    same_render = Header.read(body).script == Header.read(expected).script
+    if hunks is not None and intact and same_render:
+        print(
+            f"loopgen: {script} is what {_named(spec)} renders to, edited by hand ({_hunks(hunks)}, carried from the last"
+            " upgrade)",
+            file=sys.stderr,
+        )
+        return 0
+    reasons = what_changed(body, expected)
+    if hunks is not None:
+        reasons = [r for r in reasons if not r.startswith("the script was edited by hand")]
+        since = "" if intact else "; and edited by hand again since"
+        reasons.insert(0, f"the script was edited by hand ({_hunks(hunks)}, carried from the last upgrade{since})")
+        if same_render and intact:
+            reasons = reasons[:1]
+    for reason in reasons:
+        print(f"loopgen: {script} is not what {_named(spec)} renders to: {reason}", file=sys.stderr)
+    if any(r.startswith("the script was edited") for r in reasons) and not same_render:
+        print(f"loopgen: `loopgen upgrade {script}` renders it again and carries the hand edits", file=sys.stderr)
+    sys.stdout.writelines(
+        difflib.unified_diff(
+            actual.splitlines(keepends=True),
+            expected.splitlines(keepends=True),
+            fromfile=str(script),
+            tofile=f"rendered from {_named(spec)}",
+        )
+    )
+    sys.stdout.flush()
+    return 1
+
+
+def upgrade(
+    spec: Sources,
+    script: Path,
+    render: Callable[[Sources, Path], str],
+    *,
+    base: Path | None = None,
+    conflicts: bool = False,
+) -> int:
+    """Render SCRIPT again from SPEC and carry its hand edits: 0 merged (or nothing to carry), 1 conflicts (the
+    file untouched unless `conflicts`), a LoopgenError (exit 2) when the render it came from cannot be found."""
+    from loopgen.files import output_directory, write_atomically
+    from loopgen.merge import merge3
+
+    full = _read(script, spec)
+    if _MARKERS.search(full):
+        raise LoopgenError(
+            f"{script}: still has conflict markers (<<<<<<<, |||||||, >>>>>>>) from the last upgrade; resolve them"
+            " first, then upgrade again"
+        )
+    output_directory(script)
+    ours, _, _ = carried(full)
+    theirs = render(spec, script)
+    if not edited(ours):
+        if ours == theirs:
+            print(f"loopgen: {script} is up to date: no hand edits, and the render is the same")
+            return 0
+        write_atomically(script, theirs)
+        print(f"loopgen: {script}: rendered again (it had no hand edits to carry)")
+        return 0
+    digest = Header.read(ours).script
+    if digest is None:
+        raise LoopgenError(
+            f"{script}: has no loopgen header (script sha256: ...), so the render it came from cannot be found;"
+            " render it again (loopgen render ... -o SCRIPT) and move your edits over by hand"
+        )
+    base_text, found_in = find_base(digest, script, base)
+    result = merge3(
+        base_text, ours, theirs, ours_label=f"{script} (your edits)", theirs_label="new render", base_label="old render"
+    )
+    ours_lines = ours.splitlines(keepends=True)
+    if result.clean:
+        if not result.carried:
+            write_atomically(script, theirs)
+            print(f"loopgen: {script}: rendered again (its edits are in the new render too)")
+            return 0
+        write_atomically(script, with_carried(result.text, len(result.carried)))
+        print(
+            f"loopgen: {script}: rendered again, carrying {_hunks(len(result.carried))} of hand edits (base: {found_in}):"
+        )
+        for hunk in result.carried:
+            print(f"  {hunk.describe(ours_lines)}")
+        return 0
+    print(
+        f"loopgen: {script}: {len(result.conflicts)} conflict(s) between your edits and the new render (base: {found_in}):"
+    )
+    for conflict in result.conflicts:
+        print(f"  {conflict.describe()}")
+        sys.stdout.writelines(
+            f"    {'-' if line in conflict.ours and line not in conflict.theirs else '+'} {line}"
+            for line in (*conflict.ours, *conflict.theirs)
+            if line not in conflict.ours or line not in conflict.theirs
+        )
+    if conflicts:
+        write_atomically(script, result.text)
+        print(
+            f"loopgen: wrote {script} with conflict markers: resolve them, then `loopgen upgrade {script}` records the"
+            " edits it carries"
+        )
+    else:
+        print(
+            f"loopgen: {script} is unchanged; `loopgen upgrade --conflicts` writes it with conflict markers to resolve"
+        )
+    return EXIT_CONFLICT
+
+
+def find_base(digest: str, script: Path, given: Path | None) -> tuple[str, str]:
+    """The render whose header records `digest` (the text the script was edited from), and where it was found."""
+    from loopgen import cache
+
+    if given is not None:
+        text = _read(given)
+        if Header.read(text).script != digest or edited(text):
+            raise LoopgenError(
+                f"--base {given}: is not the render {script} came from (its header records sha256"
+                f" {_short(Header.read(text).script)}{', and it was edited' if edited(text) else ''}; {script}'s records"
+                f" {_short(digest)})"
+            )
+        return text, str(given)
+    text = cache.kept_script(digest)
+    if text is not None:
+        return text, "loopgen's cache"
+    found = _from_git(digest, script)
+    if found is not None:
+        return found
+    raise LoopgenError(
+        f"{script}: the render it came from (sha256 {_short(digest)}) is neither in loopgen's cache nor committed in"
+        f" its git history; give it with --base FILE (or render it again and move your edits over by hand)"
+    )
+
+
+def _from_git(digest: str, script: Path) -> tuple[str, str] | None:
+    """The newest committed version of SCRIPT that is the render `digest` names, unedited."""
+
+    def git(*args: str, cwd: Path) -> str | None:
+        try:
+            done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False)
+        except OSError:  # no git
+            return None
+        return done.stdout if done.returncode == 0 else None
+
+    directory = script.absolute().parent
+    top = git("rev-parse", "--show-toplevel", cwd=directory)
+    if top is None:
+        return None
+    relative = script.absolute().resolve().relative_to(Path(top.strip()).resolve()).as_posix()
+    log = git("log", f"-{GIT_COMMITS}", "--format=%H", "--", relative, cwd=directory) or ""
+    for commit in log.split():
+        text = git("show", f"{commit}:{relative}", cwd=directory)
+        if text is not None and Header.read(text).script == digest and not edited(text):
+            return text, f"git commit {commit[:12]}"
+    return None
+
+
+def _read(script: Path, spec: Sources | None = None) -> str:
+    try:
+        return script.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        again = f"; render it first: loopgen render {_named(spec)} -o {script}" if spec is not None else ""
+        raise LoopgenError(f"{script}: no such file{again}") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise LoopgenError(f"{script}: cannot read: {getattr(error, 'strerror', None) or error}") from None
+
+
+def _named(spec: Sources) -> str:
+    return " ".join(
+        item.text if item.path is None or i == 0 else f"-c {item.text}" for i, item in enumerate(spec.items)
+    )
+
+
+def _hunks(count: int) -> str:
+    return f"{count} hunk{'s' if count != 1 else ''}"
+
+
+def _short(digest: str | None) -> str:
+    return digest[:12] if digest else "none"
