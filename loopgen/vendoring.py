@@ -138,22 +138,29 @@ def upgrade(
             " first, then upgrade again"
         )
     output_directory(script)
-    ours, _, _ = carried(full)
+    body, _, _ = carried(full)
     theirs = render(spec, script)
-    if not edited(ours):
-        if ours == theirs:
+    if not edited(body):
+        if body == theirs:
             print(f"loopgen: {script} is up to date: no hand edits, and the render is the same")
             return 0
         write_atomically(script, theirs)
         print(f"loopgen: {script}: rendered again (it had no hand edits to carry)")
         return 0
-    digest = Header.read(ours).script
+    digest = Header.read(body).script
     if digest is None:
         raise LoopgenError(
             f"{script}: has no loopgen header (script sha256: ...), so the render it came from cannot be found;"
             " render it again (loopgen render ... -o SCRIPT) and move your edits over by hand"
         )
     base_text, found_in = find_base(digest, script, base)
+    # the lines recording the last upgrade's carried edits are loopgen's, not an edit: the base holds them too, so
+    # they are the new render's to drop, and the hunks are numbered as in the file
+    record = _CARRIED.search(full)
+    if record is not None:
+        line = f"script sha256: {digest}\n"
+        base_text = base_text.replace(line, line + record.group(0), 1)
+    ours = full
     result = merge3(
         base_text, ours, theirs, ours_label=f"{script} (your edits)", theirs_label="new render", base_label="old render"
     )
@@ -170,8 +177,10 @@ def upgrade(
         for hunk in result.carried:
             print(f"  {hunk.describe(ours_lines)}")
         return 0
+    count = len(result.conflicts)
     print(
-        f"loopgen: {script}: {len(result.conflicts)} conflict(s) between your edits and the new render (base: {found_in}):"
+        f"loopgen: {script}: {count} conflict{'s' if count > 1 else ''} between your edits and the new render"
+        f" (base: {found_in}):"
     )
     for conflict in result.conflicts:
         print(f"  {conflict.describe()}")

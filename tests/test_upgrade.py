@@ -190,7 +190,7 @@ def test_a_conflict_leaves_the_script_unless_asked(repo, capsys):
 
     status, out, _ = loopgen(capsys, "upgrade", "spec.yaml", "train.py")
     assert status == 1
-    assert "1 conflict(s)" in out and "your edit and the new render both change these lines" in out
+    assert "1 conflict between" in out and "your edit and the new render both change these lines" in out
     assert script.read_text() == edited
 
     status, out, _ = loopgen(capsys, "upgrade", "--conflicts", "spec.yaml", "train.py")
