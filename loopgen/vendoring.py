@@ -42,6 +42,11 @@ def recorded_sources(script: Path) -> Sources:
 
     text = _read(script)
     recorded = header_sources(text)
+    if Header.read(text).script is None:
+        raise LoopgenError(
+            f"{script}: is not a script loopgen rendered (its header has no script sha256); name the spec, then the"
+            f" script: loopgen check|upgrade SPEC... SCRIPT"
+        )
     if not recorded:
         raise LoopgenError(
             f"{script}: its header records no composed spec (a script rendered from one file names it in its first"
@@ -95,7 +100,7 @@ def check(spec: Sources, script: Path, render: Callable[[Sources, Path], str]) -
             file=sys.stderr,
         )
         return 0
-    reasons = what_changed(body, expected)
+    reasons = [_which_files(reason, actual, spec, script) for reason in what_changed(body, expected)]
     if hunks is not None:
         reasons = [r for r in reasons if not r.startswith("the script was edited by hand")]
         since = "" if intact else "; and edited by hand again since"
@@ -116,6 +121,21 @@ def check(spec: Sources, script: Path, render: Callable[[Sources, Path], str]) -
     )
     sys.stdout.flush()
     return 1
+
+
+def _which_files(reason: str, actual: str, spec: Sources, script: Path) -> str:
+    """ "the spec changed" naming the files that changed, for a script that records its composed sources."""
+    recorded = header_sources(actual)
+    if not reason.startswith("the spec changed") or not recorded:
+        return reason
+    try:
+        now = dict(spec.recorded(script.absolute().parent))
+    except LoopgenError:
+        return reason
+    changed = [path for path, sha256 in recorded if sha256 is not None and now.get(path, sha256) != sha256]
+    if not changed or len(now) != len(recorded):
+        return reason
+    return f"the spec changed ({', '.join(changed)}: edited since the script was rendered)"
 
 
 def upgrade(

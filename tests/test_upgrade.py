@@ -242,12 +242,30 @@ def test_composed_sources_are_read_again_from_the_header(repo, capsys):
     edit(script, EDITS)
     write(Path("exp.yaml"), {"trainer": {"max_epochs": 4}})
     status, _, err = loopgen(capsys, "check", "train.py")
-    assert status == 1 and "the spec changed" in err
+    assert status == 1 and "the spec changed (exp.yaml: edited since the script was rendered)" in err
     status, out, _ = loopgen(capsys, "upgrade", "train.py")
     assert status == 0, out
     text = script.read_text()
     assert "MAX_EPOCHS = 4\n" in text and "hidden=8" in text and all(new in text for _, new in EDITS)
     assert loopgen(capsys, "check", "train.py")[0] == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["check"], "name the script: loopgen check|upgrade [SPEC...] SCRIPT"),
+        (["upgrade", "spec.yaml", "missing.py"], "missing.py: no such file; render it first: loopgen render spec.yaml"),
+        (["upgrade", "spec.yaml"], "spec.yaml: is not a script loopgen rendered"),
+        (["upgrade", "plain.py"], "plain.py: its header records no composed spec"),
+        (["upgrade", "spec.yaml", "examples/models.py"], "examples/models.py: has no loopgen header"),
+    ],
+)
+def test_bad_check_and_upgrade_arguments(repo, capsys, args, message):
+    assert loopgen(capsys, "render", "spec.yaml", "-o", "plain.py")[0] == 0
+    before = Path("examples/models.py").read_text()
+    status, _, err = loopgen(capsys, *args)
+    assert status == 2 and message in err, err
+    assert "Traceback" not in err and Path("examples/models.py").read_text() == before
 
 
 def test_upgrade_without_edits_renders_again(repo, capsys):
