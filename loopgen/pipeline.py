@@ -33,8 +33,6 @@ def render_spec_sources(
     spec: Path | Sources, output: Path | str = "train.py"
 ) -> tuple[str, tuple[str, ...], tuple[Path, ...]]:
     """`render_spec`, and every user source file the script was made from (the spec's files too)."""
-    import dataclasses
-
     output = Path(output)
     script_name = output.name
     black_config = find_config(output.absolute().parent)
@@ -56,13 +54,7 @@ def render_spec_sources(
     from loopgen.render.script import render
     from loopgen.spec.load import load_spec
 
-    spec = load_spec(sources)
-    if not sources.single:
-        here = output.absolute().parent
-        spec = dataclasses.replace(
-            spec, name=sources.name, sources=tuple(sources.recorded(here)), render_args=sources.command(here)
-        )
-    spec = with_configured_callbacks(spec, roots)
+    spec = with_configured_callbacks(load_spec(sources, output.absolute().parent), roots)
     model, data, callbacks, problems = read_classes(spec, roots)
     problems.sort(key=lambda p: p.line or 0)
     if any(p.where.endswith("class_path") for p in problems):  # a class not found: no plan without it

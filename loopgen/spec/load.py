@@ -73,13 +73,14 @@ MAX_INT_DIGITS = 4000  # below Python's limit for reading an integer literal fro
 MAX_INT_BITS = 13287  # 2**13287 has 4000 digits
 
 
-def load_spec(spec: Path | Sources) -> Spec:
+def load_spec(spec: Path | Sources, script_dir: Path | None = None) -> Spec:
     """Read, validate and normalise a spec (one file, or files and overrides composed as LightningCLI composes
-    them); raise LoopgenError listing every problem found."""
+    them); raise LoopgenError listing every problem found. `script_dir`: where the script is written (the current
+    directory if not given), which a composed spec's files are recorded from."""
     sources = Sources.of(spec)
     document = sources.compose(class_accepts(sources.path))
     reader = _Reader(str(sources.path), document.lines, list(document.problems))
-    spec = reader.spec(document.data, sources.path, sources.sha256())
+    spec = reader.spec(document.data, sources, script_dir or Path("."))
     if spec is None or reader.problems:
         raise LoopgenError(sorted(reader.problems, key=_by_line))
     return spec
@@ -157,7 +158,7 @@ class _Reader:
 
     # --- the spec
 
-    def spec(self, data: dict[Any, Any], path: Path, sha256: str) -> Spec | None:
+    def spec(self, data: dict[Any, Any], sources: Sources, script_dir: Path) -> Spec | None:
         top = self.mapping((), data, TOP_LEVEL_KEYS, "not a LightningCLI `fit` key nor `loop`", _TOP_LEVEL_HINTS)
         seed = self.seed(top.get("seed_everything"))
         model = None
@@ -185,8 +186,9 @@ class _Reader:
         if self.problems or model is None or trainer is None:
             return None
         return Spec(
-            path=path,
-            sha256=sha256,
+            path=sources.path,
+            sha256=sources.sha256(),
+            **sources.origin(script_dir),
             seed_everything=seed,
             model=model,
             data=data_ref,

@@ -175,10 +175,6 @@ class Source:
     path: Path | None = None
     alone: bool = field(default=False, compare=False)  # a file named without -c (check's, upgrade's SCRIPT may be one)
 
-    @property
-    def is_file(self) -> bool:
-        return self.path is not None
-
 
 @dataclass(frozen=True)
 class Sources:
@@ -241,6 +237,13 @@ class Sources:
             sha = hashlib.sha256(read_file(item.path)[0]).hexdigest()
             out.append((_relative(item.path, script_dir), sha))
         return out
+
+    def origin(self, script_dir: Path) -> dict[str, Any]:
+        """Spec's fields that say where a composed spec came from (loopgen.spec.model.Spec): empty for a plain
+        spec, whose header names its one file."""
+        if self.single:
+            return {}
+        return {"name": self.name, "sources": tuple(self.recorded(script_dir)), "render_args": self.command(script_dir)}
 
     def command(self, script_dir: Path) -> str:
         """The render arguments that compose these sources again, from the script's directory."""
