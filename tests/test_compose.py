@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
 
 from loopgen.cli import main
 from loopgen.errors import LoopgenError
@@ -231,3 +233,62 @@ def test_diff_and_run_take_sources(configs: Path, capsys: pytest.CaptureFixture[
         os.environ.pop("PYTHONPATH") if env is None else os.environ.update(PYTHONPATH=env)
     assert status == 0
     assert "MAX_EPOCHS = 1\n" in Path("base.py").read_text()
+
+
+EXAMPLE_SPECS = sorted((ROOT / "examples").glob("*.yaml"))
+
+
+def split_leaves(value: Any, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], Any]]:
+    """The spec's values by key path: mappings with string keys opened, anything else (lists, {epoch: factor}
+    schedules, empty mappings) whole."""
+    if isinstance(value, dict) and value and all(isinstance(key, str) for key in value):
+        return [leaf for key, item in value.items() for leaf in split_leaves(item, (*path, key))]
+    return [(path, value)]
+
+
+def put(target: dict, path: tuple[str, ...], value: Any) -> None:
+    for key in path[:-1]:
+        target = target.setdefault(key, {})
+    target[path[-1]] = value
+
+
+@pytest.mark.filterwarnings("ignore")
+@settings(
+    max_examples=20,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+    phases=[Phase.explicit, Phase.reuse, Phase.generate],  # each example renders twice: no slow shrinking
+)
+@given(data=st.data())
+def test_a_spec_split_into_files_and_overrides_composes_to_itself(data: st.DataObject, tmp_path: Path) -> None:
+    """Any example spec, its values spread at random over two files and command-line overrides, composes back to
+    the same spec, and renders the script that spec written as one file renders to (but for the header, which
+    names its sources)."""
+    import json
+
+    path = data.draw(st.sampled_from(EXAMPLE_SPECS), label="spec")
+    original = yaml.safe_load(path.read_text())
+    files: list[dict] = [{}, {}]
+    overrides = []
+    for key, value in split_leaves(original):
+        where = data.draw(st.sampled_from(["base", "exp", "override"]), label=".".join(key))
+        if where == "override":
+            overrides.append(f"--{'.'.join(key)}={json.dumps(value)}")
+        else:
+            put(files[where == "exp"], key, value)
+    overrides.sort(key=lambda option: not option.split("=")[0].endswith("class_path"))  # a class before its args
+    directory = tmp_path / f"split-{path.stem}-{len(overrides)}"
+    directory.mkdir(exist_ok=True)
+    names = []
+    for index, part in enumerate(files):
+        names += ["-c", str(directory / f"{index}.yaml")]
+        (directory / f"{index}.yaml").write_text(yaml.safe_dump(part, sort_keys=False))
+    args = [*names, *overrides]
+    assert composed(args) == original
+    from loopgen.pipeline import render_spec
+
+    # the same script as the composed spec written as one file (keyword arguments in the order composed)
+    ours, _ = render_spec(Sources(tuple(split_arguments(args, ())[0])), directory / "train.py")
+    (directory / "whole.yaml").write_text(yaml.safe_dump(composed(args), sort_keys=False))
+    whole, _ = render_spec(directory / "whole.yaml", directory / "train.py")
+    assert ours.split('"""', 2)[2] == whole.split('"""', 2)[2]
