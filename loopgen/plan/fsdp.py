@@ -11,16 +11,13 @@ from loopgen.plan.common import flag_problem, follows_1_9_5
 from loopgen.plan.distributed import (
     DDP_PRECISIONS_NOT_WRITTEN,
     ONE_DEVICE_GRAD_NORM,
-    ONE_DEVICE_OVERFIT,
-    ONE_DEVICE_TBPTT,
     Distributed,
     process_group_backend,
     refuser,
     strategy_args,
 )
 from loopgen.plan.engine_parts import EngineParts
-from loopgen.plan.model_parallel import UNSHARDED_CALLBACKS
-from loopgen.plan.objects import is_lightning
+from loopgen.plan.model_parallel import refuse_unsharded
 from loopgen.spec.kinds import refusal
 from loopgen.spec.model import Spec
 
@@ -101,14 +98,6 @@ def resolve_fsdp(parts: EngineParts) -> Distributed:
             " script does not write",
             "rename it configure_model (torch's wrap() inside it wraps a layer, and the strategy wraps the rest)",
         )
-    if not isinstance(spec.seed_everything, int) or isinstance(spec.seed_everything, bool):
-        refuse(
-            "strategy",
-            f"seed_everything: {spec.seed_everything}",
-            "each process seeds itself again from the spec's seed, as FSDPStrategy does, so the processes agree"
-            " on the layers' initial values",
-            "give seed_everything a number",
-        )
     if parts.optimization.clip and not parts.optimization.clip_by_value:
         refuse(
             "gradient_clip_algorithm",
@@ -120,28 +109,9 @@ def resolve_fsdp(parts: EngineParts) -> Distributed:
     if parts.optimizers.several:
         refuse("strategy", "several optimizers (training_step with optimizer_idx, Lightning 1.9)",
                "Lightning 2.x's FSDPStrategy steps one optimizer in automatic optimization", "use one optimizer")  # fmt: skip
-    if parts.optimization.tbptt:
-        refuse(*ONE_DEVICE_TBPTT)
-    if parts.data.sequential:
-        refuse(*ONE_DEVICE_OVERFIT)
     if parts.optimization.track_grad_norm is not None:
         refuse(*ONE_DEVICE_GRAD_NORM)
-    if parts.checkpointing.weights_at_decision:
-        refuse(
-            "callbacks",
-            "a callback that may change the weights between a ModelCheckpoint's decision and the file's writing",
-            "the script keeps a copy of the weights as they were decided, which it does not gather from the shards",
-            "change the weights in the hooks that run before ModelCheckpoint's, or save every_n_epochs",
-        )
-    for ref in spec.trainer.callbacks:
-        if ref.name in UNSHARDED_CALLBACKS and is_lightning(ref, ref.name):
-            refuse(
-                "callbacks",
-                ref.name,
-                f"Lightning's {ref.name} works on a full copy of the module, not on the shards"
-                " FullyShardedDataParallel leaves each process",
-                "remove it, or train under ddp",
-            )
+    refuse_unsharded(parts, refuse, "FSDPStrategy", "the shards FullyShardedDataParallel leaves each process")
     sharding = _sharding_strategy(spec, args, problems)
     classes = policy_classes(spec)
     for key in POLICIES:

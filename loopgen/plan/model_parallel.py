@@ -4,6 +4,8 @@ parallelism's parallelize_module)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from loopgen.plan.common import flag_problem, follows_1_9_5
 from loopgen.plan.distributed import (
     ONE_DEVICE_OVERFIT,
@@ -22,6 +24,41 @@ MODEL_PARALLEL_PRECISIONS = ("32", "bf16-mixed", "bf16-true", "16-true")
 
 # Lightning's callbacks that copy, average or prune the module's parameters as plain tensors
 UNSHARDED_CALLBACKS = ("StochasticWeightAveraging", "WeightAveraging", "EMAWeightAveraging", "ModelPruning")
+
+
+def refuse_unsharded(
+    parts: EngineParts, refuse: Callable[[str, str, str, str], None], strategy: str, shards: str
+) -> None:
+    """What a sharding engine (`strategy`; `shards`: what it leaves each process) refuses alike: a spec
+    without a numeric seed, TBPTT, overfit_batches, and the callbacks that need the whole module's weights."""
+    spec = parts.spec
+    if not isinstance(spec.seed_everything, int) or isinstance(spec.seed_everything, bool):
+        refuse(
+            "strategy",
+            f"seed_everything: {spec.seed_everything}",
+            f"each process seeds itself again from the spec's seed, as {strategy} does, so the processes agree on"
+            " the layers' initial values",
+            "give seed_everything a number",
+        )
+    if parts.optimization.tbptt:
+        refuse(*ONE_DEVICE_TBPTT)
+    if parts.data.sequential:
+        refuse(*ONE_DEVICE_OVERFIT)
+    if parts.checkpointing.weights_at_decision:
+        refuse(
+            "callbacks",
+            "a callback that may change the weights between a ModelCheckpoint's decision and the file's writing",
+            "the script keeps a copy of the weights as they were decided, which it does not gather from the shards",
+            "change the weights in the hooks that run before ModelCheckpoint's, or save every_n_epochs",
+        )
+    for ref in spec.trainer.callbacks:
+        if ref.name in UNSHARDED_CALLBACKS and is_lightning(ref, ref.name):
+            refuse(
+                "callbacks",
+                ref.name,
+                f"Lightning's {ref.name} works on a full copy of the module, not on {shards}",
+                "remove it, or train under ddp",
+            )
 
 
 def resolve_model_parallel(parts: EngineParts) -> Distributed:
@@ -54,34 +91,9 @@ def resolve_model_parallel(parts: EngineParts) -> Distributed:
             "define configure_model and apply fully_shard / parallelize_module on self.device_mesh in it",
         )
         problems.append(flag_problem(spec, "strategy", message))
-    if not isinstance(spec.seed_everything, int) or isinstance(spec.seed_everything, bool):
-        refuse(
-            "strategy",
-            f"seed_everything: {spec.seed_everything}",
-            "each process seeds itself again from the spec's seed, as ModelParallelStrategy does, so the processes"
-            " agree on the layers' initial values",
-            "give seed_everything a number",
-        )
-    if parts.optimization.tbptt:
-        refuse(*ONE_DEVICE_TBPTT)
-    if parts.data.sequential:
-        refuse(*ONE_DEVICE_OVERFIT)
-    if parts.checkpointing.weights_at_decision:
-        refuse(
-            "callbacks",
-            "a callback that may change the weights between a ModelCheckpoint's decision and the file's writing",
-            "the script keeps a copy of the weights as they were decided, which it does not gather from the shards",
-            "change the weights in the hooks that run before ModelCheckpoint's, or save every_n_epochs",
-        )
-    for ref in spec.trainer.callbacks:
-        if ref.name in UNSHARDED_CALLBACKS and is_lightning(ref, ref.name):
-            refuse(
-                "callbacks",
-                ref.name,
-                f"Lightning's {ref.name} works on a full copy of the module, not on the shards FSDP2 and tensor"
-                " parallelism leave each process",
-                "remove it, or train under ddp",
-            )
+    refuse_unsharded(
+        parts, refuse, "ModelParallelStrategy", "the shards FSDP2 and tensor parallelism leave each process"
+    )
     data_parallel = args.get("data_parallel_size", "auto")
     tensor_parallel = args.get("tensor_parallel_size", "auto")
     data_parallel = t.num_nodes if data_parallel == "auto" else data_parallel
