@@ -2,8 +2,8 @@
 (render again and carry the script's hand edits into the new render).
 
 upgrade is a three-way merge (loopgen/merge.py): base = the render the script came from, found by the sha256 its
-header records (in loopgen's cache of renders, else the newest commit of SCRIPT in git whose text is that render,
-else `--base FILE`); ours = the script as it is; theirs = the new render. The merged script's header records the
+header records (`--base FILE`, else loopgen's cache of renders, else the newest commit of SCRIPT in git whose
+text is that render, else the spec as it was, its files' recorded sha256 found in git, rendered again); ours = the script as it is; theirs = the new render. The merged script's header records the
 new render's sha256 and the hand edits it carries:
 
     hand edits carried by loopgen upgrade: 2 hunks
@@ -173,7 +173,7 @@ def upgrade(
             f"{script}: has no loopgen header (script sha256: ...), so the render it came from cannot be found;"
             " render it again (loopgen render ... -o SCRIPT) and move your edits over by hand"
         )
-    base_text, found_in = find_base(digest, script, base)
+    base_text, found_in = find_base(digest, script, base, spec, full)
     # the lines recording the last upgrade's carried edits are loopgen's, not an edit: the base holds them too, so
     # they are the new render's to drop, and the hunks are numbered as in the file
     record = _CARRIED.search(full)
@@ -222,8 +222,10 @@ def upgrade(
     return EXIT_CONFLICT
 
 
-def find_base(digest: str, script: Path, given: Path | None) -> tuple[str, str]:
-    """The render whose header records `digest` (the text the script was edited from), and where it was found."""
+def find_base(digest: str, script: Path, given: Path | None, spec: Sources, script_text: str) -> tuple[str, str]:
+    """The render whose header records `digest` (the text the script was edited from), and where it was found:
+    `given`, else loopgen's cache, else SCRIPT's git history, else the spec as it was (`script_text`'s header
+    records it) rendered again."""
     from loopgen import cache
 
     if given is not None:
@@ -238,36 +240,108 @@ def find_base(digest: str, script: Path, given: Path | None) -> tuple[str, str]:
     text = cache.kept_script(digest)
     if text is not None:
         return text, "loopgen's cache"
-    found = _from_git(digest, script)
+    found = _from_git(digest, script) or _rendered_as_it_was(digest, script, spec, script_text)
     if found is not None:
         return found
     raise LoopgenError(
         f"{script}: the render it came from (sha256 {_short(digest)}) is neither in loopgen's cache nor committed in"
-        f" its git history; give it with --base FILE (or render it again and move your edits over by hand)"
+        " its git history, and the spec as it was does not render to it again (its version is not in git, or"
+        " loopgen or your code changed since);"
+        " give it with --base FILE (or render it again and move your edits over by hand)"
     )
 
 
 def _from_git(digest: str, script: Path) -> tuple[str, str] | None:
     """The newest committed version of SCRIPT that is the render `digest` names, unedited."""
+    for commit, data in _versions(script):
+        text = data.decode("utf-8", errors="replace")
+        if Header.read(text).script == digest and not edited(text):
+            return text, f"git commit {commit[:12]}"
+    return None
 
-    def git(*args: str, cwd: Path) -> str | None:
+
+def _rendered_as_it_was(digest: str, script: Path, spec: Sources, text: str) -> tuple[str, str] | None:
+    """The render `digest` names, made again: the spec as it was when SCRIPT was rendered (each file's recorded
+    sha256 found in the working tree or in the file's git history), with loopgen and your code as they are now;
+    None unless that gives the very render (neither changed since, as after an upgrade whose render only the
+    cache kept)."""
+    import os
+
+    from loopgen.pipeline import render_spec
+
+    recorded = header_sources(text)
+    if recorded is None:
+        recorded = [(spec.items[0].text, Header.read(text).spec)] if spec.single else []
+        base_dir = Path(".")
+    else:
+        base_dir = script.parent
+    items, commits = [], set()
+    for entry, sha256 in recorded:
+        if sha256 is None:
+            items.append(Source(entry))
+            continue
+        path = base_dir / entry
+        shown = entry if Path(entry).is_absolute() else os.path.relpath(path)
+        found = _version_of(Path(shown), sha256)
+        if found is None:
+            return None
+        commits.add(found[0])
+        items.append(Source(shown, Path(shown), content=found[1]))
+    if not items:
+        return None
+    try:
+        again, _ = render_spec(Sources(tuple(items)), script)
+    except LoopgenError:
+        return None
+    if Header.read(again).script != digest or edited(again):
+        return None
+    where = "the working tree" if commits <= {None} else f"git commit {', '.join(sorted(c[:12] for c in commits if c))}"
+    return again, f"the spec as it was (from {where}), rendered again"
+
+
+def _version_of(path: Path, sha256: str | None) -> tuple[str | None, bytes] | None:
+    """The content of `path` whose sha256 is `sha256`: the file as it is (commit None), else the newest committed
+    version that has it."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        data = None
+    if data is not None and hashlib.sha256(data).hexdigest() == sha256:
+        return None, data
+    for commit, old in _versions(path):
+        if hashlib.sha256(old).hexdigest() == sha256:
+            return commit, old
+    return None
+
+
+def _versions(path: Path) -> list[tuple[str, bytes]]:
+    """The committed versions of `path`, newest first (at most GIT_COMMITS); none outside a git repository or
+    without git."""
+
+    def git(*args: str, cwd: Path) -> bytes | None:
         try:
-            done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False)
+            done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, check=False)
         except OSError:  # no git
             return None
         return done.stdout if done.returncode == 0 else None
 
-    directory = script.absolute().parent
+    directory = path.absolute().parent
+    if not directory.is_dir():
+        return []
     top = git("rev-parse", "--show-toplevel", cwd=directory)
     if top is None:
-        return None
-    relative = script.absolute().resolve().relative_to(Path(top.strip()).resolve()).as_posix()
-    log = git("log", f"-{GIT_COMMITS}", "--format=%H", "--", relative, cwd=directory) or ""
-    for commit in log.split():
-        text = git("show", f"{commit}:{relative}", cwd=directory)
-        if text is not None and Header.read(text).script == digest and not edited(text):
-            return text, f"git commit {commit[:12]}"
-    return None
+        return []
+    try:
+        relative = path.absolute().resolve().relative_to(Path(top.decode().strip()).resolve()).as_posix()
+    except ValueError:
+        return []
+    log = git("log", f"-{GIT_COMMITS}", "--format=%H", "--", relative, cwd=directory) or b""
+    versions = []
+    for commit in log.decode().split():
+        data = git("show", f"{commit}:{relative}", cwd=directory)
+        if data is not None:
+            versions.append((commit, data))
+    return versions
 
 
 def _read(script: Path, spec: Sources | None = None) -> str:

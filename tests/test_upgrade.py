@@ -209,6 +209,30 @@ def test_a_conflict_leaves_the_script_unless_asked(repo, capsys):
     assert loopgen(capsys, "check", "spec.yaml", "train.py")[0] == 0
 
 
+@pytest.mark.parametrize("composed", [False, True], ids=["plain", "composed"])
+def test_after_an_upgrade_the_base_is_the_spec_as_it_was_rendered_again(repo, capsys, composed):
+    """The merged script is committed, loopgen's cache is gone (another clone, a CI machine): the render it came
+    from is made again from the spec's committed version whose sha256 the header records."""
+    write(Path("exp.yaml"), {"trainer": {"max_epochs": 2}})
+    sources = ["-c", "spec.yaml", "-c", "exp.yaml"] if composed else ["spec.yaml"]
+    changed = Path("exp.yaml") if composed else Path("spec.yaml")
+    script = render_and_commit(capsys, *sources)
+    edit(script, EDITS[:1])
+    write(changed, {"trainer": {"max_epochs": 3}} if composed else with_epochs(3))
+    upgrade = ["upgrade", *(sources if not composed else []), "train.py"]
+    assert loopgen(capsys, *upgrade)[0] == 0
+    git("commit", "-q", "-am", "upgraded")
+    shutil.rmtree(os.environ["LOOPGEN_CACHE_DIR"])
+
+    edit(script, EDITS[1:])
+    write(changed, {"trainer": {"max_epochs": 4}} if composed else with_epochs(4))
+    status, out, _ = loopgen(capsys, *upgrade)
+    assert status == 0, out
+    assert "base: the spec as it was (from git commit" in out and "carrying 3 hunks" in out
+    text = script.read_text()
+    assert "MAX_EPOCHS = 4\n" in text and all(new in text for _, new in EDITS)
+
+
 def test_the_base_from_the_option_or_a_clear_refusal(repo, capsys, tmp_path):
     assert loopgen(capsys, "render", "spec.yaml", "-o", "train.py")[0] == 0  # not committed
     shutil.copy("train.py", tmp_path / "pristine.py")
@@ -219,7 +243,8 @@ def test_the_base_from_the_option_or_a_clear_refusal(repo, capsys, tmp_path):
 
     status, _, err = loopgen(capsys, "upgrade", "spec.yaml", "train.py")
     assert status == 2
-    assert "is neither in loopgen's cache nor committed in its git history; give it with --base FILE" in err
+    assert "is neither in loopgen's cache nor committed in its git history, and the spec as it was" in err
+    assert "give it with --base FILE" in err
     assert Path("train.py").read_text() == edited
 
     status, _, err = loopgen(capsys, "upgrade", "spec.yaml", "train.py", "--base", "spec.yaml")

@@ -174,6 +174,16 @@ class Source:
     text: str
     path: Path | None = None
     alone: bool = field(default=False, compare=False)  # a file named without -c (check's, upgrade's SCRIPT may be one)
+    # the file's content, when it is not what the file holds now (an earlier version, from git: upgrade renders
+    # the spec as it was to find the render a script came from)
+    content: bytes | None = field(default=None, compare=False, repr=False)
+
+    def read(self) -> tuple[bytes, str]:
+        """The file's bytes and text."""
+        assert self.path is not None
+        if self.content is None:
+            return read_file(self.path)
+        return self.content, self.content.decode("utf-8", errors="replace")
 
 
 @dataclass(frozen=True)
@@ -216,13 +226,13 @@ class Sources:
     def sha256(self) -> str:
         """Of the one file's bytes for a plain spec; else of every source in order (a file by its sha256)."""
         if self.single:
-            return hashlib.sha256(read_file(self.path)[0]).hexdigest()
+            return hashlib.sha256(self.items[0].read()[0]).hexdigest()
         return hashlib.sha256("\0".join(self.key()).encode()).hexdigest()
 
     def key(self) -> list[str]:
         """Every source, a file as its name and sha256 (for the render cache and the combined sha256)."""
         return [
-            f"{item.path.name}\0{hashlib.sha256(read_file(item.path)[0]).hexdigest()}" if item.path else item.text
+            f"{item.path.name}\0{hashlib.sha256(item.read()[0]).hexdigest()}" if item.path else item.text
             for item in self.items
         ]
 
@@ -234,7 +244,7 @@ class Sources:
             if item.path is None:
                 out.append((item.text, None))
                 continue
-            sha = hashlib.sha256(read_file(item.path)[0]).hexdigest()
+            sha = hashlib.sha256(item.read()[0]).hexdigest()
             out.append((_relative(item.path, script_dir), sha))
         return out
 
@@ -267,7 +277,7 @@ class Sources:
         for index, item in enumerate(self.items):
             order = (index + 1) * 10_000_000
             if item.path is not None:
-                document = parse_yaml(read_file(item.path)[1], str(item.path))
+                document = parse_yaml(item.read()[1], str(item.path))
                 if not isinstance(document.data, dict):
                     raise LoopgenError(
                         Problem(
