@@ -347,6 +347,8 @@ def split_arguments(tokens: list[str], own_values: tuple[str, ...]) -> tuple[lis
                 index += 1
                 rest.append(tokens[index])
         elif token.startswith("--") and _key_of(name) is not None:
+            if "\n" in token or (not has_value and "\n" in "".join(tokens[index + 1 : index + 2])):
+                raise LoopgenError(f"{name}: an override is one line (the script's header records it as one)")
             if not has_value:
                 if index + 1 >= len(tokens) or re.match(r"-(?![0-9.])", tokens[index + 1]):
                     raise LoopgenError(f"{token}: expected a value after it (--KEY=VALUE or --KEY VALUE)")
