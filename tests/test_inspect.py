@@ -520,3 +520,50 @@ def test_a_val_dataloader_that_builds_one_loader(tmp_path: Path, body: str, buil
                 {body}
     """
     assert facts(tmp_path, "m.Data", {"m.py": source}).val_loader_built == built
+
+
+PASSED_TO_HELPERS = {
+    "pkg/__init__.py": "",
+    "pkg/utils.py": """
+        def warmup(module, loss):
+            return loss * min(1.0, (module.trainer.global_step + 1) / 10)
+
+        def report(module, value):
+            module.log("scaled", value)
+    """,
+    "pkg/model.py": """
+        import pytorch_lightning as pl
+        from pkg.utils import warmup
+        from pkg import utils
+
+        def scaled(module, loss):
+            return warmup(module, loss) * (1 + module.trainer.current_epoch)
+
+        def anything(*parts):
+            return parts[0].trainer
+
+        class Net(pl.LightningModule):
+            def training_step(self, batch, batch_idx):
+                loss = scaled(self, batch.sum())
+                utils.report(module=self, value=loss)
+                print(self)
+                return loss
+
+            def validation_step(self, batch, batch_idx):
+                return anything(self, batch)
+    """,
+}
+
+
+def test_the_project_s_functions_the_module_is_passed_to_are_followed(tmp_path: Path) -> None:
+    """A helper outside the class reading `module.trainer` (in the same module, or imported from the project,
+    and the helpers it hands the module to) counts as the module's own read; one logging through it counts as
+    the module logging; one taking it by *args may read anything; print(self) is not the project's code."""
+    files = dict(PASSED_TO_HELPERS)
+    found = facts(tmp_path, "pkg.model.Net", files)
+    assert found.trainer_reads is None  # anything(*parts) may read any attribute
+    assert found.uses_log and "training_step" in found.logs_in
+
+    files["pkg/model.py"] = files["pkg/model.py"].replace("return anything(self, batch)", "return batch")
+    found = facts(tmp_path / "followed", "pkg.model.Net", files)
+    assert found.trainer_reads == {"current_epoch", "global_step"}

@@ -187,3 +187,54 @@ def test_a_composed_spec_is_verified_as_composed(tmp_path: Path, capsys: pytest.
     other.write_text("model:\n  init_args:\n    hidden: 4\n", encoding="utf-8")
     assert main(["verify", "-c", str(spec), "-c", str(other), "--trainer.max_steps=6", "--model.lr=0.2"]) == 0
     assert capsys.readouterr().out.strip() == "identical: 6 steps, 4 tensors"
+
+
+HELPER_MODULE = '''
+import pytorch_lightning as pl
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+
+def scaled_loss(module, loss):
+    """A helper outside the class, handed the module, reading its trainer."""
+    return loss * (1.0 + module.trainer.current_epoch)
+
+
+class Net(pl.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.layer = torch.nn.Linear(4, 1)
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        return scaled_loss(self, torch.nn.functional.mse_loss(self.layer(x), y))
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.1)
+
+    def train_dataloader(self):
+        g = torch.Generator().manual_seed(0)
+        data = TensorDataset(torch.randn(32, 4, generator=g), torch.randn(32, 1, generator=g))
+        return DataLoader(data, batch_size=8)
+'''
+
+
+@pytest.mark.slow
+def test_a_helper_handed_the_module_reads_its_trainer(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The module passed to a function of the project that reads module.trainer: the script gives it the trainer
+    (it crashed with "not attached to a `Trainer`" when the reader did not follow the call) and trains as
+    Lightning does."""
+    pytest.importorskip("pytorch_lightning")
+    monkeypatch.chdir(tmp_path)  # verify finds the user's modules from the current directory
+    (tmp_path / "helped").mkdir()
+    (tmp_path / "helped" / "__init__.py").write_text("")
+    (tmp_path / "helped" / "model.py").write_text(HELPER_MODULE)
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        "seed_everything: 1\nmodel: {class_path: helped.model.Net}\n"
+        "trainer: {max_epochs: 2, logger: false, enable_checkpointing: false, enable_progress_bar: false}\n"
+    )
+    assert main(["verify", str(spec)]) == 0
+    assert capsys.readouterr().out.strip() == "identical: 8 steps, 2 tensors"

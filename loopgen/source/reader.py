@@ -152,7 +152,13 @@ def inspect_class(
             use = TrainerUse(*trainer_names(fn, me, callback or is_callback))
             use.walk(fn.body)
             module_reads |= use.module_reads
-            trainer_reads = None if trainer_reads is None or use.escapes else trainer_reads | use.reads
+            # the project's functions the module is handed to (`helper(self, ...)`) read its trainer and log too
+            passed = reader.passed_module(fn, ancestor.module, {name for name in (me, use.module) if name})
+            if passed.logs:
+                uses_log = True
+                logs_in.add(fn.name)
+            escapes = use.escapes or passed.escapes
+            trainer_reads = None if trainer_reads is None or escapes else trainer_reads | use.reads | passed.reads
             prog_bar = prog_bar or logs_to_bar(fn)
             if not experiment_in:
                 code = source.lines(fn)
@@ -446,6 +452,15 @@ class _Class:
         return names
 
 
+@dataclass
+class _Passed:
+    """What the project's functions that a method hands the module to do with it (`_Reader.passed_module`)."""
+
+    reads: set[str]  # trainer attributes read through it
+    escapes: bool = False  # its trainer used otherwise: any attribute may be read
+    logs: bool = False  # its log / log_dict called
+
+
 class _Reader:
     """Finds and parses user modules under `roots`; each file is parsed at most once."""
 
@@ -499,6 +514,62 @@ class _Reader:
                 yield from self.ancestry(found, (*below, cls.node))
             elif isinstance(found, str):
                 yield found
+
+    def passed_module(
+        self, fn: Function, module: _Module, names: set[str], seen: frozenset[str] = frozenset()
+    ) -> _Passed:
+        """What the module-level functions of the project that `fn` (in `module`) passes the module to (one of
+        `names`, as an argument) read of its trainer, and whether they log through it: each followed into, with the
+        parameter that takes the module, and into the functions it passes that one to. A function outside the
+        project is not followed; one that takes the module by *args or **kwargs may read anything."""
+        found = _Passed(set())
+        if not names:
+            return found
+        for call in (node for node in ast.walk(fn) if isinstance(node, ast.Call)):
+            given = [i for i, arg in enumerate(call.args) if isinstance(arg, ast.Name) and arg.id in names]
+            keywords = [k.arg for k in call.keywords if isinstance(k.value, ast.Name) and k.value.id in names]
+            callee = dotted_name(call.func)
+            if not (given or keywords) or callee is None:
+                continue
+            target = self._function(module, callee)
+            if target is None:
+                continue
+            where, function = target
+            key = f"{where.file}:{function.name}"
+            if key in seen:
+                continue
+            positional = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
+            named = {*positional, *(a.arg for a in function.args.kwonlyargs)}
+            params = {positional[i] for i in given if i < len(positional)} | {k for k in keywords if k in named}
+            if any(i >= len(positional) for i in given) or any(k not in named for k in keywords):
+                found.escapes = True  # taken by *args or **kwargs: what reads it there is not followed
+            for param in params:
+                use = TrainerUse(param, None, None)
+                use.walk(function.body)
+                found.reads |= use.reads
+                found.escapes = found.escapes or use.escapes
+                found.logs = found.logs or calls_any(function, {f"{param}.log", f"{param}.log_dict"})
+            inner = self.passed_module(function, where, params, seen | {key})
+            found.reads |= inner.reads
+            found.escapes = found.escapes or inner.escapes
+            found.logs = found.logs or inner.logs
+        return found
+
+    def _function(self, module: _Module, callee: str) -> tuple[_Module, Function] | None:
+        """The module-level function `callee` names in `module` (defined there, or imported from the project)."""
+        if "." not in callee:
+            defined = [s for s in module.statements if isinstance(s, FUNCTIONS) and s.name == callee]
+            if defined:
+                return module, defined[-1]
+        target = _qualify(_bindings(module), callee)
+        if not target:
+            return None
+        module_name, _, name = target.rpartition(".")
+        other = self._module(module_name) if module_name else None
+        if other is None or other is module:
+            return None
+        defined = [s for s in other.statements if isinstance(s, FUNCTIONS) and s.name == name]
+        return (other, defined[-1]) if defined else None
 
     def _lookup_in(self, module: _Module, expr: str, stop: ast.ClassDef | None) -> _Class | str | None:
         """What the dotted expression `expr` refers to in `module` just before the statement `stop`."""

@@ -174,9 +174,10 @@ def call_arguments(call: ast.Call) -> list[tuple[str | None, str, ast.expr]]:
 
 
 def binding_statements(nodes: Iterable[ast.AST], into: list[ast.stmt]) -> None:
-    """Collects module-level imports, assignments and class statements (also inside if/try/with blocks)."""
+    """Collects module-level imports, assignments, class and function statements (also inside if/try/with
+    blocks)."""
     for node in nodes:
-        if isinstance(node, (ast.Import, ast.ImportFrom, ast.Assign, ast.ClassDef)):
+        if isinstance(node, (ast.Import, ast.ImportFrom, ast.Assign, ast.ClassDef, *FUNCTIONS)):
             into.append(node)
         elif not isinstance(node, (*FUNCTIONS, ast.expr)):
             binding_statements(ast.iter_child_nodes(node), into)
