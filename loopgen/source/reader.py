@@ -31,8 +31,10 @@ from loopgen.source.uses import (
     EXPERIMENT_READ,
     LOG_DICT_HOOKS,
     AutomaticOptimization,
+    Handed,
     TrainerUse,
     Words,
+    handed_module,
     logs_hparams,
     logs_to_bar,
     trainer_names,
@@ -452,15 +454,6 @@ class _Class:
         return names
 
 
-@dataclass
-class _Passed:
-    """What the project's functions that a method hands the module to do with it (`_Reader.passed_module`)."""
-
-    reads: set[str]  # trainer attributes read through it
-    escapes: bool = False  # its trainer used otherwise: any attribute may be read
-    logs: bool = False  # its log / log_dict called
-
-
 class _Reader:
     """Finds and parses user modules under `roots`; each file is parsed at most once."""
 
@@ -515,45 +508,15 @@ class _Reader:
             elif isinstance(found, str):
                 yield found
 
-    def passed_module(
-        self, fn: Function, module: _Module, names: set[str], seen: frozenset[str] = frozenset()
-    ) -> _Passed:
-        """What the module-level functions of the project that `fn` (in `module`) passes the module to (one of
-        `names`, as an argument) read of its trainer, and whether they log through it: each followed into, with the
-        parameter that takes the module, and into the functions it passes that one to. A function outside the
-        project is not followed; one that takes the module by *args or **kwargs may read anything."""
-        found = _Passed(set())
-        if not names:
-            return found
-        for call in (node for node in ast.walk(fn) if isinstance(node, ast.Call)):
-            given = [i for i, arg in enumerate(call.args) if isinstance(arg, ast.Name) and arg.id in names]
-            keywords = [k.arg for k in call.keywords if isinstance(k.value, ast.Name) and k.value.id in names]
-            callee = dotted_name(call.func)
-            if not (given or keywords) or callee is None:
-                continue
-            target = self._function(module, callee)
-            if target is None:
-                continue
-            where, function = target
-            key = f"{where.file}:{function.name}"
-            if key in seen:
-                continue
-            positional = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
-            named = {*positional, *(a.arg for a in function.args.kwonlyargs)}
-            params = {positional[i] for i in given if i < len(positional)} | {k for k in keywords if k in named}
-            if any(i >= len(positional) for i in given) or any(k not in named for k in keywords):
-                found.escapes = True  # taken by *args or **kwargs: what reads it there is not followed
-            for param in params:
-                use = TrainerUse(param, None, None)
-                use.walk(function.body)
-                found.reads |= use.reads
-                found.escapes = found.escapes or use.escapes
-                found.logs = found.logs or calls_any(function, {f"{param}.log", f"{param}.log_dict"})
-            inner = self.passed_module(function, where, params, seen | {key})
-            found.reads |= inner.reads
-            found.escapes = found.escapes or inner.escapes
-            found.logs = found.logs or inner.logs
-        return found
+    def passed_module(self, fn: Function, module: _Module, names: set[str]) -> Handed:
+        """What the project's functions that `fn` (in `module`) hands the module to (one of `names`) do with it
+        (loopgen.source.uses.handed_module)."""
+
+        def find(where: _Module, callee: str) -> tuple[_Module, Function, str] | None:
+            found = self._function(where, callee)
+            return None if found is None else (found[0], found[1], f"{found[0].file}:{found[1].name}")
+
+        return handed_module(fn, module, names, find)
 
     def _function(self, module: _Module, callee: str) -> tuple[_Module, Function] | None:
         """The module-level function `callee` names in `module` (defined there, or imported from the project)."""

@@ -1,11 +1,15 @@
-"""What a class's methods do: self.log to the bar, save_hyperparameters, automatic_optimization, trainer reads."""
+"""What a class's methods do: self.log to the bar, save_hyperparameters, automatic_optimization, trainer reads (in
+the methods, and in the project's functions they hand the module to)."""
 
 from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
 
-from loopgen.source.syntax import Function, Source, Visitor, call_arguments, dotted_name, literal_name
+from loopgen.source.syntax import Function, Source, Visitor, call_arguments, calls_any, dotted_name, literal_name
 
 
 class _HparamsCalls(Visitor):
@@ -227,3 +231,53 @@ class TrainerUse(Visitor):
             and dotted_name(func.value.func) == "super"
         ):
             self._consumed.update(id(value) for _, _, value in call_arguments(node))
+
+
+@dataclass
+class Handed:
+    """What the project's functions that a method hands the module to do with it (`handed_module`)."""
+
+    reads: set[str] = field(default_factory=set)  # trainer attributes read through it
+    escapes: bool = False  # its trainer used otherwise, or the module taken by *args / **kwargs: anything may be read
+    logs: bool = False  # its log / log_dict called
+
+
+def handed_module(
+    fn: Function,
+    where: Any,
+    names: set[str],
+    find: Callable[[Any, str], tuple[Any, Function, str] | None],
+    seen: frozenset[str] = frozenset(),
+) -> Handed:
+    """What the functions `fn` passes the module to (one of `names`, as an argument) read of its trainer, and
+    whether they log through it: each function `find` resolves (`where`: the module `fn` is in; it gives the
+    function's module, the function and a key) is followed into with the parameter that takes the module, and on
+    into the functions it passes that one to. A callee `find` does not resolve (outside the project) is not
+    followed."""
+    found = Handed()
+    if not names:
+        return found
+    for call in (node for node in ast.walk(fn) if isinstance(node, ast.Call)):
+        given = [i for i, arg in enumerate(call.args) if isinstance(arg, ast.Name) and arg.id in names]
+        keywords = [k.arg for k in call.keywords if isinstance(k.value, ast.Name) and k.value.id in names]
+        callee = dotted_name(call.func)
+        target = find(where, callee) if (given or keywords) and callee is not None else None
+        if target is None or target[2] in seen:
+            continue
+        module, function, key = target
+        positional = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
+        named = {*positional, *(a.arg for a in function.args.kwonlyargs)}
+        params = {positional[i] for i in given if i < len(positional)} | {k for k in keywords if k in named}
+        if any(i >= len(positional) for i in given) or any(k not in named for k in keywords):
+            found.escapes = True  # taken by *args or **kwargs: what reads it there is not followed
+        for param in params:
+            use = TrainerUse(param, None, None)
+            use.walk(function.body)
+            found.reads |= use.reads
+            found.escapes = found.escapes or use.escapes
+            found.logs = found.logs or calls_any(function, {f"{param}.log", f"{param}.log_dict"})
+        inner = handed_module(function, module, params, find, seen | {key})
+        found.reads |= inner.reads
+        found.escapes = found.escapes or inner.escapes
+        found.logs = found.logs or inner.logs
+    return found
