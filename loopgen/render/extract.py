@@ -243,12 +243,20 @@ def _names_in_order(statements: list[ast.stmt]) -> tuple[list[str], list[str]]:
 
 
 def _reads(scope: symtable.SymbolTable) -> set[str]:
-    """Names the block reads from outside itself: its own free references and those of the functions in it."""
+    """Names the block reads from outside itself: its own free references and those of the functions in it (not
+    a nested function's own locals)."""
     reads = {s.get_name() for s in scope.get_symbols() if s.is_referenced()}
     for child in scope.get_children():
-        reads |= {s.get_name() for s in child.get_symbols() if s.is_free() or s.is_global()}
-        reads |= _reads(child)
+        reads |= _free(child)
     return reads
+
+
+def _free(scope: symtable.SymbolTable) -> set[str]:
+    """The names a nested function (or the functions nested in it) reads from the scopes around it."""
+    free = {s.get_name() for s in scope.get_symbols() if s.is_free() or s.is_global()}
+    for child in scope.get_children():
+        free |= _free(child)
+    return free
 
 
 def _names(node: ast.AST) -> set[str]:
