@@ -46,6 +46,30 @@ def test_parameters_are_the_locals_it_reads_and_returns_what_main_reads_after() 
     assert run(text) == run(textwrap.dedent(source)) == 5
 
 
+def test_a_function_defined_in_the_block_takes_nothing_for_its_own_locals() -> None:
+    """A closure the block defines returns its own locals under names main() binds later: they are the closure's,
+    not the block's reads, so the lifted function does not take them (main() has not bound them yet)."""
+    source = """
+    def main():
+        scale = 3
+        # loopgen:extract build: Build the loader.
+        holder = {}
+
+        def load():
+            data = [scale, scale * 2]
+            size = len(data)
+            return data, size
+
+        holder["load"] = load
+        # loopgen:end
+        data, size = holder["load"]()
+        return data, size
+    """
+    text = lifted(source)
+    assert "    holder = build(scale)\n" in text and "def build(scale):" in text
+    assert run(text) == run(textwrap.dedent(source)) == ([3, 6], 2)
+
+
 def test_a_loop_variable_in_an_enclosing_try_is_the_loops_own() -> None:
     """A block inside a try statement: a later loop in its handler that binds the same name (its own variable)
     reads none of the block's, so the name does not come back; a plain read after the block still does."""
