@@ -4,7 +4,7 @@ defaults (line length 88): every script loopgen renders must pass both.
 The full sweep renders, in-process (`loopgen.pipeline.render_spec`), every spec of:
 
 - the examples, the parity cases (Lightning 2.x's, the objects', the streams', manual optimization's, the metric
-  attributes') and Lightning 1.9.5's seed-loop cases (`tests/test_lightning195.py`);
+  attributes', every attribute's) and Lightning 1.9.5's seed-loop cases (`tests/test_lightning195.py`);
 - the flag sets of `tests/test_text.py` (their models define every hook a script may call) and the specs of the DDP
   and Horovod tests;
 - a cross product of the flags that change the code (`CROSS`) over models that take different paths through the
@@ -183,6 +183,8 @@ QUICK = (
     "throughput:accumulating",
     "throughput:silent",
     "throughput:logged",
+    "every_attribute:every_attribute",  # the trainer of reads the render cannot list
+    "every_attribute:passed_on_estimate",
     # findings once, in these alone: an argument, a variable or an import the script did not use
     "cross:module:summary=1,accelerator=1",  # the model summary's `device`, without an example input
     "ddp:lbfgs_accumulate",  # the closure's `should_step`, nullcontext
@@ -239,12 +241,13 @@ def fixture_specs() -> dict[str, dict[str, Any]]:
         test_no_silent_render,
         test_throughput,
     )
-    from tests.parity import test_manual, test_metric_attributes
+    from tests.parity import test_every_attribute, test_manual, test_metric_attributes
 
     specs = test_no_silent_render.fixture_specs()
     for prefix, cases in (
         ("manual", test_manual.CASES),
         ("metric_attributes", test_metric_attributes.CASES),
+        ("every_attribute", test_every_attribute.CASES),
         ("lightning195", test_lightning195.CASES),
     ):
         specs.update({f"{prefix}:{case.id}": copy.deepcopy(case.spec) for case in cases})

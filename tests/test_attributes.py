@@ -4,10 +4,13 @@ Lightning's by tests/parity/test_metric_attributes.py."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from loopgen.plan.common import UNSERVED_TRAINER_ATTRIBUTES
 from tests.test_manual import GAN, refusal, render
 
 AUTOMATIC = """
@@ -43,7 +46,7 @@ def reading(source: str, line: str = READS) -> str:
 
 def test_progress_bar_metrics_and_configs_are_served(tmp_path: Path) -> None:
     script = render(tmp_path, reading(AUTOMATIC))
-    assert "trainer = ProgressBarTrainer(" in script
+    assert "trainer = Trainer(" in script
     assert "return self.metric_log.progress_bar()" in script
     # a bare ReduceLROnPlateau in the dict form takes its monitor from the dict (Lightning's rule)
     assert 'LRSchedulerConfig(scheduler, reduce_on_plateau=True, monitor="loss"),' in script
@@ -63,7 +66,7 @@ def test_manual_optimization_configs_drop_what_lightning_ignores(tmp_path: Path)
 
 def test_nothing_for_them_when_unread(tmp_path: Path) -> None:
     script = render(tmp_path, AUTOMATIC)
-    for absent in ("ProgressBarTrainer", "LRSchedulerConfig", "progress_bar_metrics"):
+    for absent in ("class Trainer", "LRSchedulerConfig", "progress_bar_metrics"):
         assert absent not in script
 
 
@@ -106,3 +109,86 @@ def test_trainer_model_is_the_module_and_refused_where_lightning_wraps_it(tmp_pa
     )
     assert "models.py:" in found and "trainer.model with strategy ddp is not supported by loopgen" in found
     assert "read trainer.lightning_module" in found
+
+
+PLAIN = """
+import torch
+
+NAMES = ["estimated_stepping_batches", "global_step", "strategy", "val_check_batch"]
+
+
+class Gan(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layer = torch.nn.Linear(2, 1)
+
+    def train_dataloader(self):
+        return torch.utils.data.DataLoader(torch.ones(12, 2), batch_size=4)
+
+    def training_step(self, batch, batch_idx):
+        return self.layer(batch).sum()
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.1)
+
+
+class Watch:
+    def on_train_start(self, trainer, pl_module):
+        for name in NAMES:
+            try:
+                print(name, "=", getattr(trainer, name))
+            except AttributeError as error:
+                print(name, "raises", type(error).__name__, error)
+"""
+WATCHED = "trainer:\n  max_epochs: 2\n  logger: false\n  callbacks: [{class_path: pkg.models.Watch}]\n"
+
+
+def run_script(tmp_path: Path, source: str, spec: str) -> str:
+    script = tmp_path / "train.py"
+    script.write_text(render(tmp_path, source, spec), encoding="utf-8")
+    done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_a_trainer_read_by_name_serves_lightnings_attributes_and_says_why_it_cannot_serve_one(tmp_path: Path) -> None:
+    """getattr(trainer, name) over a list: the render cannot list the reads, so the script's trainer has every
+    attribute of Lightning's; one it cannot serve raises, when read (the run goes on), an AttributeError that names
+    it, why, and what to read instead (the values are compared with Lightning's by
+    tests/parity/test_every_attribute.py)."""
+    output = run_script(tmp_path, PLAIN, WATCHED)
+    assert "estimated_stepping_batches = 6\n" in output  # 3 batches, 2 epochs
+    assert "global_step = 0\n" in output and "val_check_batch = 3\n" in output
+    reason = UNSERVED_TRAINER_ATTRIBUTES["strategy"]
+    assert (
+        f"strategy raises TrainerAttributeError this script's trainer does not provide trainer.strategy: {reason}"
+        in (output)
+    )
+    assert "Training stopped after 2 epochs" in output
+
+
+def test_what_the_source_reads_by_name_is_refused_or_served_whatever_else_reads_the_trainer(tmp_path: Path) -> None:
+    """A callback passing the trainer on does not hide the module's own reads: an unservable one is still refused at
+    its line, and the estimate is computed from the training data, loaded where it is first read."""
+    source = reading(PLAIN, "        print(self.trainer.strategy)\n")
+    assert "reads trainer.strategy, which the script's trainer does not provide" in refusal(tmp_path, source, WATCHED)
+    source = PLAIN.replace("lr=0.1)", "lr=0.1 / self.trainer.estimated_stepping_batches)")
+    script = render(tmp_path, source, WATCHED)
+    assert "def load_training_data():" in script and "= trainer.training_data()" in script
+    found = refusal(tmp_path, source.replace("0.1 /", "0.1 * self.trainer.model.training /"),
+                    "seed_everything: 1\n" + WATCHED + "  strategy: ddp\n  devices: 2\n  accelerator: cpu\n")  # fmt: skip
+    assert "trainer.model with strategy ddp is not supported by loopgen" in found
+
+
+def test_a_long_reason_is_written_as_adjacent_literals_that_join_into_it() -> None:
+    """The reasons the script's trainer gives are user-facing text: each is written as literals of at most a
+    line's width (within black's line length), which Python joins back into the reason."""
+    import ast
+
+    from loopgen.render.values import text
+
+    reason = UNSERVED_TRAINER_ATTRIBUTES["callbacks"]
+    lines = text(reason).splitlines()
+    assert len(lines) > 1 and all(len(line) <= 76 for line in lines)
+    assert ast.literal_eval(" ".join(lines)) == reason
+    assert text("short") == "'short'"

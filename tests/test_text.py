@@ -1038,8 +1038,8 @@ TRACES = {
     ],
     "manual_profiler": ['with profiler.profile("optimizer_step"):'],
     "trainer_metric_attributes": [
-        "class ProgressBarTrainer(SimpleNamespace):",
-        "trainer = ProgressBarTrainer(",
+        "class Trainer(SimpleNamespace):",
+        "trainer = Trainer(",
         "metric_log=metrics,",
         "class LRSchedulerConfig:",
         "lr_scheduler_configs=[],",
@@ -1048,7 +1048,7 @@ TRACES = {
     ],
     "clip_hook_estimate": [
         "model.configure_gradient_clipping(",
-        "trainer.estimated_stepping_batches = min(",
+        "return min(batches * max(self.max_epochs, 1), self.max_steps)",
         "gradient_clip_val = GRADIENT_CLIP_VAL",
     ],
     "ddp": [

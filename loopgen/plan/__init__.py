@@ -216,6 +216,7 @@ def make_plan(
         model,
         user_callbacks,
         device,
+        bounds,
         optimizers,
         optimization,
         metrics,

@@ -30,11 +30,41 @@ TRAINER_ATTRIBUTES = (
     "num_sanity_val_batches", "received_sigterm", "interrupted",
     # the devices and the processes: the local device indices, the samplers' sharding, float16's GradScaler
     "device_ids", "distributed_sampler_kwargs", "scaler",
+    # the flags as Lightning's Trainer holds them (FLAG_ATTRIBUTES), and the batches between validations, set as
+    # the training data loads
+    "barebones", "check_val_every_n_epoch", "enable_autolog_hparams", "fast_dev_run", "gradient_clip_algorithm",
+    "gradient_clip_val", "limit_train_batches", "limit_val_batches", "limit_test_batches", "limit_predict_batches",
+    "log_every_n_steps", "num_sanity_val_steps", "overfit_batches", "reload_dataloaders_every_n_epochs",
+    "val_check_interval", "val_check_batch",
+    # Lightning's print: on each node's first process
+    "print",
 )  # fmt: skip
 
 
-# Trainer attributes the script refuses for a reason of their own (the others: not provided), with what to read
-# instead
+# The Trainer attributes that hold a flag's value as Lightning's Trainer resolves it at construction
+# (loopgen.plan.state.flag_values): constants of the run.
+FLAG_ATTRIBUTES = (
+    "barebones", "check_val_every_n_epoch", "enable_autolog_hparams", "fast_dev_run", "gradient_clip_algorithm",
+    "gradient_clip_val", "limit_train_batches", "limit_val_batches", "limit_test_batches", "limit_predict_batches",
+    "log_every_n_steps", "num_sanity_val_steps", "overfit_batches", "reload_dataloaders_every_n_epochs",
+    "val_check_interval",
+)  # fmt: skip
+
+
+_LOOP = (
+    "one of Lightning's loop objects, which the script has none of (its loop is main()); read the trainer's"
+    " counters: `current_epoch`, `global_step`, `num_training_batches`, `is_last_batch`"
+)
+_RUN = (
+    "a Lightning method that starts another run, which the script's trainer cannot do; run the script again with"
+    " its command (`python train.py validate`, `test`, `predict`)"
+)
+
+# The rest of Lightning's public Trainer attributes (properties, instance attributes, methods): what the script
+# cannot serve in any spec, each with the reason and what to read instead. A read of one is refused at render
+# time where the reads can be listed; where they cannot (the trainer passed on, read by a name computed at run
+# time), reading one raises an AttributeError (the script's TrainerAttributeError) that says this.
+# TRAINER_ATTRIBUTES and these are every public attribute of Lightning's Trainer (tests/test_trainer_table.py).
 UNSERVED_TRAINER_ATTRIBUTES = {
     "accelerator": "a Lightning object the script has none of; read `pl_module.device`",
     "strategy": "a Lightning object the script has none of; read `trainer.world_size`, `global_rank`",
@@ -42,6 +72,31 @@ UNSERVED_TRAINER_ATTRIBUTES = {
     "predict_dataloaders": (
         "Lightning's are its own copies of the loaders (batch_size None, a batch sampler that records the"
         " indices); keep the loaders your predict_dataloader() returns"
+    ),
+    "callbacks": (
+        "Lightning's list holds its own callback objects too (the progress bar, the model summary, ...), which the"
+        " script does not have; read `trainer.checkpoint_callbacks`, `trainer.early_stopping_callbacks`, or keep"
+        " your callbacks where you make them"
+    ),
+    "profiler": (
+        "a Lightning object (its Profiler) the script has none of; the script profiles as the spec's `profiler`"
+        " flag says"
+    ),
+    "fit_loop": _LOOP,
+    "validate_loop": _LOOP,
+    "test_loop": _LOOP,
+    "predict_loop": _LOOP,
+    "fit": _RUN,
+    "validate": _RUN,
+    "test": _RUN,
+    "predict": _RUN,
+    "save_checkpoint": (
+        "a Lightning method that writes through its strategy, which the script has none of; the script writes"
+        " checkpoints through the spec's ModelCheckpoint callbacks"
+    ),
+    "init_module": (
+        "a Lightning context manager that builds the module on its strategy's device, which the script has none"
+        " of; build layers in `configure_model`, which the script calls where Lightning does"
     ),
 }
 

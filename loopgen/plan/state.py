@@ -7,8 +7,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from loopgen.errors import LoopgenError, Problem
+from loopgen.plan.bounds import Bounds
 from loopgen.plan.checkpointing import Checkpointing
 from loopgen.plan.common import (
+    FLAG_ATTRIBUTES,
     LOADER_ATTRIBUTES,
     LOGGER_ATTRIBUTES,
     METRIC_ATTRIBUTES,
@@ -45,7 +47,8 @@ class SchedulerConfig:
 
 @dataclass(frozen=True)
 class State:
-    """The object hooks and callbacks receive as `trainer`: only the attributes something reads."""
+    """The object hooks and callbacks receive as `trainer`: the attributes something reads, or (where the reads
+    cannot be listed) every public attribute of Lightning's Trainer, served or raising a clear error."""
 
     exists: bool
     attributes: frozenset[str]
@@ -59,11 +62,27 @@ class State:
     # trainer.lr_scheduler_configs: one per scheduler the script holds by name (see scheduler_configs);
     # None: the general helper's schedulers, their configs made at run time
     scheduler_configs: tuple[SchedulerConfig, ...] | None = ()
+    # the reads cannot all be listed (the trainer passed on, or read by a name computed at run time): the trainer
+    # has every attribute of Lightning's, served, or one of `unserved`
+    complete: bool = False
+    # Lightning's attributes the trainer cannot serve in this spec, each with why and what to read instead:
+    # reading one raises the script's TrainerAttributeError, saying so (only where `complete`: a read the
+    # source shows is refused at render time)
+    unserved: tuple[tuple[str, str], ...] = ()
+    # the flags the trainer holds (FLAG_ATTRIBUTES it has), with the values Lightning's Trainer gives them
+    flag_values: tuple[tuple[str, Any], ...] = ()
+    # trainer.val_check_batch as the training data loads: an int val_check_interval, or (None) the fraction's
+    # batches, `val_check_fraction` of the epoch's
+    val_check_every: int | None = None
+    val_check_fraction: float = 1.0
+    # trainer.estimated_stepping_batches needs the training data (max_epochs is not -1): the script loads it when
+    # the estimate is first read, where Lightning loads it, or where Lightning's fit loop starts
+    loads_on_demand: bool = False
 
     @property
     def estimates(self) -> bool:
-        """trainer.estimated_stepping_batches is read: the training data is loaded before configure_optimizers
-        (where Lightning loads it when the estimate is asked for), and the estimate made from it."""
+        """trainer.estimated_stepping_batches is served: computed when read, from the training data (loaded
+        then if it is not yet, as Lightning's is)."""
         return "estimated_stepping_batches" in self.attributes
 
     @property
@@ -72,20 +91,25 @@ class State:
         Lightning's `experiment` (the writer or client underneath)."""
         return self.has("logger") or self.has("loggers")
 
+    @property
+    def own_class(self) -> bool:
+        """The trainer is an object of the script's Trainer class (properties computed when read, attributes that
+        raise), not a plain namespace."""
+        return bool(self.unserved) or self.has("progress_bar_metrics") or self.loads_on_demand or self.has("print")
+
     def has(self, name: str) -> bool:
         return name in self.attributes
 
 
 def scheduler_configs(
     spec: Spec, model: ClassFacts, callbacks: tuple[ClassFacts, ...], optimizers: Optimizers
-) -> tuple[SchedulerConfig, ...] | None | bool:
+) -> tuple[SchedulerConfig, ...] | None | str:
     """trainer.lr_scheduler_configs: Lightning's LRSchedulerConfig of each scheduler, from what configure_optimizers'
     source (or the spec's lr_scheduler, as LightningCLI returns it) shows; the general helper's at run time.
 
-    Refused where the script cannot know a config as Lightning holds it (a trainer passed on without reading
-    the attribute by name just does not get it: False)."""
-    named = any(facts.trainer_reads is not None and "lr_scheduler_configs" in facts.trainer_reads
-                for facts in (model, *callbacks))  # fmt: skip
+    Refused where the script cannot know a config as Lightning holds it; a trainer passed on without reading
+    the attribute by name gets the reason instead (a str), which its attribute raises when read."""
+    named = any("lr_scheduler_configs" in facts.trainer_named for facts in (model, *callbacks))
     reason = ""
     if optimizers.several:
         reason = "with optimizer_idx (Lightning 1.9.5), whose configs hold opt_idx"
@@ -97,7 +121,7 @@ def scheduler_configs(
         reason = 'configure_optimizers gives a scheduler a "name" its source does not show'
     if reason:
         if not named:
-            return False
+            return f"the script cannot serve it {reason}; read the schedulers from configure_optimizers' return"
         at = {name: where for facts in (model, *callbacks) for name, where in facts.trainer_read_at.items()}
         message = f"reads trainer.lr_scheduler_configs, which the script cannot serve {reason}"
         raise LoopgenError([Problem(at.get("lr_scheduler_configs", ""), message)])
@@ -145,6 +169,7 @@ def resolve_state(
     model: ClassFacts,
     callbacks: tuple[ClassFacts, ...],
     device: Device,
+    bounds: Bounds,
     optimizers: Optimizers,
     optimization: Optimization,
     metrics: Metrics,
@@ -153,7 +178,8 @@ def resolve_state(
     profiling: Profiling,
     distributed: Distributed,
 ) -> State:
-    """The `trainer` object: the attributes the model and the callbacks read, each one true."""
+    """The `trainer` object: the attributes the model and the callbacks read, each one true; every attribute of
+    Lightning's (or its clear error) where the reads cannot be listed."""
     reads: set[str] = set()
     if checkpointing.checkpoints:  # what the script's ModelCheckpoint reads
         reads |= {"current_epoch", "global_step", "sanity_checking", "ckpt_path"}
@@ -166,12 +192,11 @@ def resolve_state(
     if model.manual_optimization:  # the wrapped optimizers count global_step; toggle_optimizer reads optimizers
         reads |= {"global_step", "current_epoch"}  # the loop's counters live on the trainer then
         reads |= {"optimizers"} if model.attributes_read & {"toggle_optimizer", "untoggle_optimizer"} else set()
-    everything = False
+    # what the source reads by name is served (or refused here) even where something else passes the trainer on
+    complete = False
     for facts in (model, *callbacks):
-        if facts.trainer_reads is None:
-            everything = True
-        else:
-            reads |= facts.trainer_reads
+        complete = complete or facts.trainer_reads is None
+        reads |= facts.trainer_named | (facts.trainer_reads or set())
     counters = {"current_epoch", "global_step"}
     module_counters = model.attributes_read | {r for facts in callbacks for r in facts.module_reads}
     module_loggers = module_counters & {"logger", "loggers"}
@@ -182,6 +207,53 @@ def resolve_state(
         reads |= module_loggers  # ... and its self.logger, self.loggers
     # where each attribute is first read, for the refusals below
     where = {name: at for facts in (model, *callbacks) for name, at in facts.trainer_read_at.items()}
+    _refuse_unknown(reads, where)
+    wrapped = distributed.kind in ("ddp", "dp")  # Lightning's trainer.model: its wrapper around the module
+    seed_loop = follows_1_9_5(spec, model)
+    unservable = _unservable(spec, optimization, metrics, wrapped, distributed.kind, seed_loop)
+    _refuse_named(spec, reads & set(unservable), where, distributed.kind)
+    configs = (
+        scheduler_configs(spec, model, callbacks, optimizers) if complete or "lr_scheduler_configs" in reads else ()
+    )
+    if isinstance(configs, str):
+        unservable["lr_scheduler_configs"] = configs
+    attributes = frozenset(TRAINER_ATTRIBUTES) - set(unservable) if complete else frozenset(reads)
+    if not metrics.collect:
+        attributes -= METRIC_ATTRIBUTES
+    if attributes & counters:  # the loop counts on the trainer: both counters live there
+        attributes |= counters
+    if "estimated_stepping_batches" in attributes:  # computed from these when read, as Lightning's is
+        attributes |= {"num_training_batches", "max_epochs", "max_steps"}
+    if "print" in attributes:  # Lightning's prints on each node's first process
+        attributes |= {"local_rank"}
+    exists = bool(attributes) or bool(callbacks) or bool(checkpointing.directories)  # the user's callbacks get it
+    module_reads_trainer = (model.trainer_reads or set()) != set() or model.trainer_reads is None
+    plain_counters = set() if model.is_lightning_module else module_counters & counters
+    interval = spec.trainer.val_check_interval if not spec.trainer.fast_dev_run else 1.0
+    return State(
+        exists=exists,
+        attributes=attributes,
+        counters=bool(attributes & counters),
+        attach_private=model.is_lightning_module
+        and (module_reads_trainer or bool(module_counters & counters) or bool(module_loggers) or toggles),
+        attach_public=not model.is_lightning_module and module_reads_trainer,
+        mirror_epoch="current_epoch" in plain_counters,
+        mirror_step="global_step" in plain_counters,
+        scheduler_configs=() if isinstance(configs, str) else configs,
+        local_rank=distributed.enabled and (device.moves or "local_rank" in attributes or profiling.ranked),
+        node_rank=distributed.enabled and "node_rank" in attributes,
+        complete=complete,
+        unserved=tuple(sorted(unservable.items())) if complete else (),
+        flag_values=tuple((name, value) for name, value in flag_values(spec) if name in attributes),
+        val_check_every=interval if isinstance(interval, int) else None,
+        val_check_fraction=float(interval),
+        loads_on_demand="estimated_stepping_batches" in attributes and bounds.estimate_epochs != -1,
+    )
+
+
+def _refuse_unknown(reads: set[str], where: Mapping[str, str]) -> None:
+    """A read of what Lightning's Trainer has and the script never serves (with the reason), or of what it does not
+    have at all."""
     unknown = sorted(reads - set(TRAINER_ATTRIBUTES) - {"_trainer"})
     if unknown:
         supported = ", ".join(TRAINER_ATTRIBUTES)
@@ -196,8 +268,51 @@ def resolve_state(
                 for name in unknown
             ]
         )
-    dummy_logger = bool(spec.trainer.fast_dev_run) and spec.trainer.logger is not False
-    if dummy_logger and reads & LOGGER_ATTRIBUTES:
+
+
+def _unservable(
+    spec: Spec, optimization: Optimization, metrics: Metrics, wrapped: bool, kind: str, seed_loop: bool
+) -> dict[str, str]:
+    """Lightning's attributes the script cannot serve in this spec, each with why and what to read instead: those
+    it never serves (UNSERVED_TRAINER_ATTRIBUTES), and those this spec's flags put out of reach."""
+    unservable = dict(UNSERVED_TRAINER_ATTRIBUTES)
+    if bool(spec.trainer.fast_dev_run) and spec.trainer.logger is not False:
+        for name in LOGGER_ATTRIBUTES:
+            unservable[name] = (
+                "under fast_dev_run Lightning's loggers are a DummyLogger, which the script does not provide;"
+                " set logger: false, or remove fast_dev_run"
+            )
+    if spec.accumulation_callback:
+        unservable["accumulate_grad_batches"] = (
+            "with a GradientAccumulationScheduler entry Lightning 2.x changes it where the entry stands among the"
+            " callbacks, and it is 1 until the first epoch starts (the script sets it after all of your callbacks'"
+            " on_train_epoch_start); give the schedule as `accumulate_grad_batches: {epoch: factor}`, whose value"
+            " the script gives as Lightning 1.9.5 does"
+        )
+    if wrapped:
+        unservable["model"] = (
+            f"with strategy {kind} Lightning's is its own wrapper around the module (DistributedDataParallel or"
+            " DataParallel over its _LightningModuleWrapperBase), whose names and state_dict keys the script's"
+            " wrapper does not have; read trainer.lightning_module"
+        )
+    if seed_loop:
+        for name in LOADER_ATTRIBUTES:
+            unservable[name] = (
+                "in a spec that follows Lightning 1.9.5 it is 1.9.5's own CombinedLoader (training) or list of"
+                " loaders, which the script does not build; keep the loader your *_dataloader() hook returns, or"
+                " follow Lightning 2.x"
+            )
+    if optimization.names_schedule:
+        unservable["estimated_stepping_batches"] = (
+            "with an accumulation schedule Lightning refuses it too (the number of steps per epoch changes with"
+            " the schedule); use a constant accumulate_grad_batches, or count the steps in configure_optimizers"
+        )
+    return unservable
+
+
+def _refuse_named(spec: Spec, named: set[str], where: Mapping[str, str], kind: str) -> None:
+    """A read the source shows of an attribute this spec's flags put out of reach: refused at its line."""
+    if named & LOGGER_ATTRIBUTES:
         raise LoopgenError(
             [
                 Problem(
@@ -205,10 +320,10 @@ def resolve_state(
                     f"reads trainer.{name}: under fast_dev_run Lightning's loggers are a DummyLogger, which the"
                     " script does not provide: set logger: false, or remove fast_dev_run",
                 )
-                for name in sorted(reads & LOGGER_ATTRIBUTES)
+                for name in sorted(named & LOGGER_ATTRIBUTES)
             ]
         )
-    if spec.accumulation_callback and "accumulate_grad_batches" in reads:
+    if "accumulate_grad_batches" in named:
         message = refusal(
             "trainer.accumulate_grad_batches with a GradientAccumulationScheduler entry",
             "Lightning 2.x changes it where the entry stands among the callbacks, and it is 1 until the first"
@@ -217,57 +332,57 @@ def resolve_state(
             " Lightning 1.9.5 does",
         )
         raise LoopgenError(Problem(where.get("accumulate_grad_batches", ""), message))
-    wrapped = distributed.kind in ("ddp", "dp")  # Lightning's trainer.model: its wrapper around the module
-    if wrapped and "model" in reads:
+    if "model" in named:
         message = refusal(
-            f"trainer.model with strategy {distributed.kind}",
+            f"trainer.model with strategy {kind}",
             "Lightning's is its own wrapper around the module (DistributedDataParallel or DataParallel over"
             " its _LightningModuleWrapperBase), whose names and state_dict keys the script's wrapper does not have",
             "read trainer.lightning_module",
         )
         raise LoopgenError(Problem(where.get("model", ""), message))
-    seed_loop = follows_1_9_5(spec, model)
-    if seed_loop and reads & LOADER_ATTRIBUTES:
-        name = min(reads & LOADER_ATTRIBUTES)
+    if named & LOADER_ATTRIBUTES:
+        name = min(named & LOADER_ATTRIBUTES)
         message = refusal(
             f"trainer.{name} in a spec that follows Lightning 1.9.5",
             "1.9.5's are its own CombinedLoader (training) and lists of loaders, which the script does not build",
             "keep the loader your *_dataloader() hook returns, or follow Lightning 2.x",
         )
         raise LoopgenError(Problem(where.get(name, ""), message))
-    # a trainer passed on gets everything but the estimate (which would move the training data's loading), under
-    # ddp and dp but `model`, and following Lightning 1.9.5 but the loaders
-    skipped = {"estimated_stepping_batches", *(["model"] if wrapped else []), *(LOADER_ATTRIBUTES if seed_loop else [])}
-    attributes = frozenset(TRAINER_ATTRIBUTES) - skipped if everything else frozenset(reads)
-    if dummy_logger:
-        attributes -= LOGGER_ATTRIBUTES
-    if not metrics.collect:
-        attributes -= METRIC_ATTRIBUTES
-    if attributes & counters:  # the loop counts on the trainer: both counters live there
-        attributes |= counters
-    if "estimated_stepping_batches" in attributes and optimization.names_schedule:
+    if "estimated_stepping_batches" in named:
         message = refusal(
             "trainer.estimated_stepping_batches with an accumulation schedule",
             "Lightning 1.9.5 refuses it too: the number of steps per epoch changes with the schedule",
             "use a constant accumulate_grad_batches, or count the steps in configure_optimizers yourself",
         )
         raise LoopgenError(flag_problem(spec, "accumulate_grad_batches", message))
-    configs = scheduler_configs(spec, model, callbacks, optimizers) if "lr_scheduler_configs" in attributes else ()
-    if configs is False:
-        attributes -= {"lr_scheduler_configs"}
-    exists = bool(attributes) or bool(callbacks) or bool(checkpointing.directories)  # the user's callbacks get it
-    module_reads_trainer = (model.trainer_reads or set()) != set() or model.trainer_reads is None
-    plain_counters = set() if model.is_lightning_module else module_counters & counters
-    return State(
-        exists=exists,
-        attributes=attributes,
-        counters=bool(attributes & counters),
-        attach_private=model.is_lightning_module
-        and (module_reads_trainer or bool(module_counters & counters) or bool(module_loggers) or toggles),
-        attach_public=not model.is_lightning_module and module_reads_trainer,
-        mirror_epoch="current_epoch" in plain_counters,
-        mirror_step="global_step" in plain_counters,
-        scheduler_configs=() if configs is False else configs,
-        local_rank=distributed.enabled and (device.moves or "local_rank" in attributes or profiling.ranked),
-        node_rank=distributed.enabled and "node_rank" in attributes,
-    )
+
+
+def flag_values(spec: Spec) -> tuple[tuple[str, Any], ...]:
+    """FLAG_ATTRIBUTES with the values Lightning's Trainer gives them from the spec's flags (its
+    _init_debugging_flags: fast_dev_run and overfit_batches set the limits; -1 sanity steps is inf)."""
+    t = spec.trainer
+    fast = t.fast_dev_run
+    limits = {stage: getattr(t, f"limit_{stage}_batches") for stage in ("train", "val", "test", "predict")}
+    sanity = float("inf") if t.num_sanity_val_steps == -1 else t.num_sanity_val_steps
+    interval, every_n = t.val_check_interval, t.check_val_every_n_epoch
+    if fast:
+        limits = dict.fromkeys(limits, int(fast))
+        sanity, interval, every_n = 0, 1.0, 1
+    if t.overfit_batches > 0:
+        limits["train"] = limits["val"] = t.overfit_batches
+    given = spec.trainer_given
+    values = {
+        "barebones": False,  # accepted at Lightning's default only
+        "check_val_every_n_epoch": every_n,
+        "enable_autolog_hparams": True,
+        "fast_dev_run": bool(fast) if fast in (0, 1) else fast,  # Lightning's True for 1
+        "gradient_clip_algorithm": t.gradient_clip_algorithm if "gradient_clip_algorithm" in given else None,
+        "gradient_clip_val": t.gradient_clip_val,
+        **{f"limit_{stage}_batches": limit for stage, limit in limits.items()},
+        "log_every_n_steps": t.log_every_n_steps,
+        "num_sanity_val_steps": sanity,
+        "overfit_batches": t.overfit_batches,
+        "reload_dataloaders_every_n_epochs": t.reload_dataloaders_every_n_epochs,
+        "val_check_interval": interval,
+    }
+    return tuple((name, values[name]) for name in FLAG_ATTRIBUTES)

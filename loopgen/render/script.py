@@ -29,7 +29,7 @@ from loopgen.render.extract import extract_helpers
 from loopgen.render.formatting import DEFAULTS, BlackConfig, format_script
 from loopgen.render.names import MARKER as IMPORTS_MARKER
 from loopgen.render.names import import_block, object_names, with_object_names
-from loopgen.render.values import argument, fstring, ident, kwargs, literal
+from loopgen.render.values import argument, fstring, ident, kwargs, literal, text
 
 
 def template_dir() -> Path:
@@ -101,7 +101,7 @@ def _environment() -> jinja2.Environment:
         finalize=_mark_blocks,
         bytecode_cache=_bytecode_cache(),
     )
-    env.filters.update(literal=literal, fstring=fstring, ident=ident, kwargs=kwargs, argument=argument)
+    env.filters.update(literal=literal, fstring=fstring, ident=ident, kwargs=kwargs, argument=argument, text=text)
     return env
 
 

@@ -23,6 +23,20 @@ def literal(value: Any) -> str:
     return text
 
 
+def text(value: str, width: int = 72) -> str:
+    """A long string as adjacent literals of at most about `width` characters, one a line, split after spaces:
+    Python joins them into the value, and each line stays within black's line length."""
+    if not isinstance(value, str):
+        raise LoopgenError(f"{value!r} is not a string")
+    parts = [""]
+    for word in value.split(" "):
+        if parts[-1] and len(parts[-1]) + len(word) > width:
+            parts.append("")
+        parts[-1] += word + " "
+    parts[-1] = parts[-1][:-1]
+    return "\n".join(literal(part) for part in parts)
+
+
 _NON_FINITE = {"inf": 'float("inf")', "-inf": 'float("-inf")', "nan": 'float("nan")'}
 
 

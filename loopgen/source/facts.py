@@ -39,6 +39,9 @@ class ClassFacts:
     # what the methods read from the trainer (`self.trainer.X` in a module; the `trainer` parameter or
     # `pl_module.trainer.X` in a callback); None: the trainer itself is passed on or stored, so anything may be read
     trainer_reads: frozenset[str] | None = frozenset()
+    # ... each `trainer.X` read by name, also where trainer_reads is None: these are served (or refused) whatever
+    # else reads the trainer
+    trainer_named: frozenset[str] = frozenset()
     module_reads: frozenset[str] = frozenset()  # a callback's `pl_module.X` attributes
     optimizers: OptimizersFacts | None = None  # configure_optimizers' return, when its source shows it
     optimizers_unknown: str = ""  # why its source does not show it (with configure_optimizers defined)

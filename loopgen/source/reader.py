@@ -119,6 +119,7 @@ def inspect_class(
     attributes: set[str] = set()
     class_attributes: set[str] = set()
     trainer_reads: set[str] | None = set()
+    trainer_named: set[str] = set()  # read by name, whatever else the trainer is passed to
     module_reads: set[str] = set()
     scheduler = lbfgs = log_dicts = prog_bar = False
     optimizers: OptimizersFacts | None = None
@@ -161,6 +162,7 @@ def inspect_class(
                 logs_in.add(fn.name)
             escapes = use.escapes or passed.escapes
             trainer_reads = None if trainer_reads is None or escapes else trainer_reads | use.reads | passed.reads
+            trainer_named |= use.reads | passed.reads
             prog_bar = prog_bar or logs_to_bar(fn)
             if not experiment_in:
                 code = source.lines(fn)
@@ -207,11 +209,12 @@ def inspect_class(
         returns_log_dicts=log_dicts,
         logs_to_progress_bar=prog_bar,
         trainer_reads=None if trainer_reads is None else frozenset(trainer_reads),
+        trainer_named=frozenset(trainer_named),
         module_reads=frozenset(module_reads),
         optimizers=optimizers,
         optimizers_unknown=optimizers_unknown,
         manual_optimization=None if automatic.value is None else not automatic.value,
-        trainer_read_at=_first_reads(trainer_reads or set(), [cls.module.file, *reader.files_read]),
+        trainer_read_at=_first_reads(trainer_named, [cls.module.file, *reader.files_read]),
         defined_at=_first_reads(set(methods), [cls.module.file, *reader.files_read], "def "),
         sources=tuple(reader.files_read),
         init=init_signature(found),
