@@ -173,8 +173,10 @@ def test_what_the_source_reads_by_name_is_refused_or_served_whatever_else_reads_
     source = reading(PLAIN, "        print(self.trainer.strategy)\n")
     assert "reads trainer.strategy, which the script's trainer does not provide" in refusal(tmp_path, source, WATCHED)
     source = PLAIN.replace("lr=0.1)", "lr=0.1 / self.trainer.estimated_stepping_batches)")
-    script = render(tmp_path, source, WATCHED)
-    assert "def load_training_data():" in script and "= trainer.training_data()" in script
+    for spec in (WATCHED, "trainer: {max_epochs: 2, logger: false}\n"):  # with or without the passed-on trainer
+        script = render(tmp_path, source, spec)
+        assert "def load_training_data():" in script and "= trainer.training_data()" in script
+        assert "class Unserved" in script if spec == WATCHED else "class Unserved" not in script
     found = refusal(tmp_path, source.replace("0.1 /", "0.1 * self.trainer.model.training /"),
                     "seed_everything: 1\n" + WATCHED + "  strategy: ddp\n  devices: 2\n  accelerator: cpu\n")  # fmt: skip
     assert "trainer.model with strategy ddp is not supported by loopgen" in found

@@ -210,7 +210,7 @@ def resolve_state(
     _refuse_unknown(reads, where)
     wrapped = distributed.kind in ("ddp", "dp")  # Lightning's trainer.model: its wrapper around the module
     seed_loop = follows_1_9_5(spec, model)
-    unservable = _unservable(spec, optimization, metrics, wrapped, distributed.kind, seed_loop)
+    unservable = _unservable(spec, optimization, wrapped, distributed.kind, seed_loop)
     _refuse_named(spec, reads & set(unservable), where, distributed.kind)
     configs = (
         scheduler_configs(spec, model, callbacks, optimizers) if complete or "lr_scheduler_configs" in reads else ()
@@ -218,7 +218,7 @@ def resolve_state(
     if isinstance(configs, str):
         unservable["lr_scheduler_configs"] = configs
     attributes = frozenset(TRAINER_ATTRIBUTES) - set(unservable) if complete else frozenset(reads)
-    if not metrics.collect:
+    if not metrics.collect:  # (never where complete: every attribute read keeps what is logged)
         attributes -= METRIC_ATTRIBUTES
     if attributes & counters:  # the loop counts on the trainer: both counters live there
         attributes |= counters
@@ -229,7 +229,8 @@ def resolve_state(
     exists = bool(attributes) or bool(callbacks) or bool(checkpointing.directories)  # the user's callbacks get it
     module_reads_trainer = (model.trainer_reads or set()) != set() or model.trainer_reads is None
     plain_counters = set() if model.is_lightning_module else module_counters & counters
-    interval = spec.trainer.val_check_interval if not spec.trainer.fast_dev_run else 1.0
+    flags = flag_values(spec)
+    interval = dict(flags)["val_check_interval"]
     return State(
         exists=exists,
         attributes=attributes,
@@ -244,7 +245,7 @@ def resolve_state(
         node_rank=distributed.enabled and "node_rank" in attributes,
         complete=complete,
         unserved=tuple(sorted(unservable.items())) if complete else (),
-        flag_values=tuple((name, value) for name, value in flag_values(spec) if name in attributes),
+        flag_values=tuple((name, value) for name, value in flags if name in attributes),
         val_check_every=interval if isinstance(interval, int) else None,
         val_check_fraction=float(interval),
         loads_on_demand="estimated_stepping_batches" in attributes and bounds.estimate_epochs != -1,
@@ -270,9 +271,7 @@ def _refuse_unknown(reads: set[str], where: Mapping[str, str]) -> None:
         )
 
 
-def _unservable(
-    spec: Spec, optimization: Optimization, metrics: Metrics, wrapped: bool, kind: str, seed_loop: bool
-) -> dict[str, str]:
+def _unservable(spec: Spec, optimization: Optimization, wrapped: bool, kind: str, seed_loop: bool) -> dict[str, str]:
     """Lightning's attributes the script cannot serve in this spec, each with why and what to read instead: those
     it never serves (UNSERVED_TRAINER_ATTRIBUTES), and those this spec's flags put out of reach."""
     unservable = dict(UNSERVED_TRAINER_ATTRIBUTES)
