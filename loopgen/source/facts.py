@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from loopgen.source.fingerprints import Read
 from loopgen.source.signatures import Signature
 
 
@@ -63,6 +64,9 @@ class ClassFacts:
     # dict of them, a comprehension): fit validates each of them in turn
     val_loaders_listed_at: str = field(default="", compare=False)
     val_loader_built: bool = False  # every return of val_dataloader builds one DataLoader
+    # every class and function of the user's code these facts were read from (the class, its bases in the user's
+    # code, the project's functions the module is handed to), with their fingerprints: the script's guards
+    read: tuple[Read, ...] = field(default=(), compare=False)
 
     def defines(self, hook: str) -> bool:
         return hook in self.methods

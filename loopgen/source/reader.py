@@ -13,6 +13,7 @@ from typing import Any
 from loopgen.errors import LoopgenError, Problem
 from loopgen.source.callbacks import read_callbacks
 from loopgen.source.facts import ClassFacts, OptimizersFacts
+from loopgen.source.fingerprints import LIGHTNING_PACKAGES, read_objects, user_module
 from loopgen.source.fixed import Fixed, fixed_values
 from loopgen.source.optimizers import read_optimizers
 from loopgen.source.signatures import Signature
@@ -23,6 +24,7 @@ from loopgen.source.syntax import (
     Source,
     binding_statements,
     calls_any,
+    class_methods,
     dotted_name,
     parameters_of,
     self_name,
@@ -40,11 +42,7 @@ from loopgen.source.uses import (
     trainer_names,
 )
 
-_LIGHTNING_PACKAGES = ("pytorch_lightning", "lightning")
-
-
-# packages found on sys.path that are never read as the user's code: loopgen knows their classes by name
-_NOT_USER_CODE = frozenset({"torch", "pytorch_lightning", "lightning", "lightning_fabric", "torchmetrics"})
+_LIGHTNING_PACKAGES = LIGHTNING_PACKAGES
 
 
 def find_class_source(
@@ -224,6 +222,10 @@ def inspect_class(
         configured_callbacks=configured,
         val_loaders_listed_at=val_loaders_listed_at,
         val_loader_built=val_loader_built,
+        read=read_objects(
+            (m.name, m.file.relative_to(m.root).as_posix(), m.source.raw, m.statements, name)
+            for m, name in dict.fromkeys([*((c.module, c.node.name) for c in lineage), *reader.functions_read])
+        ),
     )
 
 
@@ -325,6 +327,8 @@ def class_lineage(class_path: str, roots: Sequence[Path]) -> tuple[str, ...]:
 # bases outside the user's code whose constructors take no arguments (torch.nn.Module's takes none by name)
 _NO_ARGUMENT_BASES = {
     "torch": ("Module",),
+    "abc": ("ABC",),
+    "typing": ("Generic",),
     "pytorch_lightning": ("LightningModule", "LightningDataModule", "Callback"),
     "lightning": ("LightningModule", "LightningDataModule", "Callback"),
 }
@@ -441,7 +445,7 @@ class _Class:
 
     def methods(self) -> Iterator[Function]:
         """The methods defined in the class body, the last definition of a name first (the one Python keeps)."""
-        return (s for s in reversed(self.node.body) if isinstance(s, FUNCTIONS))
+        return reversed(class_methods(self.node))
 
     def assigned(self) -> set[str]:
         """The names the class body assigns (class attributes: `name = ...`, `name: type = ...`)."""
@@ -466,6 +470,7 @@ class _Reader:
         self.line = line
         self._modules: dict[str, _Module | None] = {}
         self._files: dict[Path, tuple[list[ast.stmt], Source]] = {}
+        self.functions_read: list[tuple[_Module, str]] = []  # the project's functions followed (passed_module)
 
     @property
     def files_read(self) -> list[Path]:
@@ -504,7 +509,7 @@ class _Reader:
         """`cls`, then depth-first and left to right its bases: user classes, or dotted names outside the roots."""
         yield cls
         for base in cls.node.bases:
-            expr = dotted_name(base) if not isinstance(base, ast.Starred) else None
+            expr = dotted_name(base.value if isinstance(base, ast.Subscript) else base)  # `Base[T]`: Base
             found = self._lookup_in(cls.module, expr, stop=cls.node) if expr else None
             if isinstance(found, _Class) and found.node not in (*below, cls.node):
                 yield from self.ancestry(found, (*below, cls.node))
@@ -517,6 +522,8 @@ class _Reader:
 
         def find(where: _Module, callee: str) -> tuple[_Module, Function, str] | None:
             found = self._function(where, callee)
+            if found is not None:
+                self.functions_read.append((found[0], found[1].name))
             return None if found is None else (found[0], found[1], f"{found[0].file}:{found[1].name}")
 
         return handed_module(fn, module, names, find)
@@ -565,7 +572,7 @@ class _Reader:
         """The module `name` from the first root that has it as a package or a .py file."""
         if name not in self._modules:
             self._modules[name] = None
-            outside = name.partition(".")[0] in _NOT_USER_CODE  # their classes are known by name
+            outside = not user_module(name)  # torch's, Lightning's, the standard library's: known by name
             for root in self.roots if name and not outside else ():
                 base = root.joinpath(*name.split("."))
                 file = next((f for f in (base / "__init__.py", base.parent / f"{base.name}.py") if f.is_file()), None)

@@ -6,7 +6,8 @@ directory with a pyproject.toml or .git; never above it); the project's `src/` (
 entries; the interpreter's own `sys.path` (site-packages, with what its `.pth` files added: editable installs,
 read from the `.pth` files, and the directories setuptools' editable finders map packages to, read from the
 finder files as text). Namespace packages need nothing more: a module is looked up by its dotted path in every
-root. The packages of torch and Lightning are never read as user code (see loopgen/source/reader.py).
+root. The packages of torch and Lightning, and the standard library's modules, are never read as user code (see
+loopgen/source/fingerprints.py: user_module).
 """
 
 from __future__ import annotations

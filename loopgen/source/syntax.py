@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import copy
 from collections.abc import Iterable, Sequence
 
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -25,6 +26,11 @@ class Source:
         self._lines: list[str] = []
         self._data = b""
         self._starts: list[int] = []
+
+    @property
+    def raw(self) -> bytes:
+        """The file's bytes, as read."""
+        return self._source
 
     def _load(self) -> None:
         from importlib.util import decode_source  # the file's encoding, universal newlines (as ast reads it)
@@ -212,6 +218,22 @@ def parameters_of(fn: Function, *, skip_first: bool) -> tuple[str, ...]:
     if p.kwarg is not None:
         names.append(f"**{p.kwarg.arg}")
     return tuple(names)
+
+
+def class_methods(cls: ast.ClassDef) -> list[Function]:
+    """The methods a class body defines, in source order; a method given another name there
+    (`on_validation_epoch_end = on_train_epoch_end`) is that method under that name too."""
+    found: list[Function] = []
+    for statement in cls.body:
+        if isinstance(statement, FUNCTIONS):
+            found.append(statement)
+        elif isinstance(statement, ast.Assign) and isinstance(statement.value, ast.Name):
+            method = next((fn for fn in reversed(found) if fn.name == statement.value.id), None)
+            for target in statement.targets if method is not None else ():
+                if isinstance(target, ast.Name):
+                    found.append(copy.copy(method))
+                    found[-1].name = target.id
+    return found
 
 
 def self_name(fn: Function) -> str | None:
