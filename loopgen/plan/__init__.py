@@ -36,11 +36,13 @@ from loopgen.plan.evaluation import (
     with_trainer_attributes,
 )
 from loopgen.plan.failure import Failure, resolve_failure
+from loopgen.plan.guards import Guards, resolve_guards
 from loopgen.plan.header import Header, resolve_header
 from loopgen.plan.hooks import (
     Hooks,
     builtin_facts,
     check_callbacks,
+    check_data,
     check_model,
     resolve_user_code,
     with_base_reads,
@@ -107,6 +109,7 @@ class Plan:
     manual: Manual
     distributed: Distributed
     compiling: Compiling
+    guards: Guards
     notices: tuple[str, ...] = ()  # decisions the user should hear about
 
     @property
@@ -205,6 +208,7 @@ def make_plan(
         raise LoopgenError(problems)
     evaluation = resolve_evaluation(spec, model, data, user, data_plan, distributed, logging, progress, problems,
                                     notices)  # fmt: skip
+    check_data(spec, data, checkpointing.saves or checkpointing.resumes or evaluation.enabled, problems)
     hooks = resolve_hooks(spec, user, checkpointing, logging, summaries, progress, timer, swa)
     evaluation = with_callback_order(evaluation, hooks.callbacks)
     metrics = resolve_metrics(spec, model, user_callbacks, hooks, optimizers, optimization, checkpointing, logging,
@@ -230,7 +234,8 @@ def make_plan(
     epoch = resolve_epoch(hooks, optimization, checkpointing, state)
     build = resolve_build(spec, hooks.callbacks, model, data, callbacks, objects or {})
     header = resolve_header(spec, script_name, follows_1_9_5(spec, model))
-    command_line = resolve_command_line(spec, build, bounds, checkpointing, evaluation, distributed)
+    guards = resolve_guards(spec, build, model, data, callbacks, objects or {}, distributed)
+    command_line = resolve_command_line(spec, build, bounds, checkpointing, evaluation, distributed, guards)
     helpers = resolve_helpers(build, device, precision, optimization, validation, hooks, data_plan, checkpointing,
                               evaluation, state)  # fmt: skip
     evaluation = with_trainer_attributes(evaluation, state.attributes)
@@ -268,6 +273,7 @@ def make_plan(
         epoch=epoch,
         distributed=distributed,
         compiling=compiling,
+        guards=guards,
     )
 
 

@@ -9,6 +9,7 @@ from loopgen.plan.build import Build
 from loopgen.plan.checkpointing import Checkpointing
 from loopgen.plan.distributed import Distributed
 from loopgen.plan.evaluation import Evaluation
+from loopgen.plan.guards import Guards
 from loopgen.spec.model import Spec
 
 
@@ -31,6 +32,7 @@ class CommandLine:
     # --ckpt-path gives the evaluation subcommands, less its end (" (default: the model as built)")
     description: str
     weights_help: str
+    allow_changed_code: bool  # --allow-changed-code: run on user code that changed since the render (warning)
 
     @property
     def enabled(self) -> bool:
@@ -42,6 +44,7 @@ class CommandLine:
             or self.max_steps
             or self.seed
             or self.commands
+            or self.allow_changed_code
         )
 
     seed_at_run_time: bool  # ... the seed chosen at run time unless --seed: no SEED constant
@@ -73,6 +76,7 @@ def resolve_command_line(
     checkpointing: Checkpointing,
     evaluation: Evaluation,
     distributed: Distributed,
+    guards: Guards,
 ) -> CommandLine:
     bounded = not spec.trainer.fast_dev_run  # fast_dev_run decides both limits (Lightning)
     loads = checkpointing.resumes or evaluation.enabled
@@ -90,4 +94,5 @@ def resolve_command_line(
         seed=build.seeds,
         seed_at_run_time=build.seed_at_run_time,
         consolidates=distributed.sharded_checkpoints and checkpointing.resumes,
+        allow_changed_code=guards.enabled,
     )

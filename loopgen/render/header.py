@@ -71,9 +71,37 @@ def what_changed(actual: str, expected: str) -> list[str]:
             f"loopgen changed (its templates: sha256 {_short(old.templates)} when rendered, {_short(new.templates)}"
             " now)"
         )
+    before, now = user_code(actual), user_code(expected)
+    changed = [
+        f"{module}.{name}"
+        for module in sorted({*before, *now})
+        for name in {**before.get(module, {}), **now.get(module, {})}
+        if before.get(module, {}).get(name) != now.get(module, {}).get(name)
+    ]
+    if changed:
+        reasons.append(f"your code changed since the script was rendered ({', '.join(changed)})")
     if not reasons:
         reasons.append("your code the script reads from (or the black configuration) changed")
     return reasons
+
+
+def user_code(text: str) -> dict[str, dict[str, str]]:
+    """The fingerprints of the user's code a script records (its USER_CODE table, templates/guards.j2): each
+    class's or function's, by module and name; {} when it has none or cannot be read."""
+    import ast
+
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["USER_CODE"]:
+            try:
+                found = ast.literal_eval(node.value)
+                return {module: dict(objects) for module, (_, objects) in found.items()}
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError, AttributeError):
+                return {}
+    return {}
 
 
 def _short(digest: str | None) -> str:

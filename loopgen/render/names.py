@@ -57,11 +57,15 @@ class Line:
 # script writes them; a `from` line's names in alphabetical order.
 STANDARD = (
     Line("argparse"),
+    Line("ast"),
     Line("copy"),
     Line("cProfile"),
     Line("csv"),
     Line("enum"),
+    Line("functools"),
     Line("glob"),
+    Line("hashlib"),
+    Line("importlib.util"),
     Line("io"),
     Line("json"),
     Line("math"),
@@ -75,6 +79,7 @@ STANDARD = (
     Line("subprocess"),
     Line("sys"),
     Line("time"),
+    Line("types"),
     Line("warnings"),
     Line("collections", ("defaultdict",)),
     Line("collections.abc", ("Iterable", "Mapping", "MutableMapping", "Sequence")),

@@ -46,7 +46,7 @@ def _source(value: Any) -> str:
     if isinstance(value, list):
         return "[" + ", ".join(_source(item) for item in value) + "]"
     if isinstance(value, tuple):
-        return "(" + "".join(f"{_source(item)}, " for item in value).rstrip(" ") + ")"
+        return "(" + ", ".join(_source(item) for item in value) + ("," if len(value) == 1 else "") + ")"
     if isinstance(value, dict):
         return "{" + ", ".join(f"{_source(k)}: {_source(v)}" for k, v in value.items()) + "}"
     return repr(value)
