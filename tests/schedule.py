@@ -40,6 +40,7 @@ GROUPED = (
     "tests/test_xla_files.py",
     "tests/test_timer.py",
     "tests/test_manual_profiler.py",
+    "tests/test_guards.py",
 )
 
 

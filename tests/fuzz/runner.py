@@ -51,8 +51,10 @@ PRELOAD_2X = (
 
 def count_steps(spec: dict[str, Any]) -> list[int]:
     """Wrap the model class's training_step so that its calls are counted (the wrapper keeps the signature that
-    Lightning inspects); the returned one-item list holds the count."""
+    Lightning inspects); the returned one-item list holds the count. It replaces the method where the class's
+    source defines it (the class or a base): a method the class did not have would stop the script (its guards)."""
     cls = import_object(spec["model"]["class_path"] if isinstance(spec["model"], dict) else spec["model"])
+    cls = next(c for c in cls.__mro__ if "training_step" in vars(c))
     step = cls.training_step
     calls = [0]
 
