@@ -429,16 +429,17 @@ def _in_spec_order(
     spec: Spec, checkpoints: tuple[Callback, ...], on_exception: tuple[Callback, ...], subclassed: tuple[Callback, ...]
 ) -> list[Callback]:
     """The Checkpoint callbacks in the spec's order (the default ModelCheckpoint, when there is one, alone), a
-    user's ModelCheckpoint subclass among them."""
+    user's ModelCheckpoint subclass among them; a spec's entry the script does not build (fast_dev_run's
+    ModelCheckpoint saves nothing) has none."""
     remaining = {"ModelCheckpoint": iter(checkpoints), "OnExceptionCheckpoint": iter(on_exception)}
     by_path = {cb.construct.cls: cb for cb in subclassed}
     ordered = [
-        next(remaining[name]) if name else by_path[ref.name]
+        next(remaining[name], None) if name else by_path[ref.name]
         for ref in spec.trainer.callbacks
         for name in ("ModelCheckpoint", "OnExceptionCheckpoint", "")
         if (is_lightning(ref, name) if name else ref.name in by_path and not is_lightning(ref, "ModelCheckpoint"))
     ]
-    return ordered + list(remaining["ModelCheckpoint"])
+    return [cb for cb in ordered if cb is not None] + list(remaining["ModelCheckpoint"])
 
 
 def _check_subclassed(
