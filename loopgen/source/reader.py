@@ -14,6 +14,7 @@ from loopgen.errors import LoopgenError, Problem
 from loopgen.source.callbacks import read_callbacks
 from loopgen.source.facts import ClassFacts, OptimizersFacts
 from loopgen.source.fixed import Fixed, fixed_values
+from loopgen.source.loaders import returns_a_loader, returns_several
 from loopgen.source.optimizers import read_optimizers
 from loopgen.source.signatures import Signature
 from loopgen.source.syntax import (
@@ -173,10 +174,10 @@ def inspect_class(
                 lbfgs = "LBFGS" in words.words
                 read = read_optimizers(fn, source, fixed)
                 optimizers, optimizers_unknown = (read, "") if isinstance(read, OptimizersFacts) else (None, read)
-            if first and fn.name == "val_dataloader" and (line := _returns_several(fn)) is not None:
+            if first and fn.name == "val_dataloader" and (line := returns_several(fn)) is not None:
                 val_loaders_listed_at = f"{ancestor.module.file}:{line}"
             if first and fn.name == "val_dataloader":
-                val_loader_built = _returns_a_loader(fn)
+                val_loader_built = returns_a_loader(fn)
             if first and fn.name == "configure_callbacks":
                 module = ancestor.module
                 configured = read_callbacks(
@@ -222,59 +223,6 @@ def inspect_class(
         val_loaders_listed_at=val_loaders_listed_at,
         val_loader_built=val_loader_built,
     )
-
-
-_DISPLAYS = (ast.List, ast.Tuple, ast.Dict, ast.ListComp, ast.DictComp, ast.GeneratorExp)
-
-
-def _own_returns(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[list[ast.Return], dict[str, list[ast.expr]]]:
-    """`fn`'s returns, in source order, and what each local name was assigned: a nested function's
-    or class's returns and names are its own."""
-    assigned: dict[str, list[ast.expr]] = {}
-    returns: list[ast.Return] = []
-    pending: list[ast.AST] = list(fn.body)
-    while pending:
-        node = pending.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            continue
-        if isinstance(node, ast.Return):
-            returns.append(node)
-        if isinstance(node, ast.Assign):
-            for target in node.targets:
-                if isinstance(target, ast.Name):
-                    assigned.setdefault(target.id, []).append(node.value)
-        pending.extend(ast.iter_child_nodes(node))
-    return sorted(returns, key=lambda r: (r.lineno, r.col_offset)), assigned
-
-
-def _returns_several(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> int | None:
-    """The line of the first return in `fn` that may give several loaders: a list, tuple or dict of two or
-    more, or one whose length the source does not show (a comprehension, a starred item), directly or through a
-    local name it was assigned; None when none does."""
-    returns, assigned = _own_returns(fn)
-    for ret in returns:
-        values = assigned.get(ret.value.id, []) if isinstance(ret.value, ast.Name) else [ret.value]
-        if any(_several(value) for value in values):  # type: ignore[arg-type]
-            return ret.lineno
-    return None
-
-
-def _returns_a_loader(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    """Whether every return of `fn` builds one DataLoader (`return DataLoader(...)`): never a list of them."""
-    returns, _ = _own_returns(fn)
-    return bool(returns) and all(
-        isinstance(ret.value, ast.Call) and dotted_name(ret.value.func).rpartition(".")[2] == "DataLoader"
-        for ret in returns
-    )
-
-
-def _several(node: ast.expr | None) -> bool:
-    if not isinstance(node, _DISPLAYS):
-        return False
-    if isinstance(node, (ast.ListComp, ast.DictComp, ast.GeneratorExp)):
-        return True
-    items = node.keys if isinstance(node, ast.Dict) else node.elts
-    return len(items) > 1 or any(item is None or isinstance(item, ast.Starred) for item in items)
 
 
 def _attribute_names(classes: Sequence[_Class]) -> set[str]:
