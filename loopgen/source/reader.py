@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ast
 import difflib
-import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +13,7 @@ from loopgen.errors import LoopgenError, Problem
 from loopgen.source.callbacks import read_callbacks
 from loopgen.source.facts import ClassFacts, OptimizersFacts
 from loopgen.source.fixed import Fixed, fixed_values
+from loopgen.source.lines import first_reads, imports_torchmetrics, line_of, source_matches
 from loopgen.source.loaders import returns_a_loader, returns_several
 from loopgen.source.optimizers import read_optimizers
 from loopgen.source.signatures import Signature
@@ -212,13 +212,13 @@ def inspect_class(
         optimizers=optimizers,
         optimizers_unknown=optimizers_unknown,
         manual_optimization=None if automatic.value is None else not automatic.value,
-        trainer_read_at=_first_reads(trainer_reads or set(), [cls.module.file, *reader.files_read]),
-        defined_at=_first_reads(set(methods), [cls.module.file, *reader.files_read], "def "),
+        trainer_read_at=first_reads(trainer_reads or set(), [cls.module.file, *reader.files_read]),
+        defined_at=first_reads(set(methods), [cls.module.file, *reader.files_read], "def "),
         sources=tuple(reader.files_read),
         init=init_signature(found),
-        imports_torchmetrics=any(_imports_torchmetrics(file) for file in reader.files_read),
-        mentions_iterable_dataset=any(_source_matches(file, r"\bIterableDataset\b") for file in reader.files_read),
-        experiment_read_at=_line_of(experiment_in, [cls.module.file, *reader.files_read]),
+        imports_torchmetrics=any(imports_torchmetrics(file) for file in reader.files_read),
+        mentions_iterable_dataset=any(source_matches(file, r"\bIterableDataset\b") for file in reader.files_read),
+        experiment_read_at=line_of(experiment_in, [cls.module.file, *reader.files_read]),
         configured_callbacks=configured,
         val_loaders_listed_at=val_loaders_listed_at,
         val_loader_built=val_loader_built,
@@ -321,49 +321,6 @@ def _signature(fn: Function, skip: int) -> Signature | None:
         positional_only=tuple(param.arg for param in positional_only),
         defaults={name: value for name, value in defaults.items() if any(name == k.arg for k in keyword)},
     )
-
-
-def _imports_torchmetrics(file: Path) -> bool:
-    """Whether the module's source has an `import torchmetrics...` or `from torchmetrics... import` statement."""
-    return _source_matches(file, r"^[ \t]*(?:import|from)[ \t]+torchmetrics\b")
-
-
-def _source_matches(file: Path, pattern: str) -> bool:
-    try:
-        source = file.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return False
-    return re.search(pattern, source, re.MULTILINE) is not None
-
-
-def _line_of(text: str, files: Sequence[Path]) -> str:
-    """'file:line' of the first line of `files` that is `text` (stripped); "" when `text` is empty."""
-    for file in dict.fromkeys(files) if text else ():
-        try:
-            lines = file.read_text(encoding="utf-8").splitlines()
-        except (OSError, UnicodeDecodeError):
-            continue
-        for number, line in enumerate(lines, 1):
-            if line.strip() == text:
-                return f"{file}:{number}"
-    return ""
-
-
-def _first_reads(names: set[str], files: Sequence[Path], prefix: str = r"trainer\.") -> dict[str, str]:
-    """'file:line' of the first `trainer.X` (`prefix` then X) in `files`, for each X of `names`."""
-    found: dict[str, str] = {}
-    if not names:
-        return found
-    pattern = re.compile(prefix + "(" + "|".join(sorted(map(re.escape, names), key=len, reverse=True)) + r")\b")
-    for file in dict.fromkeys(files):
-        try:
-            lines = file.read_text(encoding="utf-8").splitlines()
-        except (OSError, UnicodeDecodeError):
-            continue
-        for number, text in enumerate(lines, 1):
-            for match in pattern.finditer(text):
-                found.setdefault(match.group(1), f"{file}:{number}")
-    return found
 
 
 @dataclass(frozen=True, eq=False)
