@@ -5,29 +5,20 @@ from __future__ import annotations
 import ast
 import difflib
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from loopgen.errors import LoopgenError, Problem
+from loopgen.errors import LoopgenError
 from loopgen.source.callbacks import read_callbacks
 from loopgen.source.facts import ClassFacts, OptimizersFacts
 from loopgen.source.fixed import Fixed, fixed_values
 from loopgen.source.lines import first_reads, imports_torchmetrics, line_of, source_matches
 from loopgen.source.loaders import returns_a_loader, returns_several
+from loopgen.source.modules import LIGHTNING_PACKAGES, Class, Module, Modules
+from loopgen.source.names import class_expression
 from loopgen.source.optimizers import read_optimizers
 from loopgen.source.signatures import Signature
-from loopgen.source.syntax import (
-    FUNCTIONS,
-    Binding,
-    Function,
-    Source,
-    binding_statements,
-    calls_any,
-    dotted_name,
-    parameters_of,
-    self_name,
-)
+from loopgen.source.syntax import FUNCTIONS, Function, calls_any, parameters_of, self_name
 from loopgen.source.uses import (
     EXPERIMENT_READ,
     LOG_DICT_HOOKS,
@@ -40,12 +31,6 @@ from loopgen.source.uses import (
     logs_to_bar,
     trainer_names,
 )
-
-_LIGHTNING_PACKAGES = ("pytorch_lightning", "lightning")
-
-
-# packages found on sys.path that are never read as the user's code: loopgen knows their classes by name
-_NOT_USER_CODE = frozenset({"torch", "pytorch_lightning", "lightning", "lightning_fabric", "torchmetrics"})
 
 
 def find_class_source(
@@ -68,9 +53,8 @@ def find_function(path: str, roots: Sequence[Path], *, where: str, line: int | N
         module = reader._module(module_name)
         if module is None:
             raise reader._error(f"cannot find module '{module_name}' of the function '{path}' in the project")
-        tree = ast.parse(module.file.read_bytes(), str(module.file))
         defined: list[str] = []  # a def, a name assigned a lambda or a function defined before
-        for node in tree.body:
+        for node in module.body:
             if isinstance(node, FUNCTIONS):
                 defined.append(node.name)
             elif isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
@@ -79,7 +63,7 @@ def find_function(path: str, roots: Sequence[Path], *, where: str, line: int | N
                     defined.append(node.targets[0].id)
         if name in defined:
             return
-        binding = _bindings(module).get(name)
+        binding = next((b.value for b in reversed(reader._scope(module).names.get(name, ()))), None)
         if not isinstance(binding, str):
             close = difflib.get_close_matches(name, defined, n=1)
             hint = _hint(f"{module_name}.{close[0]}" if close else None)
@@ -129,10 +113,10 @@ def inspect_class(
     configured: tuple | str | None = None
     val_loaders_listed_at = ""
     val_loader_built = False
-    for ancestor in reversed(_linearize([c for c in found if isinstance(c, _Class)])):
+    for ancestor in reversed(_linearize([c for c in found if isinstance(c, Class)])):
         automatic.walk(ancestor.node.body)  # bases first: the subclass's assignment wins
     fixed = _fixed(found, init_args) if init_args is not None else None
-    lineage = _linearize([c for c in found if isinstance(c, _Class)])
+    lineage = _linearize([c for c in found if isinstance(c, Class)])
     named = _attribute_names(lineage)
     for ancestor in lineage:
         class_attributes |= ancestor.assigned()
@@ -194,7 +178,7 @@ def inspect_class(
         is_lightning_callback=is_callback,
         is_prediction_writer=writer,
         lightning_bases=tuple(
-            dict.fromkeys(name.rpartition(".")[2] for name in outside if name.split(".")[0] in _LIGHTNING_PACKAGES)
+            dict.fromkeys(name.rpartition(".")[2] for name in outside if name.split(".")[0] in LIGHTNING_PACKAGES)
         ),
         methods=methods,
         uses_log=uses_log,
@@ -225,7 +209,7 @@ def inspect_class(
     )
 
 
-def _attribute_names(classes: Sequence[_Class]) -> set[str]:
+def _attribute_names(classes: Sequence[Class]) -> set[str]:
     """Every attribute name the classes' methods read (`super().training_step`, `self.step`, `Base.step`): a
     method a subclass overrides still runs only when one of them names it."""
     return {
@@ -233,10 +217,10 @@ def _attribute_names(classes: Sequence[_Class]) -> set[str]:
     }
 
 
-def _fixed(found: Sequence[_Class | str], init_args: Mapping[str, Any]) -> Fixed:
+def _fixed(found: Sequence[Class | str], init_args: Mapping[str, Any]) -> Fixed:
     """The values the spec's init_args fix in the class's source (loopgen/source/fixed.py): read from the
     `__init__` it gets, when that is in the user's code."""
-    classes = _linearize([c for c in found if isinstance(c, _Class)])
+    classes = _linearize([c for c in found if isinstance(c, Class)])
     for cls in classes:
         init = next((fn for fn in cls.methods() if fn.name == "__init__"), None)
         if cls.node.decorator_list or "__init__" in cls.assigned():
@@ -249,9 +233,9 @@ def _fixed(found: Sequence[_Class | str], init_args: Mapping[str, Any]) -> Fixed
     return Fixed()
 
 
-def _class_path(found: _Class | str | None) -> str | None:
+def _class_path(found: Class | str | None) -> str | None:
     """The dotted path of a class found by the reader: where a user class is defined, or the name outside."""
-    if isinstance(found, _Class):
+    if isinstance(found, Class):
         return f"{found.module.name}.{found.node.name}"
     return found
 
@@ -261,10 +245,9 @@ def class_lineage(class_path: str, roots: Sequence[Path]) -> tuple[str, ...]:
     module and name; the name outside the user's code); () when the class is not found."""
     reader = _Reader(roots, "")
     try:
-        cls = reader.find(class_path)
+        return tuple(dict.fromkeys(_class_path(found) or "" for found in reader.ancestry(reader.find(class_path))))
     except LoopgenError:
         return ()
-    return tuple(dict.fromkeys(_class_path(found) or "" for found in reader.ancestry(cls)))
 
 
 # bases outside the user's code whose constructors take no arguments (torch.nn.Module's takes none by name)
@@ -272,15 +255,17 @@ _NO_ARGUMENT_BASES = {
     "torch": ("Module",),
     "pytorch_lightning": ("LightningModule", "LightningDataModule", "Callback"),
     "lightning": ("LightningModule", "LightningDataModule", "Callback"),
+    "typing": ("Generic", "Protocol"),
+    "abc": ("ABC",),
 }
 
 
-def init_signature(found: Sequence[_Class | str], skip: int = 1) -> Signature | None:
+def init_signature(found: Sequence[Class | str], skip: int = 1) -> Signature | None:
     """The `__init__` a class gets (its own, else the first of its bases' in method resolution order), read
     from the source: its parameters after the first `skip` (self); None when the source does not show it (a
     decorated class such as a dataclass, an `__init__` assigned, a base outside the user's code whose
     constructor is not known to take no arguments)."""
-    classes = _linearize([c for c in found if isinstance(c, _Class)])
+    classes = _linearize([c for c in found if isinstance(c, Class)])
     for cls in classes:
         if cls.node.decorator_list or "__init__" in cls.assigned() or "__new__" in {f.name for f in cls.methods()}:
             return None
@@ -323,57 +308,10 @@ def _signature(fn: Function, skip: int) -> Signature | None:
     )
 
 
-@dataclass(frozen=True, eq=False)
-class _Module:
-    name: str  # dotted module name
-    root: Path
-    file: Path
-    statements: list[ast.stmt]  # the module-level statements that bind names, in source order
-    source: Source
+class _Reader(Modules):
+    """Finds the user's classes and their bases, and the project's functions the module is handed to."""
 
-    @property
-    def package(self) -> str:
-        return self.name if self.file.name == "__init__.py" else self.name.rpartition(".")[0]
-
-
-@dataclass(frozen=True, eq=False)
-class _Class:
-    module: _Module
-    node: ast.ClassDef
-
-    def methods(self) -> Iterator[Function]:
-        """The methods defined in the class body, the last definition of a name first (the one Python keeps)."""
-        return (s for s in reversed(self.node.body) if isinstance(s, FUNCTIONS))
-
-    def assigned(self) -> set[str]:
-        """The names the class body assigns (class attributes: `name = ...`, `name: type = ...`)."""
-        names = set()
-        for statement in self.node.body:
-            if isinstance(statement, ast.Assign):
-                targets = statement.targets
-            elif isinstance(statement, ast.AnnAssign) and statement.value is not None:
-                targets = [statement.target]
-            else:
-                continue
-            names |= {target.id for target in targets if isinstance(target, ast.Name)}
-        return names
-
-
-class _Reader:
-    """Finds and parses user modules under `roots`; each file is parsed at most once."""
-
-    def __init__(self, roots: Sequence[Path], where: str, line: int | None = None):
-        self.roots = list(roots)
-        self.where = where
-        self.line = line
-        self._modules: dict[str, _Module | None] = {}
-        self._files: dict[Path, tuple[list[ast.stmt], Source]] = {}
-
-    @property
-    def files_read(self) -> list[Path]:
-        return list(self._files)
-
-    def find(self, class_path: str) -> _Class:
+    def find(self, class_path: str) -> Class:
         """The user class `class_path` names, following re-exports; a LoopgenError when there is none."""
         module_name, _, name = class_path.rpartition(".")
         if not all(part.isidentifier() for part in class_path.split(".")) or not module_name:
@@ -385,7 +323,7 @@ class _Reader:
             hint = _hint(f"{close}.{name}" if close else None)
             raise self._error(f"cannot find module '{module_name}' of '{class_path}' (searched {roots}){hint}")
         found = self._lookup(class_path)
-        if isinstance(found, _Class):
+        if isinstance(found, Class):
             return found
         if isinstance(found, str):
             raise self._error(
@@ -394,178 +332,52 @@ class _Reader:
             )
         submodule = self._module(class_path)
         if submodule is not None:
-            raise self._error(f"'{class_path}' is a module, not a class; it defines {_listing(_classes(submodule))}")
-        defined = _classes(module)
-        close = difflib.get_close_matches(name, defined or list(_bindings(module)), n=1)
+            raise self._error(
+                f"'{class_path}' is a module, not a class; it defines {_listing(self._classes(submodule))}"
+            )
+        defined = self._classes(module)
+        close = difflib.get_close_matches(name, defined or list(self._scope(module).names), n=1)
         hint = _hint(f"{module_name}.{close[0]}" if close else None)
         raise self._error(
             f"module '{module_name}' ({module.file}) defines no class '{name}'; it defines {_listing(defined)}{hint}"
         )
 
-    def ancestry(self, cls: _Class, below: tuple[ast.ClassDef, ...] = ()) -> Iterator[_Class | str]:
-        """`cls`, then depth-first and left to right its bases: user classes, or dotted names outside the roots."""
+    def ancestry(self, cls: Class, below: tuple[ast.ClassDef, ...] = ()) -> Iterator[Class | str]:
+        """`cls`, then depth-first and left to right its bases: user classes, or dotted names outside the roots;
+        a LoopgenError for a base the source does not show."""
         yield cls
         for base in cls.node.bases:
-            expr = dotted_name(base) if not isinstance(base, ast.Starred) else None
+            expr = class_expression(base) if not isinstance(base, ast.Starred) else None
             found = self._lookup_in(cls.module, expr, stop=cls.node) if expr else None
-            if isinstance(found, _Class) and found.node not in (*below, cls.node):
+            if isinstance(found, Class) and found.node not in (*below, cls.node):
                 yield from self.ancestry(found, (*below, cls.node))
             elif isinstance(found, str):
                 yield found
+            elif found is None:
+                raise self._unfollowed_base(cls, base)
 
-    def passed_module(self, fn: Function, module: _Module, names: set[str]) -> Handed:
+    def passed_module(self, fn: Function, module: Module, names: set[str]) -> Handed:
         """What the project's functions that `fn` (in `module`) hands the module to (one of `names`) do with it
         (loopgen.source.uses.handed_module)."""
 
-        def find(where: _Module, callee: str) -> tuple[_Module, Function, str] | None:
+        def find(where: Module, callee: str) -> tuple[Module, Function | ast.ClassDef, str] | None:
             found = self._function(where, callee)
             return None if found is None else (found[0], found[1], f"{found[0].file}:{found[1].name}")
 
         return handed_module(fn, module, names, find)
 
-    def _function(self, module: _Module, callee: str) -> tuple[_Module, Function] | None:
-        """The module-level function `callee` names in `module` (defined there, or imported from the project)."""
-        if "." not in callee:
-            defined = [s for s in module.statements if isinstance(s, FUNCTIONS) and s.name == callee]
-            if defined:
-                return module, defined[-1]
-        target = _qualify(_bindings(module), callee)
-        if not target:
-            return None
-        module_name, _, name = target.rpartition(".")
-        other = self._module(module_name) if module_name else None
-        if other is None or other is module:
-            return None
-        defined = [s for s in other.statements if isinstance(s, FUNCTIONS) and s.name == name]
-        return (other, defined[-1]) if defined else None
-
-    def _lookup_in(self, module: _Module, expr: str, stop: ast.ClassDef | None) -> _Class | str | None:
-        """What the dotted expression `expr` refers to in `module` just before the statement `stop`."""
-        target = _qualify(_bindings(module, stop), expr)
-        if isinstance(target, ast.ClassDef):
-            return _Class(module, target)
-        return self._lookup(target) if target else None
-
-    def _lookup(self, dotted: str, seen: frozenset[str] = frozenset()) -> _Class | str | None:
-        """The class a fully qualified name refers to: a user class, the name itself when its module
-        is not under the roots, or None when it cannot be resolved."""
-        module_name, _, name = dotted.rpartition(".")
-        module = self._module(module_name)
-        if module is None:
-            return dotted
-        if dotted in seen:
-            return None
-        binding = _bindings(module).get(name)
-        if isinstance(binding, ast.ClassDef):
-            return _Class(module, binding)
-        if isinstance(binding, str):
-            return self._lookup(binding, seen | {dotted})
-        stars = (self._lookup(f"{star}.{name}", seen | {dotted}) for star in reversed(_stars(module)))
-        return next((found for found in stars if isinstance(found, _Class)), None)
-
-    def _module(self, name: str) -> _Module | None:
-        """The module `name` from the first root that has it as a package or a .py file."""
-        if name not in self._modules:
-            self._modules[name] = None
-            outside = name.partition(".")[0] in _NOT_USER_CODE  # their classes are known by name
-            for root in self.roots if name and not outside else ():
-                base = root.joinpath(*name.split("."))
-                file = next((f for f in (base / "__init__.py", base.parent / f"{base.name}.py") if f.is_file()), None)
-                if file is not None:
-                    self._modules[name] = _Module(name, root, file, *self._parse(file))
-                    break
-        return self._modules[name]
-
-    def _parse(self, file: Path) -> tuple[list[ast.stmt], Source]:
-        """The name-binding statements of `file` and its text, parsed once."""
-        if file not in self._files:
-            source = file.read_bytes()
-            try:
-                tree = ast.parse(source, str(file))  # parses only; nothing runs
-            except SyntaxError as e:
-                raise self._syntax_error(file, e.msg, e.lineno) from None
-            except ValueError as e:  # a null byte
-                raise self._syntax_error(file, str(e), None) from None
-            statements: list[ast.stmt] = []
-            binding_statements(tree.body, statements)
-            self._files[file] = statements, Source(source)
-        return self._files[file]
-
-    def _close_module(self, module_name: str) -> str:
-        """The closest existing module path to `module_name`, correcting its first missing part; else ""."""
-        parts = module_name.split(".")
-        dirs = [root for root in self.roots if root.is_dir()]
-        for i, part in enumerate(parts):
-            children = {p.stem if p.suffix == ".py" else p.name for d in dirs for p in d.iterdir()}
-            if part not in children:
-                close = difflib.get_close_matches(part, [c for c in children if c.isidentifier()], n=1)
-                return ".".join([*parts[:i], *close, *parts[i + 1 :]]) if close else ""
-            dirs = [d / part for d in dirs if (d / part).is_dir()]
-        return ""
-
-    def _syntax_error(self, file: Path, message: str, line: int | None) -> LoopgenError:
-        """Python's own message and line."""
-        reading = f" (reading it for {self.where})" if self.where else ""
-        return LoopgenError(Problem(str(file), f"syntax error: {message}{reading}", line))
-
-    def _error(self, message: str) -> LoopgenError:
-        return LoopgenError(Problem(self.where, message, self.line))
+    def _function(self, module: Module, callee: str) -> tuple[Module, Function | ast.ClassDef] | None:
+        """The module-level function `callee` names in `module` (defined there, or imported from the project), or
+        the project's class it names (the module handed to its constructor)."""
+        found = self._lookup_in(module, callee, None, functions=True)
+        if isinstance(found, Class):
+            return found.module, found.node
+        return found if isinstance(found, tuple) else None
 
 
-def _bindings(module: _Module, stop: ast.ClassDef | None = None) -> dict[str, Binding]:
-    """The module-level names bound before the statement `stop` (all of them without one)."""
-    names: dict[str, Binding] = {}
-    for node in module.statements:
-        if node is stop:
-            break
-        if isinstance(node, ast.ClassDef):
-            names[node.name] = node
-        elif isinstance(node, ast.Import):
-            for alias in node.names:
-                top = alias.name.partition(".")[0]
-                names[alias.asname or top] = alias.name if alias.asname else top
-        elif isinstance(node, ast.ImportFrom) and node.names[0].name != "*":
-            source = _import_source(module, node)
-            for alias in node.names:
-                names[alias.asname or alias.name] = source and f"{source}.{alias.name}"
-        elif isinstance(node, ast.Assign):
-            value = dotted_name(node.value)
-            for target in node.targets:
-                if isinstance(target, ast.Name):
-                    names[target.id] = _qualify(names, value) if value else None
-    return names
-
-
-def _stars(module: _Module) -> list[str]:
-    """The modules `from X import *` reads from, in source order."""
-    stars = (s for s in module.statements if isinstance(s, ast.ImportFrom) and s.names[0].name == "*")
-    return [source for s in stars if (source := _import_source(module, s))]
-
-
-def _import_source(module: _Module, node: ast.ImportFrom) -> str | None:
-    """The absolute module name `from ... import` reads from; None for a relative import above the top package."""
-    name = node.module
-    level = node.level
-    if not level:
-        return name
-    package = module.package.split(".") if module.package else []
-    if level - 1 > len(package):
-        return None
-    return ".".join([*package[: len(package) - level + 1], *([name] if name else [])]) or None
-
-
-def _qualify(names: Mapping[str, Binding], expr: str) -> Binding:
-    """Resolve the dotted expression `expr` against module-level `names`."""
-    head, _, rest = expr.partition(".")
-    target = names.get(head)
-    if not rest or target is None:
-        return target
-    return f"{target}.{rest}" if isinstance(target, str) else None
-
-
-def _linearize(classes: list[_Class]) -> list[_Class]:
+def _linearize(classes: list[Class]) -> list[Class]:
     """Method resolution order from a depth-first walk: keep each class's last occurrence."""
-    kept: list[_Class] = []
+    kept: list[Class] = []
     for cls in reversed(classes):
         if all(cls.node is not k.node for k in kept):
             kept.append(cls)
@@ -574,11 +386,7 @@ def _linearize(classes: list[_Class]) -> list[_Class]:
 
 def _is_lightning(name: str, cls: str) -> bool:
     parts = name.split(".")
-    return parts[0] in _LIGHTNING_PACKAGES and parts[-1] == cls
-
-
-def _classes(module: _Module) -> list[str]:
-    return sorted(name for name, b in _bindings(module).items() if isinstance(b, ast.ClassDef))
+    return parts[0] in LIGHTNING_PACKAGES and parts[-1] == cls
 
 
 def _listing(names: list[str]) -> str:
