@@ -373,3 +373,28 @@ def test_module_scope_values() -> None:
 def test_conditions_the_source_decides(test: str, taken: bool | None) -> None:
     values = scope_of(f"import sys\nimport a\nif {test}:\n    x = a.yes\nelse:\n    x = a.no\n")["x"]
     assert values == {True: ["a.yes"], False: ["a.no"], None: ["a.yes", "a.no"]}[taken]
+
+
+def test_an_elif_chain_is_read_as_one_however_long() -> None:
+    """if / elif / else: the branches from the first condition loopgen cannot decide to the first that holds; a
+    chain of 900 elifs (once a RecursionError, an internal error) reads as one."""
+    names = scope_of(
+        "import a, sys\nif unknown:\n    x = a.one\nelif sys.version_info > (3,):\n    x = a.two\nelse:\n    x = a.three\n"
+    )
+    assert names["x"] == ["a.one", "a.two"]
+    names = scope_of(
+        "import a, sys\nif sys.version_info < (3,):\n    x = a.one\nelif unknown:\n    x = a.two\nelse:\n    x = a.three\n"
+    )
+    assert names["x"] == ["a.two", "a.three"]
+    chain = "".join(f"elif a.x == {i}:\n    x = a.v{i}\n" for i in range(1, 900))
+    assert len(scope_of(f"import a\nif a.x == 0:\n    x = a.v0\n{chain}else:\n    x = a.last\n")["x"]) == 901
+
+
+def test_a_module_too_deeply_nested_for_python_is_refused(tmp_path: Path) -> None:
+    chain = "".join(f"elif x == {i}:\n    pass\n" for i in range(1, 3000))
+    files = {"m.py": f"x = 0\nif x == 0:\n    pass\n{chain}\nclass Model:\n    pass\n"}
+    with pytest.raises(LoopgenError) as excinfo:
+        read(tmp_path, "m.Model", files)
+    assert problem(excinfo) == (
+        f"{tmp_path / 'm.py'}: syntax error: too deeply nested for Python's parser (reading it for model.class_path)"
+    )

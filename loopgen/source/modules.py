@@ -203,6 +203,8 @@ class Modules:
             self._binding.add(module.file)
             try:
                 scope = module_scope(module.name, module.package, module.body, self._importable, stop)
+            except RecursionError:  # nesting Python's parser took but this reading cannot follow
+                raise self._syntax_error(module.file, "too deeply nested for loopgen to read", None) from None
             finally:
                 self._binding.discard(module.file)
             self._scopes[key] = scope
@@ -261,6 +263,8 @@ class Modules:
                 raise self._syntax_error(file, e.msg, e.lineno) from None
             except ValueError as e:  # a null byte
                 raise self._syntax_error(file, str(e), None) from None
+            except (RecursionError, MemoryError):  # Python's own compiler fails on it too
+                raise self._syntax_error(file, "too deeply nested for Python's parser", None) from None
             self._files[file] = tree.body, Source(source)
         return self._files[file]
 

@@ -152,11 +152,7 @@ class _Binder:
                 if isinstance(target, ast.Name):
                     names.pop(target.id, None)
         elif isinstance(node, ast.If):
-            decided = self.decide(node.test, names)
-            if decided is None:
-                self.branches([node.body, node.orelse], names, line)
-            else:
-                self.block(node.body if decided else node.orelse, names)
+            self.conditional(node, names)
         elif isinstance(node, (ast.Try, getattr(ast, "TryStar", ast.Try))):
             self.attempt(node, names)
         elif isinstance(node, (ast.With, ast.AsyncWith)):
@@ -171,6 +167,27 @@ class _Binder:
                 for case in node.cases
             )
             self.branches(cases if irrefutable else [*cases, []], names, line)
+
+    def conditional(self, node: ast.If, names: dict[str, tuple[Bound, ...]]) -> None:
+        """An if / elif / else chain (read as one, however long): the branch the conditions take; the branches from
+        the first condition loopgen cannot decide to the first that holds, when there is one."""
+        chain, last = [(node.test, node.body)], node.orelse
+        while len(last) == 1 and isinstance(last[0], ast.If):
+            chain.append((last[0].test, last[0].body))
+            last = last[0].orelse
+        blocks = []
+        for test, body in chain:
+            decided = self.decide(test, names)
+            if decided is not False:
+                blocks.append(body)
+            if decided is True:
+                break
+        else:
+            blocks.append(last)
+        if len(blocks) == 1:
+            self.block(blocks[0], names)
+        else:
+            self.branches(blocks, names, node.lineno)
 
     def assign(
         self,
