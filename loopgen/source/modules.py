@@ -25,7 +25,8 @@ from loopgen.source.syntax import FUNCTIONS, Function, Source
 
 LIGHTNING_PACKAGES = ("pytorch_lightning", "lightning")
 
-# packages found on sys.path that are never read as the user's code: loopgen knows their classes by name
+# packages found on sys.path that are never read as the user's code (nor is the standard library): loopgen knows
+# their classes by name
 NOT_USER_CODE = frozenset({"torch", "pytorch_lightning", "lightning", "lightning_fabric", "torchmetrics"})
 
 # what imports where the script runs whatever the roots hold: Lightning, what Lightning and torch depend on
@@ -47,7 +48,7 @@ class Module:
     name: str  # dotted module name
     root: Path
     file: Path
-    body: list[ast.stmt]  # its top-level statements
+    statements: list[ast.stmt]  # its top-level statements
     source: Source
 
     @property
@@ -202,7 +203,7 @@ class Modules:
         if key not in self._scopes:
             self._binding.add(module.file)
             try:
-                scope = module_scope(module.name, module.package, module.body, self._importable, stop)
+                scope = module_scope(module.name, module.package, module.statements, self._importable, stop)
             except RecursionError:  # nesting Python's parser took but this reading cannot follow
                 raise self._syntax_error(module.file, "too deeply nested for loopgen to read", None) from None
             finally:
@@ -244,7 +245,8 @@ class Modules:
         """The module `name` from the first root that has it as a package or a .py file."""
         if name not in self._modules:
             self._modules[name] = None
-            outside = name.partition(".")[0] in NOT_USER_CODE  # their classes are known by name
+            top = name.partition(".")[0]
+            outside = top in NOT_USER_CODE or top in sys.stdlib_module_names  # their classes are known by name
             for root in self.roots if name and not outside else ():
                 base = root.joinpath(*name.split("."))
                 file = next((f for f in (base / "__init__.py", base.parent / f"{base.name}.py") if f.is_file()), None)

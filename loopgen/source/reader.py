@@ -54,7 +54,7 @@ def find_function(path: str, roots: Sequence[Path], *, where: str, line: int | N
         if module is None:
             raise reader._error(f"cannot find module '{module_name}' of the function '{path}' in the project")
         defined: list[str] = []  # a def, a name assigned a lambda or a function defined before
-        for node in module.body:
+        for node in module.statements:
             if isinstance(node, FUNCTIONS):
                 defined.append(node.name)
             elif isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
