@@ -6,6 +6,7 @@ on `sys.version_info`), re-exported by a project module (names and module aliase
 from __future__ import annotations
 
 import ast
+import os
 import sys
 import textwrap
 from pathlib import Path
@@ -367,11 +368,12 @@ def test_module_scope_values() -> None:
         ("sys.version_info >= 'x'", None),  # values that do not compare
         ("sys.version_info[9] == 1", None),
         ("sys.maxsize > 2", None),
-        ("os.name == 'nt'", None),
+        (f"os.name == {os.name!r}", True),  # the pathlib pattern: `if os.name == "nt": Base = WindowsPath`
+        ("os.environ.get('X') == 'nt'", None),
     ],
 )
 def test_conditions_the_source_decides(test: str, taken: bool | None) -> None:
-    values = scope_of(f"import sys\nimport a\nif {test}:\n    x = a.yes\nelse:\n    x = a.no\n")["x"]
+    values = scope_of(f"import os, sys\nimport a\nif {test}:\n    x = a.yes\nelse:\n    x = a.no\n")["x"]
     assert values == {True: ["a.yes"], False: ["a.no"], None: ["a.yes", "a.no"]}[taken]
 
 

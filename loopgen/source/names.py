@@ -6,7 +6,7 @@ installed: read with `ast`, nothing runs (loopgen/source/reader.py follows them 
   modules and the packages installed where loopgen renders), else those of its statements before the first import
   that fails, then the handler's;
 - `if` / `elif` / `else`: the branch the condition takes, when the source decides it (`TYPE_CHECKING` is false,
-  `__name__` is the module's own name, not "__main__", `sys.version_info` and `sys.platform` are this
+  `__name__` is the module's own name, not "__main__", `sys.version_info`, `sys.platform` and `os.name` are this
   interpreter's, literals, and `not` / `and` / `or` of these); otherwise the names each branch binds are
   alternatives (so are a `match`'s cases and a conditional expression's values), which the reader refuses where it
   uses one whose alternatives differ in what matters;
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -287,8 +288,8 @@ class _Binder:
             return None
 
     def evaluate(self, node: ast.expr, names: dict[str, tuple[Bound, ...]]) -> object:
-        """The value of a literal, of `__name__`, of `sys.version_info` (its items, slices, major / minor / micro)
-        and `sys.platform`, and of comparisons of these; _Unknown otherwise."""
+        """The value of a literal, of `__name__`, of `sys.version_info` (its items, slices, major / minor / micro),
+        `sys.platform` and `os.name`, and of comparisons of these; _Unknown otherwise."""
         if isinstance(node, ast.Constant):
             return node.value
         if isinstance(node, ast.Tuple):
@@ -310,6 +311,8 @@ class _Binder:
         if len(values) == 1 and isinstance(value := values[0].value, str):
             if value == "sys.platform":
                 return sys.platform
+            if value == "os.name":
+                return os.name
             if value == "sys.version_info":
                 return sys.version_info
             if value.startswith("sys.version_info.") and value[17:] in ("major", "minor", "micro"):
