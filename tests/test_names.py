@@ -130,6 +130,54 @@ def test_the_binding_python_runs_is_the_one_read(tmp_path: Path, header: str) ->
     assert found.is_lightning_module and found.lightning_bases == ("LightningModule",)
 
 
+PYG = """
+    import torch
+
+    try:
+        import lightning.pytorch as pl
+        _pl_is_available = True
+    except ImportError:
+        try:
+            import pytorch_lightning as pl
+            _pl_is_available = True
+        except ImportError:
+            _pl_is_available = False
+
+    if _pl_is_available:
+        LightningModule = pl.LightningModule
+    else:
+        pl = object
+        LightningModule = torch.nn.Module
+"""
+
+
+def test_a_flag_the_try_body_sets_decides_a_later_condition(tmp_path: Path) -> None:
+    """PyG's graphgym: `_pl_is_available = True` in the try body that runs, then `if _pl_is_available:` (refused as
+    undecidable before flags were read)."""
+    files = {
+        "proj/__init__.py": "",
+        "proj/imports.py": PYG,
+        "proj/model.py": f"from proj.imports import LightningModule\n\nclass Model(LightningModule):{MODULE_BODY}",
+    }
+    assert read(tmp_path, "proj.model.Model", files).is_lightning_module
+    files["proj/imports.py"] = PYG.replace("_pl_is_available = False", "_pl_is_available = maybe()")
+    assert read(tmp_path / "again", "proj.model.Model", files).is_lightning_module  # that branch does not run
+    files["proj/imports.py"] = PYG.replace("_pl_is_available = True", "_pl_is_available = probe()", 1)
+    with pytest.raises(LoopgenError, match="'LightningModule' is lightning.pytorch.LightningModule"):
+        read(tmp_path / "undecided", "proj.model.Model", files)
+
+
+def test_a_star_import_in_a_try_body(tmp_path: Path) -> None:
+    """NNI's evaluators: `try: from .lightning import *` / `except ImportError: raise` binds what the module
+    exports (a star import once counted as failing, the handler's path taken)."""
+    files = {
+        "nas/__init__.py": "try:\n    from .lightning import *\nexcept ImportError:\n    raise\n",
+        "nas/lightning.py": "import pytorch_lightning as pl\n\nclass LightningModule(pl.LightningModule):\n    pass\n",
+        "nas/model.py": f"from nas import LightningModule\n\nclass Model(LightningModule):{MODULE_BODY}",
+    }
+    assert read(tmp_path, "nas.model.Model", files).is_lightning_module
+
+
 @pytest.mark.parametrize(
     "header, where",
     [
@@ -297,7 +345,9 @@ def scope_of(source: str, name: str = "pkg.mod") -> dict[str, list[object]]:
     scope = module_scope(name, name.rpartition(".")[0], body, lambda module, _: module != "missing")
     shown = {}
     for key, bounds in scope.names.items():
-        shown[key] = [b.value if isinstance(b.value, (str, type(None))) else b.value.name for b in bounds]
+        shown[key] = [
+            b.value.value if isinstance(b.value, ast.Constant) else getattr(b.value, "name", b.value) for b in bounds
+        ]
     return shown
 
 
@@ -316,6 +366,7 @@ def test_module_scope_values() -> None:
         A, (B, C) = ab.x, (ab.y, thing())
         D = E = ab.z
         F: type = ab.w
+        H = True
         G = ab.q
         del G
         class K: pass
@@ -341,6 +392,7 @@ def test_module_scope_values() -> None:
         "D": ["a.b.z"],
         "E": ["a.b.z"],
         "F": ["a.b.w"],
+        "H": [True],
         "K": ["K"],
         "f": ["f"],
         "i": [None],

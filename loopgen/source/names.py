@@ -1,5 +1,5 @@
 """The names a module binds at its top level, as Python binds them when it imports the module with Lightning
-installed: read with `ast`, nothing runs (loopgen/source/reader.py follows them across modules).
+installed: read with `ast`, nothing runs (loopgen/source/modules.py follows them across modules).
 
 - `try:` / `except ImportError:` (or ModuleNotFoundError, Exception, a bare `except:`): the try body's bindings
   when all it imports can be imported (`Importable`: Lightning, torch, the standard library, the project's
@@ -7,12 +7,13 @@ installed: read with `ast`, nothing runs (loopgen/source/reader.py follows them 
   that fails, then the handler's;
 - `if` / `elif` / `else`: the branch the condition takes, when the source decides it (`TYPE_CHECKING` is false,
   `__name__` is the module's own name, not "__main__", `sys.version_info`, `sys.platform` and `os.name` are this
-  interpreter's, literals, and `not` / `and` / `or` of these); otherwise the names each branch binds are
-  alternatives (so are a `match`'s cases and a conditional expression's values), which the reader refuses where it
-  uses one whose alternatives differ in what matters;
+  interpreter's; literals, names bound to them (`_AVAILABLE = True` in the try body that runs), and `not` / `and` /
+  `or` of these); otherwise the names each branch binds are alternatives (so are a `match`'s cases and a
+  conditional expression's values), which the reader refuses where it uses one whose alternatives differ in what
+  matters;
 - imports (`import a.b`, `import a.b as c`, `from .m import n as o`, relative to the module's package), assignments
-  of dotted names (`Base = pl.LightningModule`), class and function definitions, `del`; a name no statement binds
-  is a builtin, or comes from a `from m import *` (`Scope.stars`).
+  of dotted names (`Base = pl.LightningModule`) and literals, class and function definitions, `del`; a name no
+  statement binds is a builtin, or comes from a `from m import *` (`Scope.stars`).
 """
 
 from __future__ import annotations
@@ -38,8 +39,9 @@ class Bound:
     """One value a module-level name may have at run time."""
 
     # the absolute dotted name it was imported as or assigned ("lightning.pytorch", "proj.base.Base",
-    # "builtins.object"); a class or function the module defines; None: a value the reader does not follow
-    value: str | ast.ClassDef | Function | None
+    # "builtins.object"); a class or function the module defines; a literal (`_AVAILABLE = True`: a flag a condition
+    # may test); None: a value the reader does not follow
+    value: str | ast.ClassDef | Function | ast.Constant | None
     line: int  # the statement that binds it
     condition: int | None = None  # the line of the condition loopgen cannot decide that makes it one of several
 
@@ -220,6 +222,8 @@ class _Binder:
                 return self.value(node.body if decided else node.orelse, names, line)
             either = [*self.value(node.body, names, line), *self.value(node.orelse, names, line)]
             return tuple(b if b.condition is not None else replace(b, condition=line) for b in either)
+        if isinstance(node, ast.Constant):
+            return (Bound(node, line),)
         expr = class_expression(node)
         found = qualify(names, expr) if expr is not None else ()
         return tuple(replace(b, line=line) for b in found) or (Bound(None, line),)
@@ -263,7 +267,8 @@ class _Binder:
                 return False
             if isinstance(node, ast.ImportFrom):
                 source = import_source(self.package, node)
-                if source is None or not all(self.importable(source, a.name) for a in node.names):
+                wanted = [None if a.name == "*" else a.name for a in node.names]
+                if source is None or not all(self.importable(source, name) for name in wanted):
                     return False
             if not isinstance(node, (ast.ClassDef, *FUNCTIONS, ast.Lambda)):
                 pending.extend(ast.iter_child_nodes(node))
@@ -288,7 +293,8 @@ class _Binder:
             return None
 
     def evaluate(self, node: ast.expr, names: dict[str, tuple[Bound, ...]]) -> object:
-        """The value of a literal, of `__name__`, of `sys.version_info` (its items, slices, major / minor / micro),
+        """The value of a literal, of a name bound to one (`if _AVAILABLE:` after `_AVAILABLE = True` in the try
+        body that runs), of `__name__`, of `sys.version_info` (its items, slices, major / minor / micro),
         `sys.platform` and `os.name`, and of comparisons of these; _Unknown otherwise."""
         if isinstance(node, ast.Constant):
             return node.value
@@ -308,6 +314,9 @@ class _Binder:
             return True
         dotted = dotted_name(node)
         values = qualify(names, dotted) if dotted else ()
+        literals = {b.value.value for b in values if isinstance(b.value, ast.Constant)}
+        if values and len(literals) == 1 and all(isinstance(b.value, ast.Constant) for b in values):
+            return literals.pop()  # a flag, set the same on every branch that may run
         if len(values) == 1 and isinstance(value := values[0].value, str):
             if value == "sys.platform":
                 return sys.platform
