@@ -148,7 +148,9 @@ def test_a_module_with_a_syntax_error_is_one_line_naming_its_file_and_line(proje
     elif key == "callback":
         spec["trainer"] = {**SPEC["trainer"], "callbacks": [entry]}
     else:
-        (project / "proj" / "models.py").write_text(MODEL.replace("def __init__(self):", "def __init__(self, net=None):"))
+        (project / "proj" / "models.py").write_text(
+            MODEL.replace("def __init__(self):", "def __init__(self, net=None):")
+        )
         spec["model"] = {"class_path": "proj.models.Tiny", "init_args": {"net": {"class_path": "proj.broken.Broken"}}}
     write_spec(project, spec)
     result = loopgen("render", "spec.yaml", cwd=project)
