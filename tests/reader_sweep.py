@@ -7,11 +7,13 @@ reason; any other exception (or a render that runs past --timeout seconds, or a 
 checks) is an internal error, printed with its traceback. Nothing is imported or run: loopgen reads sources.
 
     python -m tests.reader_sweep [-j JOBS] [-v] DIR [DIR ...]
+    python -m tests.reader_sweep --every-class DIR [DIR ...]
 
 Each DIR is one repository's tree. The run prints every internal error (every refusal too with -v), then the
 figures: repositories, files with such classes, classes, scripts, refusals by reason, internal errors. It is a
 documented run outside CI (the trees are public projects' sources, fetched; none is copied here); the figures of the
-last run are in docs/testing.md.
+last run are in docs/testing.md. With --every-class it renders nothing: it reads the names of every module of the
+trees and follows every module-level class to its bases, Lightning's or not.
 """
 
 from __future__ import annotations
@@ -208,7 +210,14 @@ def main(argv: list[str]) -> int:
     parser.add_argument("-j", "--jobs", type=int, default=1, help="worker processes")
     parser.add_argument("-v", "--verbose", action="store_true", help="print every refusal too")
     parser.add_argument("--timeout", type=int, default=120, help="seconds a render may take")
+    parser.add_argument(
+        "--every-class",
+        action="store_true",
+        help="read every module's names and every module-level class with its bases (Lightning's or not): no render",
+    )
     args = parser.parse_args(argv)
+    if args.every_class:
+        return every_class(args.trees)
     tasks, files, per_tree = [], {}, collections.Counter()
     for tree in args.trees:
         for root, module, name, kind in module_classes(tree):
@@ -236,6 +245,46 @@ def main(argv: list[str]) -> int:
     for text, count in reasons.most_common():
         print(f"  {count:5d}  {text}")
     return 1 if outcomes["internal"] else 0
+
+
+def every_class(trees: list[Path]) -> int:
+    """The reader over every module of the trees (its names, as an import binds them) and every module-level class
+    (found by its path, its bases followed across modules): each ends read or refused, never in an internal error."""
+    from loopgen.errors import LoopgenError
+    from loopgen.source.reader import _Reader
+
+    counts: collections.Counter[str] = collections.Counter()
+    for file in (file for tree in trees for file in sorted(tree.rglob("*.py"))):
+        root = file.parent
+        while (root / "__init__.py").exists():
+            root = root.parent
+        dotted = ".".join(file.relative_to(root).with_suffix("").parts)
+        if not all(part.isidentifier() for part in dotted.split(".")):
+            continue
+        reader = _Reader([root], "sweep")
+        try:
+            module = reader._module(dotted)
+            names = [] if module is None else [n.name for n in module.statements if isinstance(n, ast.ClassDef)]
+            if module is not None:
+                reader._scope(module)
+                counts["modules"] += 1
+        except LoopgenError:
+            continue  # a syntax error: Python's own
+        except Exception:  # noqa: BLE001 - what this run looks for
+            counts["internal"] += 1
+            print(f"internal: {file}: {traceback.format_exc()}", flush=True)
+            continue
+        for name in names:
+            counts["classes"] += 1
+            try:
+                list(reader.ancestry(reader.find(f"{dotted}.{name}")))
+            except LoopgenError:
+                counts["refused"] += 1
+            except Exception:  # noqa: BLE001 - what this run looks for
+                counts["internal"] += 1
+                print(f"internal: {dotted}.{name} ({root}): {traceback.format_exc()}", flush=True)
+    print(", ".join(f"{counts[key]} {key}" for key in ("modules", "classes", "refused", "internal")))
+    return 1 if counts["internal"] else 0
 
 
 if __name__ == "__main__":

@@ -43,3 +43,17 @@ def test_a_script_that_fails_the_render_s_own_checks_is_an_internal_error(tmp_pa
     (root, module, name, kind), *_ = module_classes(ROOT / "examples")
     outcome, detail = render_one(root, f"{module}.{name}", tmp_path, kind)
     assert outcome == "internal" and "training_modes" in detail
+
+
+def test_every_class_reads_each_module_and_class_and_counts_internal_errors(monkeypatch, capsys) -> None:
+    from loopgen.source.reader import _Reader
+
+    assert main(["--every-class", str(ROOT / "examples")]) == 0
+    assert ", 0 refused, 0 internal" in capsys.readouterr().out
+
+    def broken(self, cls, below=()):
+        raise KeyError("a bug")
+
+    monkeypatch.setattr(_Reader, "ancestry", broken)
+    assert main(["--every-class", str(ROOT / "examples")]) == 1
+    assert "KeyError: 'a bug'" in capsys.readouterr().out
