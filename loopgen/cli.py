@@ -21,7 +21,6 @@ EXIT_BAD_INPUT = 2
 
 EXIT_INTERNAL = 3
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what a C tool killed by a closed pipe exits with
-REPORT_URL = "https://github.com/loopgen/loopgen/issues"
 
 
 # the commands that read a spec, and their own options that take a value (the rest of their arguments are the
@@ -38,6 +37,7 @@ SPEC_COMMANDS = {
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    given = list(argv)
     try:
         argv, sources = _split_sources(argv)
     except LoopgenError as error:
@@ -61,12 +61,26 @@ def main(argv: list[str] | None = None) -> int:
             import traceback
 
             traceback.print_exc()
-        print(
-            f"loopgen: internal error ({type(error).__name__}{f': {error}' if str(error) else ''}); this is a bug in loopgen, please report it"
-            f" at {REPORT_URL}" + ("" if args.debug else " with the output of the same command run with --debug"),
-            file=sys.stderr,
-        )
+        print(_internal_error(error, given, args.debug), file=sys.stderr)
         return EXIT_INTERNAL
+
+
+def _internal_error(error: Exception, argv: list[str], debug: bool) -> str:
+    """The one line an internal error prints: what failed, and what to report it with (the command that shows the
+    traceback, the spec, loopgen's version)."""
+    import shlex
+
+    what = f"{type(error).__name__}{f': {error}' if str(error) else ''}"
+    if debug:
+        traceback = "the traceback above"
+    else:
+        prog = ["python", "-m", "loopgen"] if Path(sys.argv[0]).name == "__main__.py" else ["loopgen"]
+        command = shlex.join([*prog, "--debug", *argv])
+        traceback = f"the traceback that `{command}` prints"
+    return (
+        f"loopgen: internal error ({what}); this is a bug in loopgen. Report it with {traceback}, the spec (its"
+        f" files and overrides), the source files it names, and loopgen's version ({__version__})"
+    )
 
 
 def _split_sources(argv: list[str]) -> tuple[list[str], list[list[Source]]]:

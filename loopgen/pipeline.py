@@ -56,9 +56,6 @@ def render_spec_sources(
 
     spec = with_configured_callbacks(load_spec(sources, output.absolute().parent), roots)
     model, data, callbacks, problems = read_classes(spec, roots)
-    problems.sort(key=lambda p: p.line or 0)
-    if any(p.where.endswith("class_path") for p in problems):  # a class not found: no plan without it
-        raise LoopgenError(problems)
     objects = inspect_objects(spec, roots)
     try:
         plan = make_plan(spec, model, data, callbacks, script_name, objects=objects)
@@ -93,14 +90,16 @@ def with_configured_callbacks(spec: Any, roots: list[Path]) -> Any:
 
 
 def read_classes(spec: Any, roots: list[Path]) -> tuple[Any, Any, tuple[Any, ...], list[Any]]:
-    """The facts of the spec's model, data and callbacks, and every problem with their class paths and
-    init_args (all of them, each with its key and YAML line); the model's facts are None when it is not found."""
+    """The facts of the spec's model, data and callbacks, and every problem with their init_args (all of them,
+    each with its key and YAML line, sorted by line). A LoopgenError with all of them when a class cannot be read
+    (not found, a syntax error in its source, a base loopgen cannot tell): there is no plan without it."""
     from loopgen.errors import LoopgenError
     from loopgen.source.reader import find_function, inspect_class
     from loopgen.source.signatures import check_arguments, torch_signature
     from loopgen.spec.support import lightning_callback
 
     problems = []
+    unread = []  # the keys of the classes that could not be read
 
     def facts(ref: Any, key: str, callback: bool = False, optional: bool = False) -> Any:
         """The facts of the class `ref` names (the spec's `key`), after checking its init_args (an optional
@@ -119,6 +118,7 @@ def read_classes(spec: Any, roots: list[Path]) -> tuple[Any, Any, tuple[Any, ...
             if optional and any("cannot find module" in p.message for p in error.problems):
                 return None  # a package loopgen cannot read: its arguments are checked when the script runs
             problems.extend(error.problems)
+            unread.append(key)
             return None
         signature = found.init
         if signature is not None and optional:
@@ -181,6 +181,9 @@ def read_classes(spec: Any, roots: list[Path]) -> tuple[Any, Any, tuple[Any, ...
             problems.extend(check_arguments(_args_key(spec, kind), ref.name, ref.init_args, signature, spec.line))
         else:
             facts(ref, kind, optional=True)
+    problems.sort(key=lambda p: p.line or 0)
+    if unread or any(p.where.endswith("class_path") for p in problems):
+        raise LoopgenError(problems)
     return model, data, callbacks, problems
 
 
@@ -259,21 +262,13 @@ def project_root(spec: Path | Sources) -> Path:
     return inspect_class(found.model.class_path, default_roots(sources.path), where="model.class_path").root
 
 
-def _installed(root: Path) -> bool:
-    """Whether `root` is where the interpreter's installed packages or standard library live (their classes are
-    imported as they are, not read as the project's code)."""
-    import sys
-
-    prefixes = {Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
-    return "site-packages" in root.parts or "dist-packages" in root.parts or any(p in root.parents for p in prefixes)
-
-
 def inspect_objects(spec: Spec, roots: list[Path]) -> dict[str, ClassFacts | None]:
     """The facts of each class that the spec's init_args give objects of (nested class_path entries), by class
     path: None for a class outside the project (torch's, a library's), which the script imports as it is; a class
     the project's own packages should define but do not is an error, as for the model."""
     from loopgen.errors import LoopgenError, Problem
     from loopgen.source.reader import inspect_class
+    from loopgen.source.roots import installed
     from loopgen.spec.model import objects_in
 
     found: dict[str, ClassFacts | None] = {}
@@ -294,11 +289,12 @@ def inspect_objects(spec: Spec, roots: list[Path]) -> dict[str, ClassFacts | Non
         if obj.class_path in found:
             continue
         top = obj.class_path.split(".")[0]
-        ours = any((root / top).is_dir() or (root / f"{top}.py").is_file() for root in roots if not _installed(root))
+        ours = any((root / top).is_dir() or (root / f"{top}.py").is_file() for root in roots if not installed(root))
         try:
             found[obj.class_path] = inspect_class(obj.class_path, roots, where=where) if ours else None
         except LoopgenError as error:
-            problems += [Problem(p.where, p.message, obj.line) for p in error.problems]
+            # at the YAML line of the object; a problem in a source file keeps its own line
+            problems += [Problem(p.where, p.message, obj.line) if p.where == where else p for p in error.problems]
             found[obj.class_path] = None
     if problems:
         raise LoopgenError(problems)

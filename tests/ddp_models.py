@@ -3,6 +3,11 @@ loopgen's DDP scripts under torchrun.
 
 `on_train_end` saves the weights to $DDP_SAVE/rank$RANK.pt when DDP_SAVE is set, so that a script run as it is (by
 torchrun, without a test driver) leaves them too.
+
+Lightning comes through the project's compat module (tests/parity/compat.py: `try:` / `except ImportError:`), as
+libraries that support both of its package names import it: every DDP and ModelParallelStrategy case is also a
+parity case of that (a reader that missed it took the modules for plain nn.Modules, and ModelParallelStrategy's
+processes died setting their read-only device_mesh).
 """
 
 from __future__ import annotations
@@ -11,12 +16,12 @@ import json
 import os
 import time
 
-import pytorch_lightning as pl
 import torch
 from torch import nn
 from torch.nn import functional as F
 from torch.utils.data import DataLoader
 
+from tests.parity.compat import pl
 from tests.parity.data import CLASSES, FEATURES, make_classification
 
 

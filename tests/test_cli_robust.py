@@ -97,19 +97,64 @@ def test_a_closed_pipe_ends_quietly(project, args):
 
 
 def test_an_internal_error_is_one_line_unless_debug(monkeypatch, capsys):
-    from loopgen import cli
+    """One line: the --debug command that shows the traceback, exactly as given, and what to report it with (no
+    address: there is none to send it to)."""
+    from loopgen import __version__, cli
 
     def broken(args):
         raise KeyError("oops")
 
     monkeypatch.setattr(cli, "_schema", broken)
+    monkeypatch.setattr(cli, "_render", broken)
+    monkeypatch.setattr(sys, "argv", ["/usr/local/bin/loopgen"])
     assert cli.main(["schema"]) == cli.EXIT_INTERNAL
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "internal error (KeyError: 'oops')" in err and "--debug" in err
-    assert "Traceback" not in err
+    assert err.count("\n") == 1 and "internal error (KeyError: 'oops')" in err
+    assert "Report it with the traceback that `loopgen --debug schema` prints, the spec" in err
+    assert f"loopgen's version ({__version__})" in err and "http" not in err and "Traceback" not in err
+    argv = ["render", "my spec.yaml", "-c", "exp.yaml", "--trainer.max_epochs=3", "-o", "train.py"]
+    assert cli.main(argv) == cli.EXIT_INTERNAL
+    err = capsys.readouterr().err
+    assert "`loopgen --debug render 'my spec.yaml' -c exp.yaml --trainer.max_epochs=3 -o train.py`" in err
+    monkeypatch.setattr(sys, "argv", ["/site-packages/loopgen/__main__.py"])  # python -m loopgen
+    assert cli.main(["schema"]) == cli.EXIT_INTERNAL
+    assert "`python -m loopgen --debug schema`" in capsys.readouterr().err
     assert cli.main(["--debug", "schema"]) == cli.EXIT_INTERNAL
     err = capsys.readouterr().err
     assert "Traceback" in err and "internal error" in err.splitlines()[-1]
+    assert "Report it with the traceback above" in err.splitlines()[-1] and "--debug" not in err.splitlines()[-1]
+
+
+BROKEN = "import torch\n\n\nclass Broken(:\n    pass\n"
+
+
+@pytest.mark.parametrize(
+    "key, entry",
+    [
+        ("model", {"class_path": "proj.broken.Broken"}),
+        ("data", {"class_path": "proj.broken.Broken"}),
+        ("callback", {"class_path": "proj.broken.Broken"}),
+        ("object", {"class_path": "proj.models.Tiny", "init_args": {}}),
+    ],
+)
+def test_a_module_with_a_syntax_error_is_one_line_naming_its_file_and_line(project, key, entry):
+    """Once an internal error (exit 3: the model's facts were None after the syntax error was recorded)."""
+    (project / "proj" / "broken.py").write_text(BROKEN)
+    spec = dict(SPEC)
+    if key == "model":
+        spec["model"] = entry
+    elif key == "data":
+        spec["data"] = entry
+    elif key == "callback":
+        spec["trainer"] = {**SPEC["trainer"], "callbacks": [entry]}
+    else:
+        (project / "proj" / "models.py").write_text(
+            MODEL.replace("def __init__(self):", "def __init__(self, net=None):")
+        )
+        spec["model"] = {"class_path": "proj.models.Tiny", "init_args": {"net": {"class_path": "proj.broken.Broken"}}}
+    write_spec(project, spec)
+    result = loopgen("render", "spec.yaml", cwd=project)
+    one_error(result, f"{project / 'proj' / 'broken.py'} (line 4): syntax error: invalid syntax (reading it for ")
 
 
 def test_check_says_what_changed(project):

@@ -5,7 +5,10 @@ ModelParallelStrategy on the same specs.
 As in tests/test_ddp.py the processes start together in one fixture: one torchrun launch of 2 processes for
 Lightning's runs of every spec in turn (tests/ddp_runner.py), one for loopgen's scripts, and one rendered script
 as 2 nodes x 1 process. The weights compared are the full ones, gathered from the shards on rank 0
-(tests/ddp_models.py's ShardedNet).
+(tests/ddp_models.py's ShardedNet). The modules import Lightning through the project's compat module (`try:` /
+`except ImportError:`, tests/parity/compat.py), as libraries that support both package names do: each case is also
+the parity case of that (a reader that missed it took them for plain nn.Modules, and every process died setting the
+read-only device_mesh).
 """
 
 from __future__ import annotations

@@ -4,31 +4,22 @@ from __future__ import annotations
 
 import ast
 import difflib
-import re
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from loopgen.errors import LoopgenError, Problem
+from loopgen.errors import LoopgenError
 from loopgen.source.callbacks import read_callbacks
 from loopgen.source.facts import ClassFacts, OptimizersFacts
-from loopgen.source.fingerprints import LIGHTNING_PACKAGES, read_objects, user_module
+from loopgen.source.fingerprints import read_objects
 from loopgen.source.fixed import Fixed, fixed_values
+from loopgen.source.lines import first_reads, imports_torchmetrics, line_of, source_matches
+from loopgen.source.loaders import returns_a_loader, returns_several
+from loopgen.source.modules import LIGHTNING_PACKAGES, Class, Module, Modules
+from loopgen.source.names import class_expression
 from loopgen.source.optimizers import read_optimizers
 from loopgen.source.signatures import Signature
-from loopgen.source.syntax import (
-    FUNCTIONS,
-    Binding,
-    Function,
-    Source,
-    binding_statements,
-    calls_any,
-    class_methods,
-    dotted_name,
-    parameters_of,
-    self_name,
-)
+from loopgen.source.syntax import FUNCTIONS, Function, calls_any, parameters_of, self_name
 from loopgen.source.uses import (
     EXPERIMENT_READ,
     LOG_DICT_HOOKS,
@@ -41,8 +32,6 @@ from loopgen.source.uses import (
     logs_to_bar,
     trainer_names,
 )
-
-_LIGHTNING_PACKAGES = LIGHTNING_PACKAGES
 
 
 def find_class_source(
@@ -65,9 +54,8 @@ def find_function(path: str, roots: Sequence[Path], *, where: str, line: int | N
         module = reader._module(module_name)
         if module is None:
             raise reader._error(f"cannot find module '{module_name}' of the function '{path}' in the project")
-        tree = ast.parse(module.file.read_bytes(), str(module.file))
         defined: list[str] = []  # a def, a name assigned a lambda or a function defined before
-        for node in tree.body:
+        for node in module.statements:
             if isinstance(node, FUNCTIONS):
                 defined.append(node.name)
             elif isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
@@ -76,7 +64,7 @@ def find_function(path: str, roots: Sequence[Path], *, where: str, line: int | N
                     defined.append(node.targets[0].id)
         if name in defined:
             return
-        binding = _bindings(module).get(name)
+        binding = next((b.value for b in reversed(reader._scope(module).names.get(name, ()))), None)
         if not isinstance(binding, str):
             close = difflib.get_close_matches(name, defined, n=1)
             hint = _hint(f"{module_name}.{close[0]}" if close else None)
@@ -127,10 +115,10 @@ def inspect_class(
     configured: tuple | str | None = None
     val_loaders_listed_at = ""
     val_loader_built = False
-    for ancestor in reversed(_linearize([c for c in found if isinstance(c, _Class)])):
+    for ancestor in reversed(_linearize([c for c in found if isinstance(c, Class)])):
         automatic.walk(ancestor.node.body)  # bases first: the subclass's assignment wins
     fixed = _fixed(found, init_args) if init_args is not None else None
-    lineage = _linearize([c for c in found if isinstance(c, _Class)])
+    lineage = _linearize([c for c in found if isinstance(c, Class)])
     named = _attribute_names(lineage)
     for ancestor in lineage:
         class_attributes |= ancestor.assigned()
@@ -173,10 +161,10 @@ def inspect_class(
                 lbfgs = "LBFGS" in words.words
                 read = read_optimizers(fn, source, fixed)
                 optimizers, optimizers_unknown = (read, "") if isinstance(read, OptimizersFacts) else (None, read)
-            if first and fn.name == "val_dataloader" and (line := _returns_several(fn)) is not None:
+            if first and fn.name == "val_dataloader" and (line := returns_several(fn)) is not None:
                 val_loaders_listed_at = f"{ancestor.module.file}:{line}"
             if first and fn.name == "val_dataloader":
-                val_loader_built = _returns_a_loader(fn)
+                val_loader_built = returns_a_loader(fn)
             if first and fn.name == "configure_callbacks":
                 module = ancestor.module
                 configured = read_callbacks(
@@ -193,7 +181,7 @@ def inspect_class(
         is_lightning_callback=is_callback,
         is_prediction_writer=writer,
         lightning_bases=tuple(
-            dict.fromkeys(name.rpartition(".")[2] for name in outside if name.split(".")[0] in _LIGHTNING_PACKAGES)
+            dict.fromkeys(name.rpartition(".")[2] for name in outside if name.split(".")[0] in LIGHTNING_PACKAGES)
         ),
         methods=methods,
         uses_log=uses_log,
@@ -212,13 +200,13 @@ def inspect_class(
         optimizers=optimizers,
         optimizers_unknown=optimizers_unknown,
         manual_optimization=None if automatic.value is None else not automatic.value,
-        trainer_read_at=_first_reads(trainer_named, [cls.module.file, *reader.files_read]),
-        defined_at=_first_reads(set(methods), [cls.module.file, *reader.files_read], "def "),
+        trainer_read_at=first_reads(trainer_named, [cls.module.file, *reader.files_read]),
+        defined_at=first_reads(set(methods), [cls.module.file, *reader.files_read], "def "),
         sources=tuple(reader.files_read),
         init=init_signature(found),
-        imports_torchmetrics=any(_imports_torchmetrics(file) for file in reader.files_read),
-        mentions_iterable_dataset=any(_source_matches(file, r"\bIterableDataset\b") for file in reader.files_read),
-        experiment_read_at=_line_of(experiment_in, [cls.module.file, *reader.files_read]),
+        imports_torchmetrics=any(imports_torchmetrics(file) for file in reader.files_read),
+        mentions_iterable_dataset=any(source_matches(file, r"\bIterableDataset\b") for file in reader.files_read),
+        experiment_read_at=line_of(experiment_in, [cls.module.file, *reader.files_read]),
         configured_callbacks=configured,
         val_loaders_listed_at=val_loaders_listed_at,
         val_loader_built=val_loader_built,
@@ -229,60 +217,7 @@ def inspect_class(
     )
 
 
-_DISPLAYS = (ast.List, ast.Tuple, ast.Dict, ast.ListComp, ast.DictComp, ast.GeneratorExp)
-
-
-def _own_returns(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[list[ast.Return], dict[str, list[ast.expr]]]:
-    """`fn`'s returns, in source order, and what each local name was assigned: a nested function's
-    or class's returns and names are its own."""
-    assigned: dict[str, list[ast.expr]] = {}
-    returns: list[ast.Return] = []
-    pending: list[ast.AST] = list(fn.body)
-    while pending:
-        node = pending.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            continue
-        if isinstance(node, ast.Return):
-            returns.append(node)
-        if isinstance(node, ast.Assign):
-            for target in node.targets:
-                if isinstance(target, ast.Name):
-                    assigned.setdefault(target.id, []).append(node.value)
-        pending.extend(ast.iter_child_nodes(node))
-    return sorted(returns, key=lambda r: (r.lineno, r.col_offset)), assigned
-
-
-def _returns_several(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> int | None:
-    """The line of the first return in `fn` that may give several loaders: a list, tuple or dict of two or
-    more, or one whose length the source does not show (a comprehension, a starred item), directly or through a
-    local name it was assigned; None when none does."""
-    returns, assigned = _own_returns(fn)
-    for ret in returns:
-        values = assigned.get(ret.value.id, []) if isinstance(ret.value, ast.Name) else [ret.value]
-        if any(_several(value) for value in values):  # type: ignore[arg-type]
-            return ret.lineno
-    return None
-
-
-def _returns_a_loader(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    """Whether every return of `fn` builds one DataLoader (`return DataLoader(...)`): never a list of them."""
-    returns, _ = _own_returns(fn)
-    return bool(returns) and all(
-        isinstance(ret.value, ast.Call) and dotted_name(ret.value.func).rpartition(".")[2] == "DataLoader"
-        for ret in returns
-    )
-
-
-def _several(node: ast.expr | None) -> bool:
-    if not isinstance(node, _DISPLAYS):
-        return False
-    if isinstance(node, (ast.ListComp, ast.DictComp, ast.GeneratorExp)):
-        return True
-    items = node.keys if isinstance(node, ast.Dict) else node.elts
-    return len(items) > 1 or any(item is None or isinstance(item, ast.Starred) for item in items)
-
-
-def _attribute_names(classes: Sequence[_Class]) -> set[str]:
+def _attribute_names(classes: Sequence[Class]) -> set[str]:
     """Every attribute name the classes' methods read (`super().training_step`, `self.step`, `Base.step`): a
     method a subclass overrides still runs only when one of them names it."""
     return {
@@ -290,10 +225,10 @@ def _attribute_names(classes: Sequence[_Class]) -> set[str]:
     }
 
 
-def _fixed(found: Sequence[_Class | str], init_args: Mapping[str, Any]) -> Fixed:
+def _fixed(found: Sequence[Class | str], init_args: Mapping[str, Any]) -> Fixed:
     """The values the spec's init_args fix in the class's source (loopgen/source/fixed.py): read from the
     `__init__` it gets, when that is in the user's code."""
-    classes = _linearize([c for c in found if isinstance(c, _Class)])
+    classes = _linearize([c for c in found if isinstance(c, Class)])
     for cls in classes:
         init = next((fn for fn in cls.methods() if fn.name == "__init__"), None)
         if cls.node.decorator_list or "__init__" in cls.assigned():
@@ -306,9 +241,9 @@ def _fixed(found: Sequence[_Class | str], init_args: Mapping[str, Any]) -> Fixed
     return Fixed()
 
 
-def _class_path(found: _Class | str | None) -> str | None:
+def _class_path(found: Class | str | None) -> str | None:
     """The dotted path of a class found by the reader: where a user class is defined, or the name outside."""
-    if isinstance(found, _Class):
+    if isinstance(found, Class):
         return f"{found.module.name}.{found.node.name}"
     return found
 
@@ -318,28 +253,27 @@ def class_lineage(class_path: str, roots: Sequence[Path]) -> tuple[str, ...]:
     module and name; the name outside the user's code); () when the class is not found."""
     reader = _Reader(roots, "")
     try:
-        cls = reader.find(class_path)
+        return tuple(dict.fromkeys(_class_path(found) or "" for found in reader.ancestry(reader.find(class_path))))
     except LoopgenError:
         return ()
-    return tuple(dict.fromkeys(_class_path(found) or "" for found in reader.ancestry(cls)))
 
 
 # bases outside the user's code whose constructors take no arguments (torch.nn.Module's takes none by name)
 _NO_ARGUMENT_BASES = {
     "torch": ("Module",),
-    "abc": ("ABC",),
-    "typing": ("Generic",),
     "pytorch_lightning": ("LightningModule", "LightningDataModule", "Callback"),
     "lightning": ("LightningModule", "LightningDataModule", "Callback"),
+    "typing": ("Generic", "Protocol"),
+    "abc": ("ABC",),
 }
 
 
-def init_signature(found: Sequence[_Class | str], skip: int = 1) -> Signature | None:
+def init_signature(found: Sequence[Class | str], skip: int = 1) -> Signature | None:
     """The `__init__` a class gets (its own, else the first of its bases' in method resolution order), read
     from the source: its parameters after the first `skip` (self); None when the source does not show it (a
     decorated class such as a dataclass, an `__init__` assigned, a base outside the user's code whose
     constructor is not known to take no arguments)."""
-    classes = _linearize([c for c in found if isinstance(c, _Class)])
+    classes = _linearize([c for c in found if isinstance(c, Class)])
     for cls in classes:
         if cls.node.decorator_list or "__init__" in cls.assigned() or "__new__" in {f.name for f in cls.methods()}:
             return None
@@ -382,101 +316,14 @@ def _signature(fn: Function, skip: int) -> Signature | None:
     )
 
 
-def _imports_torchmetrics(file: Path) -> bool:
-    """Whether the module's source has an `import torchmetrics...` or `from torchmetrics... import` statement."""
-    return _source_matches(file, r"^[ \t]*(?:import|from)[ \t]+torchmetrics\b")
-
-
-def _source_matches(file: Path, pattern: str) -> bool:
-    try:
-        source = file.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return False
-    return re.search(pattern, source, re.MULTILINE) is not None
-
-
-def _line_of(text: str, files: Sequence[Path]) -> str:
-    """'file:line' of the first line of `files` that is `text` (stripped); "" when `text` is empty."""
-    for file in dict.fromkeys(files) if text else ():
-        try:
-            lines = file.read_text(encoding="utf-8").splitlines()
-        except (OSError, UnicodeDecodeError):
-            continue
-        for number, line in enumerate(lines, 1):
-            if line.strip() == text:
-                return f"{file}:{number}"
-    return ""
-
-
-def _first_reads(names: set[str], files: Sequence[Path], prefix: str = r"trainer\.") -> dict[str, str]:
-    """'file:line' of the first `trainer.X` (`prefix` then X) in `files`, for each X of `names`."""
-    found: dict[str, str] = {}
-    if not names:
-        return found
-    pattern = re.compile(prefix + "(" + "|".join(sorted(map(re.escape, names), key=len, reverse=True)) + r")\b")
-    for file in dict.fromkeys(files):
-        try:
-            lines = file.read_text(encoding="utf-8").splitlines()
-        except (OSError, UnicodeDecodeError):
-            continue
-        for number, text in enumerate(lines, 1):
-            for match in pattern.finditer(text):
-                found.setdefault(match.group(1), f"{file}:{number}")
-    return found
-
-
-@dataclass(frozen=True, eq=False)
-class _Module:
-    name: str  # dotted module name
-    root: Path
-    file: Path
-    statements: list[ast.stmt]  # the module-level statements that bind names, in source order
-    source: Source
-
-    @property
-    def package(self) -> str:
-        return self.name if self.file.name == "__init__.py" else self.name.rpartition(".")[0]
-
-
-@dataclass(frozen=True, eq=False)
-class _Class:
-    module: _Module
-    node: ast.ClassDef
-
-    def methods(self) -> Iterator[Function]:
-        """The methods defined in the class body, the last definition of a name first (the one Python keeps)."""
-        return reversed(class_methods(self.node))
-
-    def assigned(self) -> set[str]:
-        """The names the class body assigns (class attributes: `name = ...`, `name: type = ...`)."""
-        names = set()
-        for statement in self.node.body:
-            if isinstance(statement, ast.Assign):
-                targets = statement.targets
-            elif isinstance(statement, ast.AnnAssign) and statement.value is not None:
-                targets = [statement.target]
-            else:
-                continue
-            names |= {target.id for target in targets if isinstance(target, ast.Name)}
-        return names
-
-
-class _Reader:
-    """Finds and parses user modules under `roots`; each file is parsed at most once."""
+class _Reader(Modules):
+    """Finds the user's classes and their bases, and the project's functions the module is handed to."""
 
     def __init__(self, roots: Sequence[Path], where: str, line: int | None = None):
-        self.roots = list(roots)
-        self.where = where
-        self.line = line
-        self._modules: dict[str, _Module | None] = {}
-        self._files: dict[Path, tuple[list[ast.stmt], Source]] = {}
-        self.functions_read: list[tuple[_Module, str]] = []  # the project's functions followed (passed_module)
+        super().__init__(roots, where, line)
+        self.functions_read: list[tuple[Module, str]] = []  # the project's functions followed (passed_module)
 
-    @property
-    def files_read(self) -> list[Path]:
-        return list(self._files)
-
-    def find(self, class_path: str) -> _Class:
+    def find(self, class_path: str) -> Class:
         """The user class `class_path` names, following re-exports; a LoopgenError when there is none."""
         module_name, _, name = class_path.rpartition(".")
         if not all(part.isidentifier() for part in class_path.split(".")) or not module_name:
@@ -488,7 +335,7 @@ class _Reader:
             hint = _hint(f"{close}.{name}" if close else None)
             raise self._error(f"cannot find module '{module_name}' of '{class_path}' (searched {roots}){hint}")
         found = self._lookup(class_path)
-        if isinstance(found, _Class):
+        if isinstance(found, Class):
             return found
         if isinstance(found, str):
             raise self._error(
@@ -497,30 +344,35 @@ class _Reader:
             )
         submodule = self._module(class_path)
         if submodule is not None:
-            raise self._error(f"'{class_path}' is a module, not a class; it defines {_listing(_classes(submodule))}")
-        defined = _classes(module)
-        close = difflib.get_close_matches(name, defined or list(_bindings(module)), n=1)
+            raise self._error(
+                f"'{class_path}' is a module, not a class; it defines {_listing(self._classes(submodule))}"
+            )
+        defined = self._classes(module)
+        close = difflib.get_close_matches(name, defined or list(self._scope(module).names), n=1)
         hint = _hint(f"{module_name}.{close[0]}" if close else None)
         raise self._error(
             f"module '{module_name}' ({module.file}) defines no class '{name}'; it defines {_listing(defined)}{hint}"
         )
 
-    def ancestry(self, cls: _Class, below: tuple[ast.ClassDef, ...] = ()) -> Iterator[_Class | str]:
-        """`cls`, then depth-first and left to right its bases: user classes, or dotted names outside the roots."""
+    def ancestry(self, cls: Class, below: tuple[ast.ClassDef, ...] = ()) -> Iterator[Class | str]:
+        """`cls`, then depth-first and left to right its bases: user classes, or dotted names outside the roots;
+        a LoopgenError for a base the source does not show."""
         yield cls
         for base in cls.node.bases:
-            expr = dotted_name(base.value if isinstance(base, ast.Subscript) else base)  # `Base[T]`: Base
+            expr = class_expression(base) if not isinstance(base, ast.Starred) else None
             found = self._lookup_in(cls.module, expr, stop=cls.node) if expr else None
-            if isinstance(found, _Class) and found.node not in (*below, cls.node):
+            if isinstance(found, Class) and found.node not in (*below, cls.node):
                 yield from self.ancestry(found, (*below, cls.node))
             elif isinstance(found, str):
                 yield found
+            elif found is None:
+                raise self._unfollowed_base(cls, base)
 
-    def passed_module(self, fn: Function, module: _Module, names: set[str]) -> Handed:
+    def passed_module(self, fn: Function, module: Module, names: set[str]) -> Handed:
         """What the project's functions that `fn` (in `module`) hands the module to (one of `names`) do with it
         (loopgen.source.uses.handed_module)."""
 
-        def find(where: _Module, callee: str) -> tuple[_Module, Function, str] | None:
+        def find(where: Module, callee: str) -> tuple[Module, Function | ast.ClassDef, str] | None:
             found = self._function(where, callee)
             if found is not None:
                 self.functions_read.append((found[0], found[1].name))
@@ -528,149 +380,18 @@ class _Reader:
 
         return handed_module(fn, module, names, find)
 
-    def _function(self, module: _Module, callee: str) -> tuple[_Module, Function] | None:
-        """The module-level function `callee` names in `module` (defined there, or imported from the project)."""
-        if "." not in callee:
-            defined = [s for s in module.statements if isinstance(s, FUNCTIONS) and s.name == callee]
-            if defined:
-                return module, defined[-1]
-        target = _qualify(_bindings(module), callee)
-        if not target:
-            return None
-        module_name, _, name = target.rpartition(".")
-        other = self._module(module_name) if module_name else None
-        if other is None or other is module:
-            return None
-        defined = [s for s in other.statements if isinstance(s, FUNCTIONS) and s.name == name]
-        return (other, defined[-1]) if defined else None
-
-    def _lookup_in(self, module: _Module, expr: str, stop: ast.ClassDef | None) -> _Class | str | None:
-        """What the dotted expression `expr` refers to in `module` just before the statement `stop`."""
-        target = _qualify(_bindings(module, stop), expr)
-        if isinstance(target, ast.ClassDef):
-            return _Class(module, target)
-        return self._lookup(target) if target else None
-
-    def _lookup(self, dotted: str, seen: frozenset[str] = frozenset()) -> _Class | str | None:
-        """The class a fully qualified name refers to: a user class, the name itself when its module
-        is not under the roots, or None when it cannot be resolved."""
-        module_name, _, name = dotted.rpartition(".")
-        module = self._module(module_name)
-        if module is None:
-            return dotted
-        if dotted in seen:
-            return None
-        binding = _bindings(module).get(name)
-        if isinstance(binding, ast.ClassDef):
-            return _Class(module, binding)
-        if isinstance(binding, str):
-            return self._lookup(binding, seen | {dotted})
-        stars = (self._lookup(f"{star}.{name}", seen | {dotted}) for star in reversed(_stars(module)))
-        return next((found for found in stars if isinstance(found, _Class)), None)
-
-    def _module(self, name: str) -> _Module | None:
-        """The module `name` from the first root that has it as a package or a .py file."""
-        if name not in self._modules:
-            self._modules[name] = None
-            outside = not user_module(name)  # torch's, Lightning's, the standard library's: known by name
-            for root in self.roots if name and not outside else ():
-                base = root.joinpath(*name.split("."))
-                file = next((f for f in (base / "__init__.py", base.parent / f"{base.name}.py") if f.is_file()), None)
-                if file is not None:
-                    self._modules[name] = _Module(name, root, file, *self._parse(file))
-                    break
-        return self._modules[name]
-
-    def _parse(self, file: Path) -> tuple[list[ast.stmt], Source]:
-        """The name-binding statements of `file` and its text, parsed once."""
-        if file not in self._files:
-            source = file.read_bytes()
-            try:
-                tree = ast.parse(source, str(file))  # parses only; nothing runs
-            except SyntaxError as e:
-                raise self._syntax_error(file, e.msg, e.lineno) from None
-            except ValueError as e:  # a null byte
-                raise self._syntax_error(file, str(e), None) from None
-            statements: list[ast.stmt] = []
-            binding_statements(tree.body, statements)
-            self._files[file] = statements, Source(source)
-        return self._files[file]
-
-    def _close_module(self, module_name: str) -> str:
-        """The closest existing module path to `module_name`, correcting its first missing part; else ""."""
-        parts = module_name.split(".")
-        dirs = [root for root in self.roots if root.is_dir()]
-        for i, part in enumerate(parts):
-            children = {p.stem if p.suffix == ".py" else p.name for d in dirs for p in d.iterdir()}
-            if part not in children:
-                close = difflib.get_close_matches(part, [c for c in children if c.isidentifier()], n=1)
-                return ".".join([*parts[:i], *close, *parts[i + 1 :]]) if close else ""
-            dirs = [d / part for d in dirs if (d / part).is_dir()]
-        return ""
-
-    def _syntax_error(self, file: Path, message: str, line: int | None) -> LoopgenError:
-        """Python's own message and line."""
-        reading = f" (reading it for {self.where})" if self.where else ""
-        return LoopgenError(Problem(str(file), f"syntax error: {message}{reading}", line))
-
-    def _error(self, message: str) -> LoopgenError:
-        return LoopgenError(Problem(self.where, message, self.line))
+    def _function(self, module: Module, callee: str) -> tuple[Module, Function | ast.ClassDef] | None:
+        """The module-level function `callee` names in `module` (defined there, or imported from the project), or
+        the project's class it names (the module handed to its constructor)."""
+        found = self._lookup_in(module, callee, None, functions=True)
+        if isinstance(found, Class):
+            return found.module, found.node
+        return found if isinstance(found, tuple) else None
 
 
-def _bindings(module: _Module, stop: ast.ClassDef | None = None) -> dict[str, Binding]:
-    """The module-level names bound before the statement `stop` (all of them without one)."""
-    names: dict[str, Binding] = {}
-    for node in module.statements:
-        if node is stop:
-            break
-        if isinstance(node, ast.ClassDef):
-            names[node.name] = node
-        elif isinstance(node, ast.Import):
-            for alias in node.names:
-                top = alias.name.partition(".")[0]
-                names[alias.asname or top] = alias.name if alias.asname else top
-        elif isinstance(node, ast.ImportFrom) and node.names[0].name != "*":
-            source = _import_source(module, node)
-            for alias in node.names:
-                names[alias.asname or alias.name] = source and f"{source}.{alias.name}"
-        elif isinstance(node, ast.Assign):
-            value = dotted_name(node.value)
-            for target in node.targets:
-                if isinstance(target, ast.Name):
-                    names[target.id] = _qualify(names, value) if value else None
-    return names
-
-
-def _stars(module: _Module) -> list[str]:
-    """The modules `from X import *` reads from, in source order."""
-    stars = (s for s in module.statements if isinstance(s, ast.ImportFrom) and s.names[0].name == "*")
-    return [source for s in stars if (source := _import_source(module, s))]
-
-
-def _import_source(module: _Module, node: ast.ImportFrom) -> str | None:
-    """The absolute module name `from ... import` reads from; None for a relative import above the top package."""
-    name = node.module
-    level = node.level
-    if not level:
-        return name
-    package = module.package.split(".") if module.package else []
-    if level - 1 > len(package):
-        return None
-    return ".".join([*package[: len(package) - level + 1], *([name] if name else [])]) or None
-
-
-def _qualify(names: Mapping[str, Binding], expr: str) -> Binding:
-    """Resolve the dotted expression `expr` against module-level `names`."""
-    head, _, rest = expr.partition(".")
-    target = names.get(head)
-    if not rest or target is None:
-        return target
-    return f"{target}.{rest}" if isinstance(target, str) else None
-
-
-def _linearize(classes: list[_Class]) -> list[_Class]:
+def _linearize(classes: list[Class]) -> list[Class]:
     """Method resolution order from a depth-first walk: keep each class's last occurrence."""
-    kept: list[_Class] = []
+    kept: list[Class] = []
     for cls in reversed(classes):
         if all(cls.node is not k.node for k in kept):
             kept.append(cls)
@@ -679,11 +400,7 @@ def _linearize(classes: list[_Class]) -> list[_Class]:
 
 def _is_lightning(name: str, cls: str) -> bool:
     parts = name.split(".")
-    return parts[0] in _LIGHTNING_PACKAGES and parts[-1] == cls
-
-
-def _classes(module: _Module) -> list[str]:
-    return sorted(name for name, b in _bindings(module).items() if isinstance(b, ast.ClassDef))
+    return parts[0] in LIGHTNING_PACKAGES and parts[-1] == cls
 
 
 def _listing(names: list[str]) -> str:

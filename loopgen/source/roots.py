@@ -108,3 +108,10 @@ def _editable_finder_roots(site: Path) -> list[Path]:
                     if location.name == name.rpartition(".")[2]:
                         roots.append(location.parent)
     return roots
+
+
+def installed(root: Path) -> bool:
+    """Whether `root` is where the interpreter's installed packages or standard library live (their classes are
+    imported as they are, not read as the project's code)."""
+    prefixes = {Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+    return "site-packages" in root.parts or "dist-packages" in root.parts or any(p in root.parents for p in prefixes)

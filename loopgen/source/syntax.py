@@ -4,16 +4,12 @@ from __future__ import annotations
 
 import ast
 import copy
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
-
-
-# A module-level name: a class defined there, the dotted name it was imported as, or unknown.
-Binding = str | ast.ClassDef | None
 
 
 class Source:
@@ -177,16 +173,6 @@ def call_arguments(call: ast.Call) -> list[tuple[str | None, str, ast.expr]]:
     nodes = [*call.args, *call.keywords]
     order = sorted(range(len(nodes)), key=lambda i: (nodes[i].lineno, nodes[i].col_offset))
     return [arguments[i] for i in order]
-
-
-def binding_statements(nodes: Iterable[ast.AST], into: list[ast.stmt]) -> None:
-    """Collects module-level imports, assignments, class and function statements (also inside if/try/with
-    blocks)."""
-    for node in nodes:
-        if isinstance(node, (ast.Import, ast.ImportFrom, ast.Assign, ast.ClassDef, *FUNCTIONS)):
-            into.append(node)
-        elif not isinstance(node, (*FUNCTIONS, ast.expr)):
-            binding_statements(ast.iter_child_nodes(node), into)
 
 
 class _CallFinder(Visitor):

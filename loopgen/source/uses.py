@@ -246,14 +246,14 @@ def handed_module(
     fn: Function,
     where: Any,
     names: set[str],
-    find: Callable[[Any, str], tuple[Any, Function, str] | None],
+    find: Callable[[Any, str], tuple[Any, Function | ast.ClassDef, str] | None],
     seen: frozenset[str] = frozenset(),
 ) -> Handed:
     """What the functions `fn` passes the module to (one of `names`, as an argument) read of its trainer, and
     whether they log through it: each function `find` resolves (`where`: the module `fn` is in; it gives the
     function's module, the function and a key) is followed into with the parameter that takes the module, and on
-    into the functions it passes that one to. A callee `find` does not resolve (outside the project) is not
-    followed."""
+    into the functions it passes that one to. A class of the project given the module may keep it: anything may
+    be read. A callee `find` does not resolve (outside the project) is not followed."""
     found = Handed()
     if not names:
         return found
@@ -265,6 +265,9 @@ def handed_module(
         if target is None or target[2] in seen:
             continue
         module, function, key = target
+        if isinstance(function, ast.ClassDef):
+            found.escapes = True  # an object of the project's keeps the module: any of its methods may read anything
+            continue
         positional = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
         named = {*positional, *(a.arg for a in function.args.kwonlyargs)}
         params = {positional[i] for i in given if i < len(positional)} | {k for k in keywords if k in named}

@@ -127,6 +127,16 @@ class MLP(Classifier):
         return DataLoader(make_classification(self.n_val, seed=1), batch_size=self.batch_size)
 
 
+class DropoutInValidation(MLP):
+    """Overrides on_validation_model_eval alone, keeping its dropout on in validation (Monte Carlo dropout): Lightning
+    notes each submodule's mode before the hook and puts them back after validation (once an error at render time:
+    the script restored modes it had not noted)."""
+
+    def on_validation_model_eval(self):
+        self.eval()
+        self.net[2].train()
+
+
 class ListedValidationModel(MLP):
     """val_dataloader returns its one loader in a list (Lightning validates it as that loader, no
     dataloader_idx), and validation_step reads trainer.val_dataloaders, which keeps the list."""

@@ -138,6 +138,8 @@ CASES = [
     case("fast_dev_run_4", fast_dev_run=4),
     # a ModelCheckpoint entry saves nothing under fast_dev_run (its render was an internal error)
     case("fast_dev_run_model_checkpoint", fast_dev_run=2, callbacks=[model_checkpoint(monitor="val_loss")]),
+    # --- the module's own on_validation_model_eval, without on_validation_model_train ------------------------
+    case("validation_model_eval_hook_only", "DropoutInValidation", max_epochs=2),
     # --- sanity check ---------------------------------------------------------------------------
     case("sanity_0", max_epochs=2, num_sanity_val_steps=0),
     case("sanity_2_of_3", max_epochs=1, num_sanity_val_steps=2, limit_val_batches=3),

@@ -1,0 +1,60 @@
+"""What `val_dataloader` returns, read from its source: several loaders (fit validates each in turn), or one it
+builds on every path."""
+
+from __future__ import annotations
+
+import ast
+
+from loopgen.source.syntax import dotted_name
+
+_DISPLAYS = (ast.List, ast.Tuple, ast.Dict, ast.ListComp, ast.DictComp, ast.GeneratorExp)
+
+
+def _own_returns(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[list[ast.Return], dict[str, list[ast.expr]]]:
+    """`fn`'s returns, in source order, and what each local name was assigned: a nested function's
+    or class's returns and names are its own."""
+    assigned: dict[str, list[ast.expr]] = {}
+    returns: list[ast.Return] = []
+    pending: list[ast.AST] = list(fn.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        if isinstance(node, ast.Return):
+            returns.append(node)
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    assigned.setdefault(target.id, []).append(node.value)
+        pending.extend(ast.iter_child_nodes(node))
+    return sorted(returns, key=lambda r: (r.lineno, r.col_offset)), assigned
+
+
+def returns_several(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> int | None:
+    """The line of the first return in `fn` that may give several loaders: a list, tuple or dict of two or
+    more, or one whose length the source does not show (a comprehension, a starred item), directly or through a
+    local name it was assigned; None when none does."""
+    returns, assigned = _own_returns(fn)
+    for ret in returns:
+        values = assigned.get(ret.value.id, []) if isinstance(ret.value, ast.Name) else [ret.value]
+        if any(_several(value) for value in values):  # type: ignore[arg-type]
+            return ret.lineno
+    return None
+
+
+def returns_a_loader(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether every return of `fn` builds one DataLoader (`return DataLoader(...)`): never a list of them."""
+    returns, _ = _own_returns(fn)
+    return bool(returns) and all(
+        isinstance(ret.value, ast.Call) and dotted_name(ret.value.func).rpartition(".")[2] == "DataLoader"
+        for ret in returns
+    )
+
+
+def _several(node: ast.expr | None) -> bool:
+    if not isinstance(node, _DISPLAYS):
+        return False
+    if isinstance(node, (ast.ListComp, ast.DictComp, ast.GeneratorExp)):
+        return True
+    items = node.keys if isinstance(node, ast.Dict) else node.elts
+    return len(items) > 1 or any(item is None or isinstance(item, ast.Starred) for item in items)
