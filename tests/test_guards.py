@@ -52,8 +52,11 @@ class Net(pl.LightningModule):
     def on_train_start(self):
         self.started = True
 
+    def __scale(self):  # private: Python names it _Net__scale in the class
+        return 1.0
+
     def configure_optimizers(self):
-        return torch.optim.SGD(self.parameters(), lr=self.lr)
+        return torch.optim.SGD(self.parameters(), lr=self.lr * self.__scale())
 
 
 class Unrelated:
@@ -190,10 +193,15 @@ MUTATIONS = {
         "models.py",
         lambda t: replaced(
             t,
-            "        return torch.optim.SGD(self.parameters(), lr=self.lr)",
+            "        return torch.optim.SGD(self.parameters(), lr=self.lr * self.__scale())",
             "        optimizer = torch.optim.SGD(self.parameters(), lr=self.lr)\n        return [optimizer], [torch.optim.lr_scheduler.StepLR(optimizer, 1)]",
         ),
         ["Net.configure_optimizers: edited"],
+    ),
+    "private_method_edited": (
+        "models.py",
+        lambda t: replaced(t, "        return 1.0", "        return 2.0"),
+        ["Net.__scale: edited"],
     ),
     "trainer_read_added": (
         "callbacks.py",

@@ -56,8 +56,9 @@ class Guards:
     # horovodrun's): the first process says what changed; none on one process
     rank_variables: tuple[str, ...] = ()
     lightning_packages: tuple[str, ...] = LIGHTNING_PACKAGES
-    # the other packages whose classes are not the user's (with the standard library's)
-    other_packages: tuple[str, ...] = tuple(name for name in NOT_USER_PACKAGES if name not in LIGHTNING_PACKAGES)
+    # the other packages whose classes may be bases of the user's classes and are not the user's (with the standard
+    # library's): torch's and lightning_fabric's, and torchmetrics' where the user's code imports it
+    other_packages: tuple[str, ...] = ()
 
     @property
     def enabled(self) -> bool:
@@ -95,7 +96,9 @@ def resolve_guards(
             classes.append(Guarded(ref.name, _bases(found)))
     launched = {"ddp": ("RANK",), "model_parallel": ("RANK",), "fsdp": ("RANK",),
                 "horovod": ("HOROVOD_RANK", "OMPI_COMM_WORLD_RANK")}  # fmt: skip
-    return Guards(modules, tuple(dict.fromkeys(classes)), launched.get(distributed.kind or "", ()))
+    imported = {"torchmetrics": any(found is not None and found.imports_torchmetrics for found in facts)}
+    others = tuple(name for name in NOT_USER_PACKAGES if name not in LIGHTNING_PACKAGES and imported.get(name, True))
+    return Guards(modules, tuple(dict.fromkeys(classes)), launched.get(distributed.kind or "", ()), other_packages=others)
 
 
 def _bases(facts: ClassFacts) -> tuple[str, ...]:
