@@ -5,6 +5,7 @@ ROOT and env_with_root come from tests/harness.py (which the Lightning runners s
 
 from __future__ import annotations
 
+import ast
 import logging
 import subprocess
 import sys
@@ -17,7 +18,7 @@ import yaml
 
 from tests.harness import ROOT, env_with_root
 
-__all__ = ["ROOT", "env_with_root", "lightning_log_lines", "render", "train_script", "write_spec"]
+__all__ = ["ROOT", "code_of", "env_with_root", "lightning_log_lines", "render", "train_script", "write_spec"]
 
 
 def write_spec(directory: Path, spec: dict, name: str = "spec.yaml") -> Path:
@@ -34,6 +35,22 @@ def render(spec: Path | dict, tmp_path: Path | None = None, script_name: str = "
         spec = write_spec(tmp_path, spec)
     text, _ = render_spec(spec, script_name)
     return text
+
+
+def code_of(script: str) -> str:
+    """The script's code: its text without the header docstring and the guards' USER_CODE table, which name every
+    part of the user's classes the render read (a hook the script never calls among them)."""
+    tree = ast.parse(script)
+    lines = script.splitlines(keepends=True)
+    dropped = [
+        node
+        for node in tree.body
+        if isinstance(node, ast.Assign) and [ast.unparse(t) for t in node.targets] == ["USER_CODE"]
+        or isinstance(node, ast.Expr) and node is tree.body[0] and isinstance(node.value, ast.Constant)
+    ]
+    for node in reversed(dropped):
+        del lines[node.lineno - 1 : node.end_lineno]
+    return "".join(lines)
 
 
 def train_script(script: Path, out: Path, timeout: int = 300, cwd: Path | None = None) -> dict:

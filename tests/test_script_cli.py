@@ -103,17 +103,21 @@ def test_help_lists_exactly_the_offered_options(project):
     helps = result.stdout.split("@@")
     for (key, (_, expected)), text in zip(OFFERED.items(), helps):
         offered = set(re.findall(r"(--[a-z][a-z-]+)", text)) - {"--help"}
-        assert offered == expected, (key, text)
+        assert offered == expected | {"--allow-changed-code"}, (key, text)  # the guards' option, always
         if "--ckpt-path" not in expected:
             text = paths[key].read_text()
             assert "ckpt" not in text and "WEIGHTS_ONLY" not in text and "pickle" not in text, key
 
 
-def test_no_option_no_argparse(project):
-    """fast_dev_run sets both limits and the spec does not seed: nothing to offer, no command line."""
-    text = render(tiny(seed=False, fast_dev_run=1), project)
-    assert "argparse" not in text
-    assert "command_line" not in text
+def test_nothing_to_override_leaves_only_the_guards_option(project):
+    """fast_dev_run sets both limits and the spec does not seed: of the spec's values nothing is offered, and the
+    command line holds the guards' --allow-changed-code alone."""
+    path = script(project, tiny(seed=False, fast_dev_run=1))
+    text = path.read_text()
+    assert text.count("parser.add_argument(") == 1 and '"--allow-changed-code",' in text
+    result = run(path, "--help")
+    assert result.returncode == 0, result.stderr
+    assert set(re.findall(r"(--[a-z][a-z-]+)", result.stdout)) == {"--help", "--allow-changed-code"}
 
 
 def test_bad_options_exit_2_with_argparse_message(project):
