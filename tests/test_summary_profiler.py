@@ -155,6 +155,17 @@ class WithHalfExample(Nested):
         self.example_input_array = torch.zeros(2, 4, dtype=torch.bfloat16)
 
 
+class Halving(pl.LightningDataModule):
+    """Its on_after_batch_transfer keeps the first half of a tensor batch: Lightning's summary passes the model's
+    example input through the data module's transfer hooks, so the table's sizes are the half's."""
+
+    def train_dataloader(self):
+        return Steps().loader(6)
+
+    def on_after_batch_transfer(self, batch, dataloader_idx):
+        return batch[: len(batch) // 2] if isinstance(batch, torch.Tensor) else batch
+
+
 class Own(Steps, pl.LightningModule):
     """No submodules: only the root's own parameters."""
 
@@ -310,15 +321,17 @@ def test_counts_are_written_as_lightning_writes_them(project: Path) -> None:
     assert [readable_count(n) for n in numbers] == [get_human_readable_count(n) for n in numbers]
 
 
-def lightning_summary_log(project: Path, model: str, **trainer) -> str:
-    """What Lightning's Trainer logs for its model summary, fitting `model` with `trainer` flags."""
+def lightning_summary_log(project: Path, model: str, data: str | None = None, **trainer) -> str:
+    """What Lightning's Trainer logs for its model summary, fitting `model` (on the data module `data`) with
+    `trainer` flags."""
     import pytorch_lightning as pl
 
     with lightning_log_lines("pytorch_lightning.callbacks.model_summary") as records:
         pl.seed_everything(7, verbose=False)
         flags = {**TRAINER, **trainer, "max_epochs": 1, "limit_train_batches": 1, "limit_val_batches": 1}
         trainer_ = pl.Trainer(**flags, devices=1)
-        trainer_.fit(getattr(models_module(project), model)())
+        module = models_module(project)
+        trainer_.fit(getattr(module, model)(), datamodule=getattr(module, data)() if data else None)
     assert len(records) == 1
     return records[0]
 
@@ -354,6 +367,17 @@ def test_script_prints_what_lightnings_trainer_logs(project: Path, model: str, f
     result = run(script, project)
     assert "\n" + expected + "\n" in "\n" + result.stdout
     assert ("not supported by the model summary" in result.stderr) == (precision == "bf16-mixed")
+
+
+def test_the_example_passes_through_the_data_module_s_transfer_hooks(project: Path) -> None:
+    from pytorch_lightning.callbacks import ModelSummary
+
+    expected = lightning_summary_log(project, "WithExample", "Halving", callbacks=[ModelSummary(max_depth=1)])
+    assert "[1, 4]" in expected  # the half of the example's 2 rows
+    flags = {"enable_model_summary": True, "limit_val_batches": 0}
+    script = rendered(project, "fit_halving", {**spec("WithExample", **flags), "data": "proj.lit.Halving"})
+    result = run(script, project)
+    assert "\n" + expected + "\n" in "\n" + result.stdout
 
 
 def test_no_summary_leaves_no_code(project: Path) -> None:

@@ -197,7 +197,7 @@ def make_plan(
     checkpointing = resolve_checkpointing(
         spec, model, data, user, validation, optimization, bounds, logging, timer, swa, problems
     )
-    summary, summaries = resolve_summary(spec, model, user, device, precision, problems)
+    summary, summaries = resolve_summary(spec, model, data_plan, device, precision, problems)
     profiling = resolve_profiling(spec, logging, problems, notices)
     progress = resolve_progress(spec, model, user_callbacks, bounds, validation, logging, problems, notices)
     distributed = resolve_engine(spec, model, precision, optimizers, optimization, data_plan,
@@ -218,6 +218,7 @@ def make_plan(
     state = resolve_state(
         spec,
         model,
+        data,
         user_callbacks,
         device,
         bounds,
@@ -293,7 +294,7 @@ def resolve_helpers(
     return Helpers(
         map_tensors=precision.casts
         or optimization.tbptt
-        or (device.moves_batches and not hooks.model_has("transfer_batch_to_device"))
+        or (device.moves_batches and data.batch_hook("transfer_batch_to_device") is None)
         or (device.moves and evaluation.has("predict")),  # the predictions, to the CPU
         # main() seeds numpy (and reseeds it under DDP) and keeps its state across the sanity check
         numpy=build.seeds or validation.sanity,

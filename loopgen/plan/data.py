@@ -31,6 +31,22 @@ class Data:
     # logged names suffixed /dataloader_idx_N when there are several)
     several_val: bool = False
     one_val_loader_shown: bool = False  # ... or returns one DataLoader on every path: no check for a list
+    # the batch-transfer hooks (BATCH_HOOKS) the script calls, each with the variable whose it is: "data" where the
+    # data module overrides it (Lightning's _DataHookSelector takes it over the module's), else "model"
+    batch_hooks: tuple[tuple[str, str], ...] = ()
+
+    def batch_hook(self, name: str) -> str | None:
+        """Whose batch-transfer hook `name` the script calls ("data" or "model"); None: neither overrides it."""
+        return dict(self.batch_hooks).get(name)
+
+    @property
+    def data_transfers(self) -> bool:
+        """The data module's batch-transfer hooks are called: `data` goes where a batch moves."""
+        return "data" in dict(self.batch_hooks).values()
+
+
+# The hooks a batch passes through on its way to the step, in order
+BATCH_HOOKS = ("on_before_batch_transfer", "transfer_batch_to_device", "on_after_batch_transfer")
 
 
 def resolve_data(spec: Spec, model: ClassFacts, data: ClassFacts | None, problems: list[Problem]) -> Data:
@@ -71,6 +87,11 @@ def resolve_data(spec: Spec, model: ClassFacts, data: ClassFacts | None, problem
         checks_fraction=checks_fraction,
         several_val=bool(listed_at),
         one_val_loader_shown=validation and owner_facts is not None and owner_facts.val_loader_built,
+        batch_hooks=tuple(
+            (hook, "data" if data is not None and data.defines(hook) else "model")
+            for hook in BATCH_HOOKS
+            if model.defines(hook) or (data is not None and data.defines(hook))
+        ),
     )
 
 

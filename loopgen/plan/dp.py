@@ -37,10 +37,10 @@ def resolve_dp(parts: EngineParts) -> Distributed:
     if t.num_nodes != 1:
         refuse("num_nodes", "num_nodes > 1", "DataParallel is one process on one machine", "use ddp on several nodes")
     for hook in ("transfer_batch_to_device", "on_after_batch_transfer"):
-        if parts.model.defines(hook):
+        if parts.data.batch_hook(hook) is not None:
             refuse(
                 "strategy",
-                f"overriding `{hook}`",
+                f"overriding `{hook}`" + (" in the data module" if parts.data.batch_hook(hook) == "data" else ""),
                 "Lightning 1.9.5 refuses it in DP mode: DataParallel scatters the batch over the GPUs itself",
                 "do that work in training_step, or use ddp",
             )

@@ -534,27 +534,19 @@ def check_finetuning(spec: Spec, model: ClassFacts, ref: ClassRef, facts: ClassF
         problems.append(Problem(facts.defined_at.get("finetune_function", "trainer.callbacks"), message))
 
 
-# LightningDataModule methods Lightning calls that the script does not: the batch's transfer, at every batch; its
-# state, with each checkpoint saved or loaded (a data class that defines one is refused, never skipped in silence)
-UNSERVED_DATA_HOOKS = ("on_before_batch_transfer", "transfer_batch_to_device", "on_after_batch_transfer")
+# LightningDataModule methods Lightning calls that the script does not: its state, with each checkpoint saved or
+# loaded (a data class that defines one is refused, never skipped in silence)
 UNSERVED_DATA_STATE = ("state_dict", "load_state_dict")
 
 
 def check_data(spec: Spec, data: ClassFacts | None, checkpoints: bool, problems: list[Problem]) -> None:
     """What the data class defines that the script would not call (`checkpoints`: it saves or loads some)."""
-    for hook in (*UNSERVED_DATA_HOOKS, *(UNSERVED_DATA_STATE if checkpoints else ())):
+    for hook in UNSERVED_DATA_STATE if checkpoints else ():
         if data is not None and data.defines(hook) and spec.data is not None:
-            instead = (
-                "define it on the LightningModule, where the script calls it"
-                if hook in UNSERVED_DATA_HOOKS
-                else "keep the data's state elsewhere, or turn checkpointing off"
-            )
             message = refusal(
                 f"{spec.data.class_path}.{hook}",
-                f"Lightning calls a data module's {hook} "
-                + ("at every batch" if hook in UNSERVED_DATA_HOOKS else "with each checkpoint it saves or loads")
-                + "; the script does not",
-                instead,
+                f"Lightning calls a data module's {hook} with each checkpoint it saves or loads; the script does not",
+                "keep the data's state elsewhere, or turn checkpointing off",
             )
             problems.append(Problem(data.defined_at.get(hook, "data.class_path"), message))
 

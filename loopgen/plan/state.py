@@ -55,6 +55,7 @@ class State:
     counters: bool  # current_epoch and global_step live on it (else they are local variables of main)
     attach_private: bool  # a LightningModule reads it through self.trainer: model._trainer = trainer
     attach_public: bool  # a plain module reads self.trainer: model.trainer = trainer
+    attach_data: bool  # the data module reads self.trainer: data.trainer = trainer (Lightning's attach_datamodule)
     mirror_epoch: bool  # a plain module reads self.current_epoch: the loop keeps model.current_epoch current
     mirror_step: bool
     local_rank: bool  # the script holds the rank on this node (the CUDA device, trainer.local_rank, the profiler)
@@ -167,6 +168,7 @@ def _lightning_scheduler_config(
 def resolve_state(
     spec: Spec,
     model: ClassFacts,
+    data: ClassFacts | None,
     callbacks: tuple[ClassFacts, ...],
     device: Device,
     bounds: Bounds,
@@ -178,8 +180,9 @@ def resolve_state(
     profiling: Profiling,
     distributed: Distributed,
 ) -> State:
-    """The `trainer` object: the attributes the model and the callbacks read, each one true; every attribute of
-    Lightning's (or its clear error) where the reads cannot be listed."""
+    """The `trainer` object: the attributes the model, the data module and the callbacks read, each one true; every
+    attribute of Lightning's (or its clear error) where the reads cannot be listed."""
+    readers = (model, *([data] if data is not None else []), *callbacks)
     reads: set[str] = set()
     if checkpointing.checkpoints:  # what the script's ModelCheckpoint reads
         reads |= {"current_epoch", "global_step", "sanity_checking", "ckpt_path"}
@@ -194,7 +197,7 @@ def resolve_state(
         reads |= {"optimizers"} if model.attributes_read & {"toggle_optimizer", "untoggle_optimizer"} else set()
     # what the source reads by name is served (or refused here) even where something else passes the trainer on
     complete = False
-    for facts in (model, *callbacks):
+    for facts in readers:
         complete = complete or facts.trainer_reads is None
         reads |= facts.trainer_named | (facts.trainer_reads or set())
     counters = {"current_epoch", "global_step"}
@@ -206,7 +209,7 @@ def resolve_state(
         reads |= module_counters & counters  # a LightningModule's counters are read through its trainer
         reads |= module_loggers  # ... and its self.logger, self.loggers
     # where each attribute is first read, for the refusals below
-    where = {name: at for facts in (model, *callbacks) for name, at in facts.trainer_read_at.items()}
+    where = {name: at for facts in readers for name, at in facts.trainer_read_at.items()}
     _refuse_unknown(reads, where)
     wrapped = distributed.kind in ("ddp", "dp")  # Lightning's trainer.model: its wrapper around the module
     seed_loop = follows_1_9_5(spec, model)
@@ -226,7 +229,9 @@ def resolve_state(
         attributes |= {"num_training_batches", "max_epochs", "max_steps"}
     if "print" in attributes:  # Lightning's prints on each node's first process
         attributes |= {"local_rank"}
-    exists = bool(attributes) or bool(callbacks) or bool(checkpointing.directories)  # the user's callbacks get it
+    data_reads_trainer = data is not None and (data.trainer_reads is None or bool(data.trainer_reads))
+    # the user's callbacks get it, and a data module reading it
+    exists = bool(attributes) or bool(callbacks) or bool(checkpointing.directories) or data_reads_trainer
     module_reads_trainer = (model.trainer_reads or set()) != set() or model.trainer_reads is None
     plain_counters = set() if model.is_lightning_module else module_counters & counters
     flags = flag_values(spec)
@@ -238,6 +243,7 @@ def resolve_state(
         attach_private=model.is_lightning_module
         and (module_reads_trainer or bool(module_counters & counters) or bool(module_loggers) or toggles),
         attach_public=not model.is_lightning_module and module_reads_trainer,
+        attach_data=data_reads_trainer,
         mirror_epoch="current_epoch" in plain_counters,
         mirror_step="global_step" in plain_counters,
         scheduler_configs=() if isinstance(configs, str) else configs,

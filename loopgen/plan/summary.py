@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from loopgen.errors import Problem
 from loopgen.plan.common import flag_problem
-from loopgen.plan.hooks import UserCode
+from loopgen.plan.data import Data
 from loopgen.plan.objects import Callback, Construct, is_lightning, numbered_name
 from loopgen.plan.precision import Device, Precision
 from loopgen.source.facts import ClassFacts
@@ -25,6 +25,7 @@ class Summary:
     takes_depth: bool  # the summary function needs max_depth (to list deeper, or to count FLOPs)
     example_input: bool  # the model's source mentions example_input_array: a forward pass gives sizes and FLOPs
     takes_device: bool  # ... which reads `device` (the batch's transfer, or autocast's device type)
+    takes_data: bool  # ... and the data module, whose batch-transfer hooks it calls
     precision_bits: int  # the bits per parameter of the size estimate (Lightning's table: 32 for mixed precision)
     unsupported_precision: str | None  # ... which Lightning warns about, naming the trainer's precision
     rich: bool = False  # RichModelSummary entries: the table and the totals drawn with rich
@@ -40,7 +41,12 @@ def is_summary(ref: ClassRef) -> bool:
 
 
 def resolve_summary(
-    spec: Spec, model: ClassFacts, user: UserCode, device: Device, precision: Precision, problems: list[Problem]
+    spec: Spec,
+    model: ClassFacts,
+    data: Data,
+    device: Device,
+    precision: Precision,
+    problems: list[Problem],
 ) -> tuple[Summary, tuple[Callback, ...]]:
     """The ModelSummary callbacks: the spec's entries (ModelSummary, or RichModelSummary, which draws the same table
     with rich), else the default one when enable_model_summary is true (Lightning's callback connector; Lightning
@@ -71,17 +77,17 @@ def resolve_summary(
     example_input = bool(printing) and (
         "example_input_array" in model.attributes_read or model.defines("example_input_array")
     )
-    # the example's forward pass moves the batch as a training batch moves (data.j2's transfer: the model's
-    # transfer_batch_to_device, else to the device unless DataParallel scatters it), and autocasts to the type of
-    # the device chosen when the script starts
-    moves_batch = user.model_has("transfer_batch_to_device") or device.moves_batches
+    # the example's forward pass moves the batch as a training batch moves (data.j2's transfer: to the device
+    # unless DataParallel scatters it, by the transfer hook where one is called), and autocasts to the type of the
+    # device chosen when the script starts
     summary = Summary(
         enabled=bool(printing),
         children=1 in printing,
         children_only=bool(printing) and set(printing) == {1},
         takes_depth=set(printing) != {1} or example_input,
         example_input=example_input,
-        takes_device=example_input and (moves_batch or (precision.autocast and device.auto)),
+        takes_device=example_input and (device.moves_batches or (precision.autocast and device.auto)),
+        takes_data=example_input and data.data_transfers,
         precision_bits=bits or 32,
         unsupported_precision=None if bits else precision.name,
         rich=rich and bool(printing),

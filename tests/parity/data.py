@@ -61,3 +61,17 @@ class HparamsData(ShuffledData):
     def __init__(self, batch_size: int = BATCH_SIZE, n_train: int = N_TRAIN, n_val: int = N_VAL, jitter: float = 0.2):
         super().__init__(batch_size=batch_size, n_train=n_train, n_val=n_val, jitter=jitter)
         self.save_hyperparameters()
+
+
+class TransferData(HparamsData):
+    """HparamsData whose on_after_batch_transfer, which Lightning calls instead of the module's, jitters the training
+    batches with the global generator (augmentation on the device, branching on self.trainer.training) and keeps the
+    first row of a tensor (the model's example input, which TensorBoard's graph and the summary pass through it)."""
+
+    def on_after_batch_transfer(self, batch, dataloader_idx):
+        if isinstance(batch, torch.Tensor):
+            return batch[:1]
+        x, y = batch
+        if self.trainer.training:
+            x = x + 0.1 * torch.randn_like(x)
+        return x, y

@@ -264,6 +264,37 @@ class EvalData(pl.LightningDataModule):
         return self._loaders()
 
 
+class TransferEvalData(EvalData):
+    """EvalData with the three batch-transfer hooks, which Lightning calls instead of the module's: each records
+    its loader index and the trainer's stage flags, and changes the batch (the training batches get noise drawn
+    from the global generator, as device-side augmentation does; the others are scaled)."""
+
+    def on_before_batch_transfer(self, batch, dataloader_idx):
+        _record(f"data.on_before_batch_transfer{_stage_flags(self.trainer)}", dataloader_idx)
+        x, y = batch
+        return [x * 0.5, y]
+
+    def transfer_batch_to_device(self, batch, device, dataloader_idx):
+        _record(f"data.transfer_batch_to_device:{device}{_stage_flags(self.trainer)}", dataloader_idx)
+        return [tensor.to(device) for tensor in batch]
+
+    def on_after_batch_transfer(self, batch, dataloader_idx):
+        _record(f"data.on_after_batch_transfer{_stage_flags(self.trainer)}", dataloader_idx)
+        x, y = batch
+        if self.trainer.training:
+            return [x + 0.3 * torch.randn_like(x), y]
+        return [x * 2.0, y]
+
+
+class AfterTransferModel(HookedEvalModel):
+    """A module overriding on_after_batch_transfer beside a data module that overrides it too: Lightning calls the
+    data module's, never this one."""
+
+    def on_after_batch_transfer(self, batch, dataloader_idx):
+        _record("model.on_after_batch_transfer", dataloader_idx)
+        return [batch[0] * 100.0, batch[1]]
+
+
 class EvalCallback(pl.Callback):
     """Records the hooks a user's callback gets, with their batch_idx / dataloader_idx and the trainer's stage
     flags at each."""

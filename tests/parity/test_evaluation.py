@@ -53,6 +53,7 @@ def spec(
     n_eval: int = 40,
     drop_last: bool = False,
     named: bool = False,
+    data: str = "EvalData",
     **flags,
 ) -> dict:
     trainer = {"max_epochs": 3, "enable_model_summary": False, **flags}
@@ -62,7 +63,7 @@ def spec(
         "seed_everything": 3,
         "model": {"class_path": f"{MODELS}.{model}", "init_args": {"sync_dist": sync_dist}},
         "data": {
-            "class_path": f"{MODELS}.EvalData",
+            "class_path": f"{MODELS}.{data}",
             "init_args": {"loaders": loaders, "n_eval": n_eval, "drop_last": drop_last, "named": named},
         },
         "trainer": trainer,
@@ -248,6 +249,40 @@ CASES = [
         spec(callbacks=["RichProgressBar"], enable_progress_bar=True),
         [[["predict", None]]],
         [["predict"]],
+    ),
+    # the data module's batch-transfer hooks, called instead of the module's in every loop (the sanity check,
+    # fit's training and validation, test, predict), with the trainer's stage flags they read; its own override
+    # of on_after_batch_transfer beside the module's; their profiler actions; under DDP
+    (
+        "fit_then_test_data_transfer_hooks",
+        fitted(model="HookedEvalModel", data="TransferEvalData", callback=True),
+        [[["fit", None], ["test", "best"]]],
+        [["fit", "--test", "best"]],
+    ),
+    (
+        "validate_two_loaders_data_transfer_hooks",
+        spec("TwoLoaderModel", loaders=2, data="TransferEvalData"),
+        [[["validate", None]]],
+        [["validate"]],
+    ),
+    ("predict_data_transfer_hooks", spec(data="TransferEvalData"), [[["predict", None]]], [["predict"]]),
+    (
+        "fit_then_test_data_transfer_over_the_module_s",
+        fitted(model="AfterTransferModel", data="TransferEvalData"),
+        [[["fit", None], ["test", "best"]]],
+        [["fit", "--test", "best"]],
+    ),
+    (
+        "fit_then_test_data_transfer_profiler",
+        fitted(data="TransferEvalData", profiler=PROFILER),
+        [[["fit", None], ["test", "best"]]],
+        [["fit", "--test", "best"]],
+    ),
+    (
+        "ddp_fit_then_test_data_transfer_hooks",
+        fitted(model="HookedEvalModel", data="TransferEvalData", sync_dist=True, n_eval=UNEVEN, max_epochs=2, **DDP),
+        [[["fit", None], ["test", "best"]]],
+        [["fit", "--test", "best"]],
     ),
     # DDP, 1 node x 2 processes: each process's results, table (the first one's), hooks and the logger's files;
     # the loaders' shares padded for validate and test (sync_dist reduces the loss, max and count, not the

@@ -786,6 +786,17 @@ CASES = [
         log_every_n_steps=3,
         logger=logger("TensorBoardLogger", save_dir=".", prefix="fit", log_graph=True),
     ),
+    # ... its graph of the example input as the data module's on_after_batch_transfer gives it (Lightning's
+    # _DataHookSelector), which also jitters the training batches
+    case(
+        "log_tensorboard_graph_data_transfer",
+        "GraphModel",
+        HPARAMS,
+        data="TransferData",
+        max_epochs=2,
+        log_every_n_steps=3,
+        logger=logger("TensorBoardLogger", save_dir=".", prefix="fit", log_graph=True),
+    ),
     case(
         "log_tensorboard_named_with_csv",
         "LoggingModel",
