@@ -45,8 +45,11 @@ def code_of(script: str) -> str:
     dropped = [
         node
         for node in tree.body
-        if isinstance(node, ast.Assign) and [ast.unparse(t) for t in node.targets] == ["USER_CODE"]
-        or isinstance(node, ast.Expr) and node is tree.body[0] and isinstance(node.value, ast.Constant)
+        if isinstance(node, ast.Assign)
+        and [ast.unparse(t) for t in node.targets] == ["USER_CODE"]
+        or isinstance(node, ast.Expr)
+        and node is tree.body[0]
+        and isinstance(node.value, ast.Constant)
     ]
     for node in reversed(dropped):
         del lines[node.lineno - 1 : node.end_lineno]

@@ -98,7 +98,9 @@ def resolve_guards(
                 "horovod": ("HOROVOD_RANK", "OMPI_COMM_WORLD_RANK")}  # fmt: skip
     imported = {"torchmetrics": any(found is not None and found.imports_torchmetrics for found in facts)}
     others = tuple(name for name in NOT_USER_PACKAGES if name not in LIGHTNING_PACKAGES and imported.get(name, True))
-    return Guards(modules, tuple(dict.fromkeys(classes)), launched.get(distributed.kind or "", ()), other_packages=others)
+    return Guards(
+        modules, tuple(dict.fromkeys(classes)), launched.get(distributed.kind or "", ()), other_packages=others
+    )
 
 
 def _bases(facts: ClassFacts) -> tuple[str, ...]:
