@@ -309,3 +309,46 @@ class ShardedCompiledNet(ShardedNet):
     def configure_model(self):
         super().configure_model()
         self.net = torch.compile(self.net, backend="aot_eager")
+
+
+class StepProbe(pl.LightningModule):
+    """A child LightningModule (an online evaluator's head): Lightning's trainer setter gives it the trainer, whose
+    counters it reads."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.head = nn.Linear(CLASSES, CLASSES)
+
+    def forward(self, logits):
+        return self.head(logits.detach()) * (1.0 + self.trainer.global_step / 100.0 + self.current_epoch)
+
+
+def collectives_loss(module, batch, batch_idx):
+    """A training loss through the strategy's collectives, as self-supervised and contrastive modules call them:
+    self.all_gather with the gradients kept (a term over every process's batch), trainer.strategy.reduce /
+    broadcast / barrier / reduce_boolean_decision, self.print, and a child LightningModule's (`module.probe`)."""
+    x, y = batch
+    logits = module(x)
+    everyone = module.all_gather(logits, sync_grads=True)
+    loss = F.cross_entropy(logits, y) + 0.01 * everyone.pow(2).mean()
+    probe_loss = F.cross_entropy(module.probe(logits), y)
+    strategy = module.trainer.strategy
+    mean = strategy.reduce(loss.detach().clone(), reduce_op="mean")
+    count = strategy.reduce(torch.tensor(float(batch_idx + 1)), reduce_op="sum")
+    scale = strategy.broadcast(1.0 + 0.001 * batch_idx + 0.01 * module.global_rank)  # rank 0's, everywhere
+    strategy.barrier()
+    agreed = strategy.reduce_boolean_decision(bool(mean < 10.0))
+    if batch_idx == 0:
+        module.print(f"rank {module.global_rank}: {count.item()} batches so far")
+    return (loss + probe_loss) * scale * (1.0 if agreed else 0.5)
+
+
+class DDPCollectives(DDPNet):
+    """collectives_loss's module: on one process the collectives give back what they get."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.probe = StepProbe()
+
+    def training_step(self, batch, batch_idx):
+        return collectives_loss(self, batch, batch_idx)

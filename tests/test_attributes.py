@@ -114,7 +114,7 @@ def test_trainer_model_is_the_module_and_refused_where_lightning_wraps_it(tmp_pa
 PLAIN = """
 import torch
 
-NAMES = ["estimated_stepping_batches", "global_step", "strategy", "val_check_batch"]
+NAMES = ["estimated_stepping_batches", "global_step", "accelerator", "val_check_batch"]
 
 
 class Gan(torch.nn.Module):
@@ -159,9 +159,9 @@ def test_a_trainer_read_by_name_serves_lightnings_attributes_and_says_why_it_can
     output = run_script(tmp_path, PLAIN, WATCHED)
     assert "estimated_stepping_batches = 6\n" in output  # 3 batches, 2 epochs
     assert "global_step = 0\n" in output and "val_check_batch = 3\n" in output
-    reason = UNSERVED_TRAINER_ATTRIBUTES["strategy"]
+    reason = UNSERVED_TRAINER_ATTRIBUTES["accelerator"]
     assert (
-        f"strategy raises TrainerAttributeError this script's trainer does not provide trainer.strategy: {reason}"
+        f"accelerator raises TrainerAttributeError this script's trainer does not provide trainer.accelerator: {reason}"
         in (output)
     )
     assert "Training stopped after 2 epochs" in output
@@ -170,8 +170,10 @@ def test_a_trainer_read_by_name_serves_lightnings_attributes_and_says_why_it_can
 def test_what_the_source_reads_by_name_is_refused_or_served_whatever_else_reads_the_trainer(tmp_path: Path) -> None:
     """A callback passing the trainer on does not hide the module's own reads: an unservable one is still refused at
     its line, and the estimate is computed from the training data, loaded where it is first read."""
-    source = reading(PLAIN, "        print(self.trainer.strategy)\n")
-    assert "reads trainer.strategy, which the script's trainer does not provide" in refusal(tmp_path, source, WATCHED)
+    source = reading(PLAIN, "        print(self.trainer.accelerator)\n")
+    assert "reads trainer.accelerator, which the script's trainer does not provide" in refusal(
+        tmp_path, source, WATCHED
+    )
     source = PLAIN.replace("lr=0.1)", "lr=0.1 / self.trainer.estimated_stepping_batches)")
     for spec in (WATCHED, "trainer: {max_epochs: 2, logger: false}\n"):  # with or without the passed-on trainer
         script = render(tmp_path, source, spec)
@@ -194,3 +196,19 @@ def test_a_long_reason_is_written_as_adjacent_literals_that_join_into_it() -> No
     assert len(lines) > 1 and all(len(line) <= 76 for line in lines)
     assert ast.literal_eval(" ".join(lines)) == reason
     assert text("short") == "'short'"
+
+
+def test_the_strategy_is_served_on_one_device_and_under_ddp_and_refused_elsewhere(tmp_path: Path) -> None:
+    """trainer.strategy (and self.all_gather, which goes through it): Lightning's SingleDeviceStrategy and
+    DDPStrategy, as the script's classes of those names (their collectives are compared with Lightning's by the
+    collectives cases of tests/parity and tests/test_ddp.py); under another engine, refused at the read's line."""
+    source = reading(PLAIN, "        print(self.trainer.strategy.root_device)\n")
+    assert "strategy=SingleDeviceStrategy(model, device)," in render(tmp_path, source)
+    ddp = "seed_everything: 1\ntrainer:\n  strategy: ddp\n  devices: 2\n  accelerator: cpu\n"
+    assert "class DDPStrategy:" in render(tmp_path, source, ddp)
+    gathered = reading(AUTOMATIC, "        print(self.all_gather(torch.ones(1)))\n")
+    assert "class SingleDeviceStrategy:" in render(tmp_path, gathered)
+    parallel = "seed_everything: 1\ntrainer:\n  accelerator: tpu\n  devices: 1\n"
+    found = refusal(tmp_path, source, parallel)
+    assert "models.py:" in found and "reads trainer.strategy, which the script's trainer does not provide" in found
+    assert "with strategy xla the script serves no strategy object" in found

@@ -59,6 +59,9 @@ SPECS = {
             ],
         },
     ),
+    # the strategy's collectives as the module calls them (self.all_gather with gradients, trainer.strategy.reduce,
+    # broadcast, barrier, reduce_boolean_decision), self.print, and a child LightningModule reading the counters
+    "collectives": ({}, {"max_epochs": 2}, "DDPCollectives"),
     # stops after 3 of 8 epochs
     "early_stopping": (
         {"plateau": True},

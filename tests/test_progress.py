@@ -99,6 +99,27 @@ class Shown(pl.LightningModule):
         return torch.optim.SGD(self.parameters(), lr=0.1)
 
 
+class Printing(Shown):
+    """Shown, printing with self.print (Lightning's, through the bar's print while a bar is shown) in hooks before,
+    during and after the bars."""
+
+    def setup(self, stage):
+        self.print("printed: setup")
+
+    def on_train_start(self):
+        self.print("printed: train start")
+
+    def on_train_batch_end(self, outputs, batch, batch_idx):
+        if batch_idx in (0, 4):
+            self.print("printed: batch", batch_idx, self.current_epoch, sep="|")
+
+    def on_validation_epoch_end(self):
+        self.print("printed: validation", self.trainer.sanity_checking)
+
+    def on_train_end(self):
+        self.print("printed: train end")
+
+
 class Failing(Shown):
     """Shown, whose fourth training batch raises."""
 
@@ -313,6 +334,31 @@ def test_without_a_terminal_a_plain_line_every_n_batches(project):
             assert bar["postfix"] == settled[("Epoch 0", n, "10")]
         validation = [int(bar["n"]) for bar in bars if bar["description"] == "Validation DataLoader 0"]
         assert validation == val * 2
+
+
+@pytest.mark.parametrize("bar", ["own", "TQDMProgressBar", "RichProgressBar", "off"])
+def test_self_print_goes_where_lightnings_goes(project, bar):
+    """LightningModule.print: through the bar's print while one is shown (TQDMProgressBar's prints nothing before
+    its first bar), plain print without a bar; on a terminal, as Lightning's."""
+    flags = {"max_epochs": 2, "enable_progress_bar": bar != "off"}
+    if bar not in ("own", "off"):
+        flags["callbacks"] = [bar]
+    spec = {**spec_of(**flags), "model": "barproj.models.Printing"}
+    # the script's own bar is Lightning's TQDMProgressBar (Lightning's default is its RichProgressBar with rich)
+    theirs = {**spec, "trainer": {**spec["trainer"], "callbacks": ["TQDMProgressBar"]}} if bar == "own" else spec
+    lightning = run_lightning(project, theirs, f"lightning_print_{bar}")
+    ours = run_script(project, spec, f"ours_print_{bar}", terminal=True)
+
+    def printed(output: str) -> list[str]:
+        return [
+            line[line.index("printed: ") :].rstrip()
+            for line in ANSI.sub("", output).replace("\r", "\n").splitlines()
+            if "printed: " in line
+        ]
+
+    assert printed(ours) == printed(lightning)
+    assert ("printed: setup" in printed(ours)) == (bar in ("off", "RichProgressBar"))
+    assert "printed: batch|4|1" in printed(ours)
 
 
 TQDM_EVERY_2 = {"class_path": "TQDMProgressBar", "init_args": {"refresh_rate": 2}}

@@ -17,6 +17,9 @@ TRAINER_ATTRIBUTES = (
     # constant in a one-process run, or set once
     "world_size", "global_rank", "local_rank", "node_rank", "num_devices", "num_nodes", "lightning_module",
     "model", "datamodule", "precision", "default_root_dir", "estimated_stepping_batches",
+    # Lightning's strategy, as far as the user's code calls it: its collectives (reduce, all_gather, broadcast,
+    # barrier), the process's rank, the root device
+    "strategy",
     # the run's stage (Lightning's trainer.state.stage), as flags
     "training", "validating", "testing", "predicting", "evaluating",
     # the loggers, and the run's state (fn, status, stage)
@@ -67,7 +70,6 @@ _RUN = (
 # TRAINER_ATTRIBUTES and these are every public attribute of Lightning's Trainer (tests/test_trainer_table.py).
 UNSERVED_TRAINER_ATTRIBUTES = {
     "accelerator": "a Lightning object the script has none of; read `pl_module.device`",
-    "strategy": "a Lightning object the script has none of; read `trainer.world_size`, `global_rank`",
     "precision_plugin": "a Lightning object the script has none of; read `trainer.precision`",
     "predict_dataloaders": (
         "Lightning's are its own copies of the loaders (batch_size None, a batch sampler that records the"
@@ -98,6 +100,16 @@ UNSERVED_TRAINER_ATTRIBUTES = {
         "a Lightning context manager that builds the module on its strategy's device, which the script has none"
         " of; build layers in `configure_model`, which the script calls where Lightning does"
     ),
+}
+
+
+# The LightningModule methods and properties whose Lightning code reads the trainer, with what each reads: a
+# module (or a callback's pl_module) that calls one reads these
+MODULE_API_READS = {
+    "all_gather": frozenset({"strategy"}),
+    "print": frozenset({"is_global_zero", "progress_bar_callback"}),  # through the bar's print while one is shown
+    "global_rank": frozenset({"global_rank"}),
+    "local_rank": frozenset({"local_rank"}),
 }
 
 

@@ -14,6 +14,7 @@ from loopgen.plan.common import (
     LOADER_ATTRIBUTES,
     LOGGER_ATTRIBUTES,
     METRIC_ATTRIBUTES,
+    MODULE_API_READS,
     TRAINER_ATTRIBUTES,
     UNSERVED_TRAINER_ATTRIBUTES,
     flag_problem,
@@ -56,6 +57,8 @@ class State:
     attach_private: bool  # a LightningModule reads it through self.trainer: model._trainer = trainer
     attach_public: bool  # a plain module reads self.trainer: model.trainer = trainer
     attach_data: bool  # the data module reads self.trainer: data.trainer = trainer (Lightning's attach_datamodule)
+    # ... and the model's child LightningModules, by their attribute paths (Lightning's trainer setter reaches them)
+    attach_children: tuple[str, ...]
     mirror_epoch: bool  # a plain module reads self.current_epoch: the loop keeps model.current_epoch current
     mirror_step: bool
     local_rank: bool  # the script holds the rank on this node (the CUDA device, trainer.local_rank, the profiler)
@@ -203,11 +206,13 @@ def resolve_state(
     counters = {"current_epoch", "global_step"}
     module_counters = model.attributes_read | {r for facts in callbacks for r in facts.module_reads}
     module_loggers = module_counters & {"logger", "loggers"}
+    api_reads = {read for name in module_counters & set(MODULE_API_READS) for read in MODULE_API_READS[name]}
     # Lightning's toggle_optimizer reads self.trainer.optimizers
     toggles = model.manual_optimization and bool(model.attributes_read & {"toggle_optimizer", "untoggle_optimizer"})
     if model.is_lightning_module:
         reads |= module_counters & counters  # a LightningModule's counters are read through its trainer
         reads |= module_loggers  # ... and its self.logger, self.loggers
+        reads |= api_reads  # ... and what its methods read (self.all_gather: trainer.strategy)
     # where each attribute is first read, for the refusals below
     where = {name: at for facts in readers for name, at in facts.trainer_read_at.items()}
     _refuse_unknown(reads, where)
@@ -241,9 +246,16 @@ def resolve_state(
         attributes=attributes,
         counters=bool(attributes & counters),
         attach_private=model.is_lightning_module
-        and (module_reads_trainer or bool(module_counters & counters) or bool(module_loggers) or toggles),
+        and (
+            module_reads_trainer
+            or bool(module_counters & counters)
+            or bool(module_loggers)
+            or bool(api_reads)
+            or toggles
+        ),
         attach_public=not model.is_lightning_module and module_reads_trainer,
         attach_data=data_reads_trainer,
+        attach_children=model.child_modules if model.is_lightning_module else (),
         mirror_epoch="current_epoch" in plain_counters,
         mirror_step="global_step" in plain_counters,
         scheduler_configs=() if isinstance(configs, str) else configs,
@@ -300,6 +312,8 @@ def _unservable(spec: Spec, optimization: Optimization, wrapped: bool, kind: str
             " DataParallel over its _LightningModuleWrapperBase), whose names and state_dict keys the script's"
             " wrapper does not have; read trainer.lightning_module"
         )
+    if kind not in (None, "ddp"):
+        unservable["strategy"] = _STRATEGY_UNSERVED.format(kind=kind)
     if seed_loop:
         for name in LOADER_ATTRIBUTES:
             unservable[name] = (
@@ -313,6 +327,12 @@ def _unservable(spec: Spec, optimization: Optimization, wrapped: bool, kind: str
             " the schedule); use a constant accumulate_grad_batches, or count the steps in configure_optimizers"
         )
     return unservable
+
+
+_STRATEGY_UNSERVED = (
+    "with strategy {kind} the script serves no strategy object (it serves the one-device and DDP strategies' "
+    "collectives); read trainer.world_size, global_rank and is_global_zero"
+)
 
 
 def _refuse_named(spec: Spec, named: set[str], where: Mapping[str, str], kind: str) -> None:
@@ -353,6 +373,9 @@ def _refuse_named(spec: Spec, named: set[str], where: Mapping[str, str], kind: s
             "keep the loader your *_dataloader() hook returns, or follow Lightning 2.x",
         )
         raise LoopgenError(Problem(where.get(name, ""), message))
+    if "strategy" in named:
+        message = f"reads trainer.strategy, which the script's trainer does not provide: {_STRATEGY_UNSERVED}"
+        raise LoopgenError(Problem(where.get("strategy", ""), message.format(kind=kind)))
     if "estimated_stepping_batches" in named:
         message = refusal(
             "trainer.estimated_stepping_batches with an accumulation schedule",

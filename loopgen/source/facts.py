@@ -67,6 +67,9 @@ class ClassFacts:
     # every class and function of the user's code these facts were read from (the class, its bases in the user's
     # code, the project's functions the module is handed to), with their fingerprints: the script's guards
     read: tuple[Read, ...] = field(default=(), compare=False)
+    # the attributes holding a child LightningModule of the project (`self.online = OnlineClassifier()`): their
+    # trainer reads are among these facts', and the script gives them the trainer as Lightning's setter does
+    child_modules: tuple[str, ...] = ()
 
     def defines(self, hook: str) -> bool:
         return hook in self.methods

@@ -19,7 +19,7 @@ from loopgen.source.modules import LIGHTNING_PACKAGES, Class, Module, Modules
 from loopgen.source.names import class_expression
 from loopgen.source.optimizers import read_optimizers
 from loopgen.source.signatures import Signature
-from loopgen.source.syntax import FUNCTIONS, Function, calls_any, parameters_of, self_name
+from loopgen.source.syntax import FUNCTIONS, Function, calls_any, dotted_name, parameters_of, self_name
 from loopgen.source.uses import (
     EXPERIMENT_READ,
     LOG_DICT_HOOKS,
@@ -84,13 +84,14 @@ def inspect_class(
     callback: bool = False,
     line: int | None = None,
     init_args: Mapping[str, Any] | None = None,
+    holders: tuple[str, ...] = (),
 ) -> ClassFacts:
     """What the source of `class_path` and of its bases in the user's code says; `where` is the spec key (on
     YAML `line`).
 
     `callback`: the class is used as a callback (its hooks get `(trainer, pl_module, ...)`), whatever its bases.
     `init_args`: what the spec passes the class; configure_optimizers is read as it runs with them
-    (loopgen/source/fixed.py).
+    (loopgen/source/fixed.py). `holders`: the classes that hold this one as a child LightningModule.
     """
     reader = _Reader(roots, where, line)
     cls = reader.find(class_path)
@@ -146,6 +147,7 @@ def inspect_class(
             if passed.logs:
                 uses_log = True
                 logs_in.add(fn.name)
+            attributes |= passed.attributes
             escapes = use.escapes or passed.escapes
             trainer_reads = None if trainer_reads is None or escapes else trainer_reads | use.reads | passed.reads
             trainer_named |= use.reads | passed.reads
@@ -173,6 +175,20 @@ def inspect_class(
                     lambda name, module=module: _class_path(reader._lookup_in(module, name, None)),
                     lambda line, module=module: f"{module.file}:{line}",
                 )
+    # the child LightningModules the module holds (`self.online = OnlineClassifier()`): Lightning's trainer setter
+    # gives each the trainer, so what they read of it counts as the module's
+    children = [] if callback or is_callback else _child_modules(reader, lineage)
+    children = [(name, path) for name, path in children if path not in (*holders, class_path)]  # no cycles
+    child_facts = [
+        inspect_class(path, roots, where=where, line=line, holders=(*holders, class_path)) for _, path in children
+    ]
+    child_files = [file for child in child_facts for file in child.sources]
+    for child in child_facts:
+        trainer_reads = (
+            None if trainer_reads is None or child.trainer_reads is None else trainer_reads | child.trainer_reads
+        )
+        trainer_named |= child.trainer_named
+        attributes |= child.attributes_read & MODULE_TRAINER_NAMES
     return ClassFacts(
         class_path=class_path,
         file=cls.module.file,
@@ -200,9 +216,14 @@ def inspect_class(
         optimizers=optimizers,
         optimizers_unknown=optimizers_unknown,
         manual_optimization=None if automatic.value is None else not automatic.value,
-        trainer_read_at=first_reads(trainer_named, [cls.module.file, *reader.files_read]),
+        trainer_read_at=first_reads(trainer_named, [cls.module.file, *reader.files_read, *child_files]),
         defined_at=first_reads(set(methods), [cls.module.file, *reader.files_read], "def "),
-        sources=tuple(reader.files_read),
+        sources=tuple(dict.fromkeys([*reader.files_read, *child_files])),
+        child_modules=tuple(
+            path
+            for (name, _), child in zip(children, child_facts)
+            for path in (name, *(f"{name}.{inner}" for inner in child.child_modules))
+        ),
         init=init_signature(found),
         imports_torchmetrics=any(imports_torchmetrics(file) for file in reader.files_read),
         mentions_iterable_dataset=any(source_matches(file, r"\bIterableDataset\b") for file in reader.files_read),
@@ -213,8 +234,49 @@ def inspect_class(
         read=read_objects(
             (m.name, m.file.relative_to(m.root).as_posix(), m.source.raw, m.statements, name)
             for m, name in dict.fromkeys([*((c.module, c.node.name) for c in lineage), *reader.functions_read])
-        ),
+        )
+        + tuple(item for child in child_facts for item in child.read),
     )
+
+
+# what a child LightningModule reads of the trainer through Lightning's own code (its counters, loggers, print...)
+MODULE_TRAINER_NAMES = frozenset(
+    {"current_epoch", "global_step", "logger", "loggers", "print", "all_gather", "global_rank", "local_rank"}
+)
+
+
+def _child_modules(reader: _Reader, lineage: Sequence[Class]) -> list[tuple[str, str]]:
+    """The attributes the classes' __init__ set to a LightningModule of the project built there (`self.x =
+    Child(...)`), each with the child's class path: Lightning's trainer setter, which fit calls before the setup
+    hooks, reaches these (a LightningModule held in a list or a ModuleList, or made later, is not reached, in
+    Lightning either)."""
+    found: dict[str, str] = {}
+    for ancestor in lineage:
+        for fn in (fn for fn in ancestor.methods() if fn.name == "__init__"):
+            me = self_name(fn)
+            for node in ast.walk(fn):
+                target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
+                target = node.target if isinstance(node, ast.AnnAssign) else target
+                value = getattr(node, "value", None)
+                if not (
+                    isinstance(target, ast.Attribute)
+                    and isinstance(target.value, ast.Name)
+                    and target.value.id == me
+                    and isinstance(value, ast.Call)
+                ):
+                    continue
+                callee = dotted_name(value.func)
+                child = reader._lookup_in(ancestor.module, callee, None) if callee else None
+                if isinstance(child, Class) and _is_lightning_module(reader, child):
+                    found.setdefault(target.attr, f"{child.module.name}.{child.node.name}")
+    return list(found.items())
+
+
+def _is_lightning_module(reader: _Reader, cls: Class) -> bool:
+    try:
+        return any(isinstance(name, str) and _is_lightning(name, "LightningModule") for name in reader.ancestry(cls))
+    except LoopgenError:  # a base the source does not show: not followed (its class is not read)
+        return False
 
 
 def _attribute_names(classes: Sequence[Class]) -> set[str]:

@@ -240,6 +240,7 @@ class Handed:
     reads: set[str] = field(default_factory=set)  # trainer attributes read through it
     escapes: bool = False  # its trainer used otherwise, or the module taken by *args / **kwargs: anything may be read
     logs: bool = False  # its log / log_dict called
+    attributes: set[str] = field(default_factory=set)  # the module's attributes it mentions (`module.X`)
 
 
 def handed_module(
@@ -279,8 +280,14 @@ def handed_module(
             found.reads |= use.reads
             found.escapes = found.escapes or use.escapes
             found.logs = found.logs or calls_any(function, {f"{param}.log", f"{param}.log_dict"})
+            found.attributes |= {
+                node.attr
+                for node in ast.walk(function)
+                if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == param
+            }
         inner = handed_module(function, module, params, find, seen | {key})
         found.reads |= inner.reads
         found.escapes = found.escapes or inner.escapes
         found.logs = found.logs or inner.logs
+        found.attributes |= inner.attributes
     return found

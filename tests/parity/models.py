@@ -27,6 +27,7 @@ from torch import nn
 from torch.nn import functional as F
 from torch.utils.data import DataLoader
 
+from tests.ddp_models import StepProbe, collectives_loss
 from tests.parity.callbacks import StopRequest
 from tests.parity.data import BATCH_SIZE, CLASSES, FEATURES, N_TRAIN, N_VAL, make_classification
 
@@ -125,6 +126,18 @@ class MLP(Classifier):
     def val_dataloader(self):
         self.loads["val"] += 1
         return DataLoader(make_classification(self.n_val, seed=1), batch_size=self.batch_size)
+
+
+class CollectivesMLP(MLP):
+    """MLP whose loss goes through one device's strategy as modules call it, with a child LightningModule
+    (tests/ddp_models.py: collectives_loss)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.probe = StepProbe()
+
+    def training_step(self, batch, batch_idx):
+        return collectives_loss(self, batch, batch_idx)
 
 
 class DropoutInValidation(MLP):

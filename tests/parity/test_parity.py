@@ -166,6 +166,9 @@ CASES = [
     ),
     case("val_loaders_two_overfit", "TwoValidationLoadersModel", max_epochs=2, overfit_batches=2),
     case("datamodule_shuffle_dropout", "Classifier", {"dropout": 0.3}, data="ShuffledData", max_epochs=3),
+    # one device's strategy as the module calls it (all_gather, reduce, broadcast, barrier, reduce_boolean_decision,
+    # self.print), and a child LightningModule that reads the trainer's counters (tests/ddp_models.py)
+    case("single_device_collectives_child_module", "CollectivesMLP", max_epochs=2),
     case("random_draws_in_epoch_hooks", "RandomHooksModel", max_epochs=3),
     case(
         "reload_growing_data",
