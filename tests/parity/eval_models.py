@@ -360,6 +360,23 @@ class EvalCallback(pl.Callback):
         _record(f"callback.on_predict_end{_stage_flags(trainer)}")
 
 
+class MetricsCallback(pl.Callback):
+    """Records the names in trainer.callback_metrics and logged_metrics as the test starts and ends: a test after
+    fit starts with none of fit's (Lightning resets them as each run starts)."""
+
+    def _seen(self, trainer, where):
+        _record(f"metrics.{where} {sorted(trainer.callback_metrics)} {sorted(trainer.logged_metrics)}")
+
+    def on_test_start(self, trainer, pl_module):
+        self._seen(trainer, "on_test_start")
+
+    def on_test_end(self, trainer, pl_module):
+        self._seen(trainer, "on_test_end")
+
+    def on_validation_start(self, trainer, pl_module):
+        self._seen(trainer, "on_validation_start")
+
+
 class LoadersCallback(pl.Callback):
     """Records the trainer's loaders and numbers of batches of each stage when it starts (and of fit's when
     validation starts; predict's numbers only: the script refuses trainer.predict_dataloaders)."""

@@ -250,6 +250,14 @@ CASES = [
         [[["predict", None]]],
         [["predict"]],
     ),
+    # trainer.callback_metrics and logged_metrics as fit's validations and the test after it start and end: the
+    # test's hold none of fit's (Lightning resets them as each run starts)
+    (
+        "fit_then_test_metrics_reset",
+        fitted(callbacks=[f"{MODELS}.MetricsCallback"]),
+        [[["fit", None], ["test", "best"]]],
+        [["fit", "--test", "best"]],
+    ),
     # the data module's batch-transfer hooks, called instead of the module's in every loop (the sanity check,
     # fit's training and validation, test, predict), with the trainer's stage flags they read; its own override
     # of on_after_batch_transfer beside the module's; their profiler actions; under DDP
