@@ -83,6 +83,7 @@ CASES = [
     variant("tbptt_accumulate_gru", "tbptt", trainer={"accumulate_grad_batches": 2}, init_args={"cell": "gru"}),
     variant("lbfgs_accumulate", "lbfgs", trainer={"accumulate_grad_batches": 2}),
     variant("lbfgs_no_sanity_check", "lbfgs", trainer={"num_sanity_val_steps": 0}),
+    variant("one_optimizer_with_optimizer_idx", "one_optimizer_idx"),
     # a CSVLogger on each side: the rows (values, steps, epochs) and hparams.yaml must agree
     variant(
         "gan_logged_step_schedulers_grad_norm",

@@ -362,6 +362,16 @@ GAN_STEP = """
 """
 
 
+def test_optimizer_idx_with_one_optimizer_runs_on_its_default_as_in_1_9_5(tmp_path: Path) -> None:
+    """Lightning 1.9.5 passes optimizer_idx only with several optimizers: with one, training_step runs on its
+    default (tests/test_lightning195.py trains it), and without a default Lightning's call raises."""
+    body = "return torch.optim.SGD(self.parameters(), lr=0.1)"
+    plan = plan_of(tmp_path, configure_optimizers=body, extra=GAN_STEP.replace("optimizer_idx)", "optimizer_idx=0)"))
+    assert not plan.optimizers.several
+    found = plan_problems(tmp_path, configure_optimizers=body, extra=GAN_STEP)
+    assert any("give optimizer_idx a default (`optimizer_idx=0`)" in line for line in found), found
+
+
 def test_frequencies_read_from_the_source(tmp_path: Path) -> None:
     body = (
         "g = torch.optim.SGD(self.parameters(), lr=0.1)\n"

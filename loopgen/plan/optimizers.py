@@ -67,6 +67,10 @@ def resolve_optimizers(spec: Spec, model: ClassFacts, precision: Precision, prob
     manual = bool(model.manual_optimization)
     where, line = "model.class_path", spec.model.line
     facts = model.optimizers
+    if several and facts is not None and len(facts.optimizers) == 1 and spec.optimizer is None:
+        # Lightning 1.9.5 passes optimizer_idx only when there are several: with one, training_step runs on its
+        # default (without one, Lightning's call raises a TypeError)
+        several = "optimizer_idx" not in model.defaults.get("training_step", ())
     schedulers: list[Scheduler] = []
     reason = model.optimizers_unknown
     if spec.optimizer is not None:
@@ -78,7 +82,13 @@ def resolve_optimizers(spec: Spec, model: ClassFacts, precision: Precision, prob
         form, general, count = facts.form, False, len(facts.optimizers)
         lbfgs = "LBFGS" in facts.optimizers
         if several and count < 2:
-            problems.append(Problem(where, f"training_step takes `optimizer_idx`, but {_returns(facts)}", line))
+            message = f"training_step takes `optimizer_idx`, but {_returns(facts)}"
+            if count == 1:  # (with a default it runs on it: several is False then)
+                message += (
+                    ": Lightning 1.9.5 then calls training_step without it, a TypeError; give optimizer_idx a default"
+                    " (`optimizer_idx=0`), or remove it"
+                )
+            problems.append(Problem(where, message, line))
         elif not several and count != 1 and not manual:
             problems.append(
                 Problem(

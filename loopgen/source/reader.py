@@ -19,7 +19,15 @@ from loopgen.source.modules import LIGHTNING_PACKAGES, Class, Module, Modules
 from loopgen.source.names import class_expression
 from loopgen.source.optimizers import read_optimizers
 from loopgen.source.signatures import Signature
-from loopgen.source.syntax import FUNCTIONS, Function, calls_any, dotted_name, parameters_of, self_name
+from loopgen.source.syntax import (
+    FUNCTIONS,
+    Function,
+    calls_any,
+    defaulted_parameters,
+    dotted_name,
+    parameters_of,
+    self_name,
+)
 from loopgen.source.uses import (
     EXPERIMENT_READ,
     LOG_DICT_HOOKS,
@@ -100,6 +108,7 @@ def inspect_class(
     writer = any(_is_lightning(name, "BasePredictionWriter") for name in outside)
     is_callback = writer or any(_is_lightning(name, "Callback") for name in outside)
     methods: dict[str, tuple[str, ...]] = {}
+    defaults: dict[str, tuple[str, ...]] = {}
     uses_log = saves_hparams = False
     logs_in: set[str] = set()
     hparams_logger: bool | None = False
@@ -128,6 +137,7 @@ def inspect_class(
             me = self_name(fn)
             first = fn.name not in methods
             methods.setdefault(fn.name, parameters_of(fn, skip_first=me is not None))
+            defaults.setdefault(fn.name, defaulted_parameters(fn))
             if not first and fn.name not in named:
                 continue  # overridden, and never reached (`super().name(...)`): what it reads never runs
             if me is not None and calls_any(fn, {f"{me}.log", f"{me}.log_dict"}):
@@ -200,6 +210,7 @@ def inspect_class(
             dict.fromkeys(name.rpartition(".")[2] for name in outside if name.split(".")[0] in LIGHTNING_PACKAGES)
         ),
         methods=methods,
+        defaults=defaults,
         uses_log=uses_log,
         logs_in=frozenset(logs_in),
         saves_hyperparameters=saves_hparams,

@@ -206,6 +206,15 @@ def parameters_of(fn: Function, *, skip_first: bool) -> tuple[str, ...]:
     return tuple(names)
 
 
+def defaulted_parameters(fn: Function) -> tuple[str, ...]:
+    """The parameters of `fn` that have a default value (keyword-only ones included)."""
+    p = fn.args
+    positional = [*p.posonlyargs, *p.args]
+    with_default = positional[len(positional) - len(p.defaults) :] if p.defaults else []
+    keywords = [param for param, default in zip(p.kwonlyargs, p.kw_defaults) if default is not None]
+    return tuple(param.arg for param in [*with_default, *keywords])
+
+
 def class_methods(cls: ast.ClassDef) -> list[Function]:
     """The methods a class body defines, in source order; a method given another name there
     (`on_validation_epoch_end = on_train_epoch_end`) is that method under that name too."""

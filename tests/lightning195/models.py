@@ -404,3 +404,17 @@ class LBFGSRegression(Recorder):
     def val_dataloader(self) -> DataLoader:
         data = self._data(self.hparams.num_val_samples, self.hparams.data_seed + 1)
         return DataLoader(data, batch_size=self.hparams.batch_size, shuffle=False)
+
+
+class OneOptimizerWithIndex(LBFGSRegression):
+    """A shared GAN-style training_step with `optimizer_idx=0` and one SGD optimizer: Lightning 1.9.5 calls it
+    without the argument (its default), as it passes optimizer_idx only when there are several."""
+
+    def training_step(self, batch, batch_idx, optimizer_idx=0):
+        x, y = batch
+        loss = F.mse_loss(self.linear(x), y) * (1.0 + optimizer_idx)
+        self._record("training_step", batch_idx=batch_idx, optimizer_idx=optimizer_idx, loss=loss.item())
+        return loss
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.05)
