@@ -1106,7 +1106,11 @@ SEED_TRACES = {
     "seed_grad_norm": ["TRACK_GRAD_NORM = 2.0", "def grad_norms", "if optimizer_idx == 0:"],
     "seed_grad_norm_inf": ['TRACK_GRAD_NORM = float("inf")'],
     "seed_nan": ["torch.isfinite(loss)", "Detected nan and/or inf values"],
-    "seed_accumulate_clip": ["ACCUMULATE_GRAD_BATCHES", "clip_grad_norm_", "should_step=should_step"],
+    "seed_accumulate_clip": [
+        "ACCUMULATE_GRAD_BATCHES",
+        "clip_grad_norm_",
+        "LightningOptimizer(optimizer, before_optimizer_step)",
+    ],
     "seed_profiler": [
         'with profiler.profile("[LightningModule]SeedRich.optimizer_step"):',
         'with profiler.profile("[LightningModule]SeedRich.training_epoch_end"):',

@@ -56,13 +56,31 @@ class Optimization:
     schedulers_after_batch: bool  # a scheduler may step (or epoch_complete be noted) after a batch
     # configure_gradient_clipping override: called at each optimizer step with the Trainer's clipping flags
     clip_hook: bool = False
-    clip_hook_algorithm: str | None = None  # the gradient_clip_algorithm it gets (None: no gradient_clip_val)
+    # the gradient_clip_algorithm it gets: a member of the script's GradClipAlgorithmType ("NORM", "VALUE"), or
+    # None where the spec gives none
+    clip_hook_algorithm: str | None = None
     clips_at_step: bool = False  # clipping or the hook happen before each optimizer step
     # code runs between the backward and the optimizer step (on_before_optimizer_step, gradient norms, clipping)
     before_step: bool = False
-    gates_before_step: bool = False  # ... which a closure runs only when the accumulation window ends (should_step)
+    # ... which the closure runs only when the accumulation window ends (should_step)
+    gates_before_step: bool = False
+    # ... which an optimizer_step override reaches only through the optimizer's step (its LightningOptimizer), as
+    # in Lightning: an override that calls the closure itself and does not step skips them
+    hooks_in_step: bool = False
+    # ... and the loop's variables that code reads (its function binds them)
+    before_step_reads: tuple[str, ...] = ()
     # the factor is a variable for StochasticWeightAveraging's batch-norm epoch (the spec gives one number)
     swa_window: bool = False
+
+    @property
+    def clip_algorithm(self) -> str:
+        """self.clip_gradients' algorithm when it is given none: the Trainer's (Lightning's), "norm" by default."""
+        return "value" if self.clip_by_value else "norm"
+
+    @property
+    def clip_hook_enum(self) -> bool:
+        """configure_gradient_clipping gets a GradClipAlgorithmType member: the script defines Lightning's enum."""
+        return self.clip_hook_algorithm is not None
 
     @property
     def names_schedule(self) -> bool:
@@ -173,8 +191,21 @@ def resolve_optimization(
             or notes_epoch_end
         ),
         clip_hook=auto and clip_hook,
-        clip_hook_algorithm=t.gradient_clip_algorithm if t.gradient_clip_val is not None else None,
+        # Lightning passes the Trainer's flags: the algorithm None unless the spec gives one, else its
+        # GradClipAlgorithmType member
+        clip_hook_algorithm=(
+            t.gradient_clip_algorithm.upper() if clip_hook and "gradient_clip_algorithm" in spec.trainer_given else None
+        ),
         clips_at_step=auto and (t.gradient_clip_val is not None or clip_hook),
         before_step=before_step,
-        gates_before_step=before_step and accumulates,
+        gates_before_step=before_step and accumulates and not (auto and step_style is not None),
+        hooks_in_step=before_step and auto and step_style is not None,
+        before_step_reads=tuple(
+            name
+            for name, read in (
+                ("optimizer", before_hook or t.gradient_clip_val is not None or clip_hook),
+                ("optimizer_idx", optimizers.several and (before_hook or track is not None)),
+            )
+            if read
+        ),
     )

@@ -154,7 +154,13 @@ class ClipHookModel(MLP):
         self.own_val = own_val
 
     def configure_gradient_clipping(self, optimizer, gradient_clip_val=None, gradient_clip_algorithm=None):
-        self.events.append(("clip", self.global_step, gradient_clip_val, gradient_clip_algorithm == "value"))
+        # Lightning passes the Trainer's flags: None where the spec gives none, else a GradClipAlgorithmType
+        algorithm = (
+            None
+            if gradient_clip_algorithm is None
+            else (str(gradient_clip_algorithm), gradient_clip_algorithm == "value")
+        )
+        self.events.append(("clip", self.global_step, gradient_clip_val, algorithm))
         if self.global_step < self.start:
             return
         if gradient_clip_val is None:
@@ -163,6 +169,24 @@ class ClipHookModel(MLP):
             self.clip_gradients(
                 optimizer, gradient_clip_val=gradient_clip_val, gradient_clip_algorithm=gradient_clip_algorithm
             )
+
+
+class SkippingStepModel(MLP):
+    """An optimizer_step override that skips every third step by calling the closure itself (its gradients add to
+    the next step's): Lightning runs on_before_optimizer_step and the clipping only when the optimizer's step calls
+    the closure, so neither runs for a skipped step."""
+
+    def optimizer_step(self, epoch, batch_idx, optimizer, optimizer_closure):
+        if batch_idx % 3 == 2:
+            optimizer_closure()
+            self.events.append(("skipped", epoch, batch_idx))
+            return
+        optimizer.step(closure=optimizer_closure)
+
+    def on_before_optimizer_step(self, optimizer):
+        super().on_before_optimizer_step(optimizer)
+        total = torch.stack([p.grad.norm() for p in self.parameters() if p.grad is not None]).norm()
+        self.events.append(("before_step", self.global_step, round(total.item(), 6)))
 
 
 class OneCycleModel(MLP):

@@ -108,6 +108,17 @@ CASES = [
         gradient_clip_algorithm="value",
         accumulate_grad_batches=2,
     ),
+    manual_case("clip_hook_trainer_norm_clipping", "ClipHookModel", max_epochs=2, gradient_clip_val=0.05),
+    manual_case(
+        "clip_hook_trainer_norm_given",
+        "ClipHookModel",
+        max_epochs=1,
+        gradient_clip_val=0.05,
+        gradient_clip_algorithm="norm",
+    ),
+    # an optimizer_step override that skips steps by calling the closure itself: no hook, no clipping for them
+    manual_case("optimizer_step_skipping_clipped", "SkippingStepModel", max_epochs=2, gradient_clip_val=0.05),
+    manual_case("optimizer_step_skipping_accumulate", "SkippingStepModel", max_epochs=2, accumulate_grad_batches=2),
     # a callback reading the trainer's attributes at several hooks, with and without a data module
     manual_case("trainer_attributes_manual_gan", "ManualGAN", max_epochs=2, callbacks=TRAINER_ATTRIBUTES),
     case(
