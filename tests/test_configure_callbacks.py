@@ -139,7 +139,7 @@ def test_no_callbacks_returned_changes_nothing(tmp_path: Path, body: str) -> Non
             "        if self.hparams.patience:\n            return [Counter()]\n        return []\n",
             "configure_callbacks may only assign names to the callbacks it builds before its return",
         ),
-        ("        return [EarlyStopping('loss')]\n", "pass EarlyStopping's arguments by keyword"),
+        ("        return [EarlyStopping(*self.args)]\n", "EarlyStopping's argument *self.args is neither a literal"),
         (
             "        return [EarlyStopping(monitor=self.monitor_name)]\n",
             "EarlyStopping(monitor=...) is neither a literal nor self.hparams.NAME",
@@ -153,6 +153,37 @@ def test_a_return_the_source_does_not_show_is_refused_at_its_line(tmp_path: Path
     found = refused(tmp_path, body)
     assert "configure_callbacks as written is not supported by loopgen" in found
     assert message in found and "pkg/models.py:" in found
+
+
+def test_a_lightning_callback_s_arguments_may_be_given_by_position(tmp_path: Path) -> None:
+    """Any form Python accepts: Lightning's callbacks' parameters in their order (held to Lightning's signatures by
+    test_positional_names_are_lightnings), self.hparams among them; Python's errors where it would raise."""
+    body = "        return [EarlyStopping('loss', 0.01, self.hparams.patience, mode='max')]\n"
+    assert merged(tmp_path, body)[-1] == (
+        "EarlyStopping",
+        {**merged(tmp_path, "        return [EarlyStopping(monitor='loss')]\n")[-1][1],
+         "min_delta": 0.01, "patience": 3, "mode": "max"},
+    )  # fmt: skip
+    found = refused(tmp_path, "        return [EarlyStopping('loss', monitor='loss')]\n")
+    assert "EarlyStopping() got multiple values for argument 'monitor'" in found and "pkg/models.py:" in found
+    found = refused(tmp_path, "        return [ModelCheckpoint(" + ", ".join(["None"] * 16) + ")]\n")
+    assert "ModelCheckpoint() takes 15 positional arguments but 16 were given" in found
+    found = refused(tmp_path, "        return [Counter(1)]\n")
+    assert "pass Counter's arguments by keyword" in found
+
+
+def test_positional_names_are_lightnings() -> None:
+    import inspect
+
+    import pytorch_lightning.callbacks as lightning
+
+    from loopgen.spec.configured import positional_names
+    from loopgen.spec.flags import CALLBACK_ARGS
+
+    for name in CALLBACK_ARGS:
+        parameters = inspect.signature(getattr(lightning, name).__init__).parameters.values()
+        by_position = [p.name for p in parameters if p.kind == p.POSITIONAL_OR_KEYWORD and p.name != "self"]
+        assert positional_names(name) == tuple(by_position), name
 
 
 def test_a_progress_bar_returned_is_refused(tmp_path: Path) -> None:

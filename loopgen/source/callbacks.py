@@ -25,6 +25,7 @@ class ReturnedCallback:
     class_path: str
     args: tuple[tuple[str, Any], ...]
     line: int
+    positional: tuple[Any, ...] = ()  # the arguments given by position (literals or HParams), in order
 
 
 # `resolve(dotted)`: the dotted path of the class a name in the method's module refers to, or None
@@ -86,8 +87,15 @@ def _callback(call: ast.Call, me: str | None, resolve: Resolve,
     class_path = resolve(name) if name else None
     if class_path is None:
         return f"{where(call.lineno)}: configure_callbacks builds a callback whose class loopgen cannot find"
-    if call.args:
-        return f"{where(call.lineno)}: pass {name}'s arguments by keyword (loopgen reads them by name)"
+    positional = []
+    for arg in call.args:
+        value = _UNKNOWN if isinstance(arg, ast.Starred) else _argument(arg, me)
+        if value is _UNKNOWN:
+            return (
+                f"{where(arg.lineno)}: {name}'s argument {ast.unparse(arg)} is neither a literal nor self.hparams.NAME,"
+                " so loopgen cannot know it"
+            )
+        positional.append(value)
     args = []
     for keyword in call.keywords:
         if keyword.arg is None:
@@ -99,7 +107,7 @@ def _callback(call: ast.Call, me: str | None, resolve: Resolve,
                 " self.hparams.NAME, so loopgen cannot know it"
             )
         args.append((keyword.arg, value))
-    return ReturnedCallback(class_path, tuple(args), call.lineno)
+    return ReturnedCallback(class_path, tuple(args), call.lineno, tuple(positional))
 
 
 _UNKNOWN: Any = object()

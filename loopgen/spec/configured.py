@@ -12,6 +12,7 @@ from typing import Any
 from loopgen.errors import LoopgenError, Problem
 from loopgen.source.callbacks import HParam, ReturnedCallback
 from loopgen.source.facts import ClassFacts
+from loopgen.spec.flags import CALLBACK_ARGS, POSITIONAL_ARGS
 from loopgen.spec.kinds import refusal
 from loopgen.spec.model import ClassRef, ObjectSpec, Spec
 
@@ -87,13 +88,36 @@ def _ref(
         problems.append(Problem(at, refusal(f"{name} returned by configure_callbacks", why, instead)))
         return None
     args: dict[str, Any] = {}
+    lightning = callback.class_path.split(".")[0] in ("pytorch_lightning", "lightning")
+    if callback.positional:
+        names = positional_names(name) if lightning else None
+        if names is None:
+            problems.append(Problem(at, f"pass {name}'s arguments by keyword (loopgen reads a class of yours by name)"))
+            return None
+        if len(callback.positional) > len(names):
+            given = len(callback.positional)
+            problems.append(Problem(at, f"{name}() takes {len(names)} positional arguments but {given} were given"))
+            return None
+        args.update(zip(names, callback.positional))
     for key, value in callback.args:
-        if isinstance(value, HParam):
-            value = _hparam(spec, model, name, key, value, at, problems)
+        if key in args:  # Python's TypeError, as Lightning's Trainer never starts
+            problems.append(Problem(at, f"{name}() got multiple values for argument '{key}'"))
+            return None
         args[key] = value
+    for key, value in args.items():
+        if isinstance(value, HParam):
+            args[key] = _hparam(spec, model, name, key, value, at, problems)
     ref, found = normalise(at, callback.line, {"class_path": callback.class_path, "init_args": args})
     problems.extend(found)
     return None if ref is None else dataclasses.replace(ref, where=at)
+
+
+def positional_names(name: str) -> tuple[str, ...] | None:
+    """The parameters Lightning's callback `name` takes by position, in order (None: not one loopgen knows)."""
+    flags = CALLBACK_ARGS.get(name)
+    if flags is None:
+        return None
+    return tuple(flag.name for flag in flags)[: POSITIONAL_ARGS.get(name)]
 
 
 def _hparam(spec: Spec, model: ClassFacts, name: str, key: str, value: HParam, at: str, problems: list[Problem]) -> Any:

@@ -275,6 +275,10 @@ PRUNING_METHODS = ("ln_structured", "l1_unstructured", "random_structured", "ran
 
 # The init_args of Lightning's callbacks (Lightning 2.x's names and defaults), checked like trainer flags.
 # fmt: off
+# How many of a Lightning callback's CALLBACK_ARGS (in its parameters' order) it takes by position, where fewer
+# than all (the rest are keyword arguments of its **kwargs)
+POSITIONAL_ARGS: Mapping[str, int] = {"ThroughputMonitor": 2}
+
 CALLBACK_ARGS: Mapping[str, tuple[Flag, ...]] = {
     "ModelCheckpoint": (
         _arg("dirpath", string(), None, "where the checkpoints go (null: the logger's or default_root_dir's)"),
