@@ -212,3 +212,12 @@ def test_the_strategy_is_served_on_one_device_and_under_ddp_and_refused_elsewher
     found = refusal(tmp_path, source, parallel)
     assert "models.py:" in found and "reads trainer.strategy, which the script's trainer does not provide" in found
     assert "with strategy xla the script serves no strategy object" in found
+
+
+def test_a_read_after_a_return_is_never_refused(tmp_path: Path) -> None:
+    """What a return, raise, continue or break keeps from running reads nothing: an unservable read there renders
+    (Lightning never reaches it either); the same read where it runs is refused."""
+    dead = "        return\n        print(self.trainer.fit_loop)\n"
+    assert "def main():" in render(tmp_path, reading(AUTOMATIC, dead))  # renders, where the read is refused:
+    found = refusal(tmp_path, reading(AUTOMATIC, "        if self.current_epoch:\n            return\n" + dead[15:]))
+    assert "reads trainer.fit_loop" in found

@@ -24,7 +24,8 @@ class ClassFacts:
     # methods defined by the class or its bases in the user's code (not Lightning's),
     # each with its parameter names after `self` (keyword-only included; *args/**kwargs as "*args"/"**kwargs")
     methods: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-    defaults: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # ... those of its parameters with a default
+    # ... those of its parameters with a default
+    defaults: Mapping[str, tuple[str, ...]] = field(default_factory=dict, compare=False)
     uses_log: bool = False  # the class body calls self.log(...) or self.log_dict(...)
     logs_in: frozenset[str] = frozenset()  # ... in these methods
     saves_hyperparameters: bool = False  # ... calls self.save_hyperparameters(...)

@@ -26,6 +26,7 @@ from loopgen.source.syntax import (
     defaulted_parameters,
     dotted_name,
     parameters_of,
+    reachable,
     self_name,
 )
 from loopgen.source.uses import (
@@ -147,10 +148,10 @@ def inspect_class(
             if me is not None:
                 hparams_logger = logs_hparams(fn, me, hparams_logger)
             words = Words(me, source)
-            words.walk(fn.body)
+            words.walk(reachable(fn.body))
             attributes |= words.attributes
             use = TrainerUse(*trainer_names(fn, me, callback or is_callback))
-            use.walk(fn.body)
+            use.walk(reachable(fn.body))  # a read after a return never runs
             module_reads |= use.module_reads
             # the project's functions the module is handed to (`helper(self, ...)`) read its trainer and log too
             passed = reader.passed_module(fn, ancestor.module, {name for name in (me, use.module) if name})

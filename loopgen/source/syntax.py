@@ -102,6 +102,38 @@ class Source:
         return [s for s in written if "f" not in s[: s.find(s[-1])].lower()]
 
 
+# the statements after which the rest of a block never runs
+_TERMINATORS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+_BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def reachable(statements: Sequence[ast.stmt]) -> list[ast.stmt]:
+    """`statements` without the ones a return, raise, continue or break before them in the same block keeps from
+    running, in nested blocks too (the nodes are copied where a nested block loses some, never changed)."""
+    kept: list[ast.stmt] = []
+    for statement in statements:
+        kept.append(_reachable_within(statement))
+        if isinstance(statement, _TERMINATORS):
+            break
+    return kept
+
+
+def _reachable_within(node: ast.AST) -> ast.AST:
+    changed = {}
+    for field in _BLOCKS:
+        block = getattr(node, field, None)
+        if isinstance(block, list) and block and not isinstance(node, (*FUNCTIONS, ast.ClassDef, ast.Lambda)):
+            pruned = reachable(block) if isinstance(block[0], ast.stmt) else [_reachable_within(b) for b in block]
+            if len(pruned) != len(block) or any(a is not b for a, b in zip(pruned, block)):
+                changed[field] = pruned
+    if not changed:
+        return node
+    node = copy.copy(node)
+    for field, block in changed.items():
+        setattr(node, field, block)
+    return node
+
+
 class Visitor:
     """Walks statements depth first in source order: `visit_<Node>` before a node's children (False: not into
     them), and `name(text, attribute)` for each identifier `ast` keeps as text (a parameter, a function's name,
