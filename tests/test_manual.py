@@ -259,16 +259,19 @@ def test_loggers_log_dir_and_state_are_served(tmp_path: Path) -> None:
         assert served in script
 
 
-def test_a_logger_read_under_fast_dev_run_is_refused(tmp_path: Path) -> None:
+def test_a_logger_read_under_fast_dev_run_is_lightnings_dummy_logger(tmp_path: Path) -> None:
+    """Lightning swaps the loggers for its DummyLogger under fast_dev_run: the script has one where something
+    reads them, and none where nothing does."""
     source = GAN.replace(
         "    def configure_optimizers(self):",
         "    def on_train_start(self):\n        print(self.trainer.log_dir)\n\n    def configure_optimizers(self):",
     )
-    message = refusal(tmp_path, source, "trainer:\n  fast_dev_run: true\n")
-    line = source.splitlines().index("        print(self.trainer.log_dir)") + 1
-    assert (
-        f"models.py:{line}: reads trainer.log_dir: under fast_dev_run Lightning's loggers are a DummyLogger" in message
-    )
+    script = render(tmp_path, source, "trainer:\n  fast_dev_run: true\n")
+    assert "log_dir=None," in script and "class DummyLogger:" not in script
+    source = source.replace("print(self.trainer.log_dir)", "self.logger.experiment.add_text('a', 'b')")
+    script = render(tmp_path, source, "trainer:\n  fast_dev_run: true\n")
+    assert "logger=dummy_logger," in script and "class DummyLogger:" in script
+    assert "class DummyLogger:" not in render(tmp_path, source, "trainer:\n  fast_dev_run: true\n  logger: false\n")
 
 
 def test_toggle_optimizer_alone_attaches_the_trainer(tmp_path: Path) -> None:

@@ -154,6 +154,11 @@ class Plan:
         return saves_sharded or self.checkpointing.resumes
 
     @property
+    def dummy_logger(self) -> bool:
+        """fast_dev_run's DummyLogger is read (trainer.logger, trainer.loggers, self.logger): the script has one."""
+        return self.logging.dummy and self.state.serves_loggers
+
+    @property
     def moves_model(self) -> bool:
         """The module goes to the device before the engine wraps it; FullyShardedDataParallel moves it itself
         (device_id), as Lightning's FSDPStrategy leaves it to."""

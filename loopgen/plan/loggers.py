@@ -93,8 +93,12 @@ class Logging:
     traces_lightning_module: bool  # ... of a LightningModule (traced with its trainer checks off, as Lightning does)
     finishes: bool  # some logger has a run to end (TensorBoard's writer, MLflow's run, W&B's run)
     # Lightning's trainer.log_dir: "logger" (a CSV or TensorBoard logger's log_dir), "logger_save_dir" (another
-    # logger's save_dir), "root" (no logger: default_root_dir)
+    # logger's save_dir), "root" (no logger: default_root_dir), "none" (fast_dev_run's DummyLogger: None)
     log_dir: str
+    # fast_dev_run with a logger: Lightning swaps the loggers for its DummyLogger, which logs nothing and whose
+    # methods and experiment take any call
+    dummy: bool = False
+    csv_experiment: bool = False  # a CSVLogger's experiment is read: the script's logger has one
 
     @property
     def enabled(self) -> bool:
@@ -168,15 +172,14 @@ class Logging:
 
 
 def check_logger_experiments(model: ClassFacts, callbacks: tuple[ClassFacts, ...], logging: Logging) -> None:
-    """A logger's `experiment` (read as `logger.experiment` / `loggers[i].experiment`): TensorBoard's SummaryWriter
-    and MLflow's MlflowClient are the script's loggers' own; a CSVLogger's and a WandbLogger's are refused."""
+    """A logger's `experiment` (read as `logger.experiment` / `loggers[i].experiment`): TensorBoard's SummaryWriter,
+    MLflow's MlflowClient and the CSVLogger's writer are the script's loggers' own; a WandbLogger's is refused."""
     readers = [facts for facts in (model, *callbacks) if facts.experiment_read_at]
     unserved = {
-        "csv": "CSVLogger, whose experiment (Lightning's _ExperimentWriter) the script does not provide",
         "wandb": "WandbLogger, whose experiment (the W&B run, which Lightning starts when first read) the script"
         " does not provide",
     }
-    kinds = [kind for kind in ("csv", "wandb") if kind in logging.kinds]
+    kinds = [kind for kind in ("wandb",) if kind in logging.kinds]
     if readers and kinds:
         message = (
             f"reads a logger's `experiment`, but the spec has a {unserved[kinds[0]]}: log with self.log, or use"
@@ -217,6 +220,7 @@ def resolve_logging(
     logs nothing (Lightning swaps the loggers for a dummy)."""
     t = spec.trainer
     default = t.logger is True
+    dummy = bool(t.fast_dev_run) and t.logger is not False  # Lightning's loggers are its DummyLogger then
     if t.fast_dev_run or t.logger is False:
         refs: tuple[ClassRef, ...] = ()
     elif default:
@@ -268,7 +272,14 @@ def resolve_logging(
     first = loggers[0].kind if loggers else None
     return Logging(
         loggers=loggers,
-        log_dir="root" if first is None else "logger" if first in ("csv", "tensorboard") else "logger_save_dir",
+        log_dir=(
+            "none"
+            if dummy
+            else "root" if first is None else "logger" if first in ("csv", "tensorboard") else "logger_save_dir"
+        ),
+        dummy=dummy,
+        csv_experiment=any(logger.kind == "csv" for logger in loggers)
+        and any(facts.experiment_read_at for facts in (model, *callbacks)),
         default=default and bool(loggers),
         steps=values and t.log_every_n_steps > 0,
         every_n_steps=t.log_every_n_steps,

@@ -12,7 +12,6 @@ from loopgen.plan.checkpointing import Checkpointing
 from loopgen.plan.common import (
     FLAG_ATTRIBUTES,
     LOADER_ATTRIBUTES,
-    LOGGER_ATTRIBUTES,
     METRIC_ATTRIBUTES,
     MODULE_API_READS,
     TRAINER_ATTRIBUTES,
@@ -293,12 +292,6 @@ def _unservable(spec: Spec, optimization: Optimization, wrapped: bool, kind: str
     """Lightning's attributes the script cannot serve in this spec, each with why and what to read instead: those
     it never serves (UNSERVED_TRAINER_ATTRIBUTES), and those this spec's flags put out of reach."""
     unservable = dict(UNSERVED_TRAINER_ATTRIBUTES)
-    if bool(spec.trainer.fast_dev_run) and spec.trainer.logger is not False:
-        for name in LOGGER_ATTRIBUTES:
-            unservable[name] = (
-                "under fast_dev_run Lightning's loggers are a DummyLogger, which the script does not provide;"
-                " set logger: false, or remove fast_dev_run"
-            )
     if spec.accumulation_callback:
         unservable["accumulate_grad_batches"] = (
             "with a GradientAccumulationScheduler entry Lightning 2.x changes it where the entry stands among the"
@@ -337,17 +330,6 @@ _STRATEGY_UNSERVED = (
 
 def _refuse_named(spec: Spec, named: set[str], where: Mapping[str, str], kind: str) -> None:
     """A read the source shows of an attribute this spec's flags put out of reach: refused at its line."""
-    if named & LOGGER_ATTRIBUTES:
-        raise LoopgenError(
-            [
-                Problem(
-                    where.get(name, ""),
-                    f"reads trainer.{name}: under fast_dev_run Lightning's loggers are a DummyLogger, which the"
-                    " script does not provide: set logger: false, or remove fast_dev_run",
-                )
-                for name in sorted(named & LOGGER_ATTRIBUTES)
-            ]
-        )
     if "accumulate_grad_batches" in named:
         message = refusal(
             "trainer.accumulate_grad_batches with a GradientAccumulationScheduler entry",

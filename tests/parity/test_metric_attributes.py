@@ -77,6 +77,18 @@ CASES = [
         case("experiment_mlflow_client", max_epochs=2, logger=logger("MLFlowLogger", tracking_uri="file:./mlruns")),
         "MlflowExperimentModel",
     ),
+    # ... a CSVLogger's writer, behind hasattr checks; its rows beside the logger's own
+    experiment(
+        case(
+            "experiment_csv_writer", max_epochs=2, logger=logger("CSVLogger", save_dir=".", flush_logs_every_n_steps=3)
+        ),
+        "CsvExperimentModel",
+    ),
+    # ... fast_dev_run's DummyLogger, standing in for the spec's TensorBoardLogger
+    experiment(
+        case("experiment_fast_dev_run_dummy", fast_dev_run=2, logger=logger("TensorBoardLogger", save_dir=".")),
+        "DummyLoggerModel",
+    ),
 ]
 
 
