@@ -105,18 +105,6 @@ def resolve_swa(
                 "give accumulate_grad_batches as one number",
             )
         )
-    for flag, default in (("limit_train_batches", 1.0), ("val_check_interval", 1.0), ("overfit_batches", 0.0)):
-        if getattr(t, flag) not in (default, None, int(default)):
-            limits.append(
-                (
-                    f"{flag}={getattr(t, flag)}",
-                    (
-                        "Lightning's batch-norm epoch then runs one batch more than the others, and validates"
-                        " where its count falls"
-                    ),
-                    f"leave {flag} at its default",
-                )
-            )
     if t.fast_dev_run:
         limits.append(("fast_dev_run", "its single batch leaves no epochs to average", "leave fast_dev_run off"))
     if t.max_steps not in (None, -1):
@@ -132,21 +120,6 @@ def resolve_swa(
                 f"{averaging[0].class_path}",
                 "both average the module's weights and copy their average into it when training ends",
                 "keep one of them",
-            )
-        )
-    # Lightning's LearningRateMonitor, or a user's subclass of it (on the script's LearningRateMonitorBase)
-    subclasses = {facts.class_path for facts in callbacks if "LearningRateMonitor" in facts.lightning_bases}
-    monitors = [r for r in t.callbacks if is_lightning(r, "LearningRateMonitor") or r.class_path in subclasses]
-    if monitors:
-        limits.append(
-            (
-                (
-                    "a LearningRateMonitor"
-                    if is_lightning(monitors[0], "LearningRateMonitor")
-                    else f"{monitors[0].class_path} (a LearningRateMonitor)"
-                ),
-                "Lightning's monitor names its rows after the schedulers it found at the start, before the swap",
-                "log the learning rate from your module's hooks",
             )
         )
     if model.is_lightning_module and "lr_schedulers" in model.attributes_read:

@@ -389,6 +389,66 @@ CASES = [
         check_val_every_n_epoch=2,
         accumulate_grad_batches=3,
     ),
+    # ... over limited epochs (the batch-norm epoch runs the limit's batches, its one window their count, as
+    # Lightning's raised max_batches ends at the limited loader's end), with validation by a batch count and by a
+    # fraction under accumulation, on overfitted batches; and beside a LearningRateMonitor, which reads the
+    # schedulers when it logs: after the swap SWALR's, stepped by epoch (with no scheduler before it, the
+    # optimizer stops being logged at the steps)
+    case(
+        "swa_limited_epochs",
+        "BatchNormNet",
+        callbacks=[
+            {"class_path": "StochasticWeightAveraging", "init_args": {"swa_lrs": 0.05, "swa_epoch_start": 2}},
+            {"class_path": "tests.parity.callbacks.TrainerStateRecorder"},
+        ],
+        max_epochs=3,
+        limit_train_batches=4,
+    ),
+    case(
+        "swa_limited_by_a_fraction_validating_by_count",
+        "BatchNormNet",
+        callbacks=[{"class_path": "StochasticWeightAveraging", "init_args": {"swa_lrs": 0.05, "swa_epoch_start": 2}}],
+        max_epochs=3,
+        limit_train_batches=0.5,
+        val_check_interval=2,
+    ),
+    case(
+        "swa_validating_by_a_fraction_accumulating",
+        "BatchNormNet",
+        callbacks=[{"class_path": "StochasticWeightAveraging", "init_args": {"swa_lrs": 0.05, "swa_epoch_start": 2}}],
+        max_epochs=3,
+        val_check_interval=0.5,
+        accumulate_grad_batches=2,
+    ),
+    case(
+        "swa_overfit_batches",
+        "BatchNormNet",
+        callbacks=[{"class_path": "StochasticWeightAveraging", "init_args": {"swa_lrs": 0.05, "swa_epoch_start": 2}}],
+        max_epochs=3,
+        overfit_batches=3,
+    ),
+    case(
+        "swa_lr_monitor_without_a_scheduler",
+        "BatchNormNet",
+        callbacks=[
+            {"class_path": "StochasticWeightAveraging", "init_args": {"swa_lrs": 0.05, "swa_epoch_start": 2}},
+            {"class_path": "LearningRateMonitor"},
+        ],
+        max_epochs=3,
+        log_every_n_steps=2,
+        logger=logger("CSVLogger", save_dir="."),
+    ),
+    case(
+        "swa_lr_monitor_after_a_step_scheduler",
+        "StepScheduleModel",
+        callbacks=[
+            {"class_path": "LearningRateMonitor", "init_args": {"logging_interval": "epoch"}},
+            {"class_path": "StochasticWeightAveraging", "init_args": {"swa_lrs": 0.05, "swa_epoch_start": 2}},
+        ],
+        max_epochs=3,
+        log_every_n_steps=3,
+        logger=logger("CSVLogger", save_dir="."),
+    ),
     # Lightning's ModelPruning (the script's own class, specialised to the entry): l1 over every module's weights
     # and biases together at each epoch's end, the weights left reset to their values at set-up, the masks applied
     # for good when training ends and in full checkpoints (weights-only ones keep `weight_orig` / `weight_mask`)
