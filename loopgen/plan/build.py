@@ -38,6 +38,9 @@ class Build:
     # the object arguments (nested class_path entries) built before each owner, by the owner's script variable
     # ("model", "data", a callback's var), in LightningCLI's order; the owner's Construct names them (`Name`)
     objects: Mapping[str, tuple[Built, ...]] = field(default_factory=dict)
+    # the user's callbacks the script builds and never uses: none of their hooks runs in this spec (found once the
+    # script is rendered: loopgen/render/names.py)
+    idle: frozenset[str] = frozenset()
 
     def objects_of(self, var: str) -> tuple[Built, ...]:
         return self.objects.get(var, ())

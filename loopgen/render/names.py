@@ -269,3 +269,19 @@ def with_object_names(plan: Plan, renamed: Mapping[str, str]) -> Plan:
             },
         ),
     )
+
+
+def idle_callbacks(text: str, plan: Plan) -> frozenset[str]:
+    """The variables of the user's callbacks that the script assigns and never reads: no hook of theirs runs in
+    this spec (validation's, with no validation), so the script builds them, as Lightning does, without a name."""
+    variables = {cb.var for cb in plan.build.callbacks if cb.kind == "user"} - plan.build.idle
+    if not variables:
+        return plan.build.idle
+    read = {
+        node.id for node in ast.walk(ast.parse(text)) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)
+    }
+    return plan.build.idle | (variables - read)
+
+
+def with_idle_callbacks(plan: Plan, idle: frozenset[str]) -> Plan:
+    return replace(plan, build=replace(plan.build, idle=idle))

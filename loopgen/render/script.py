@@ -28,7 +28,7 @@ from loopgen.plan.header import SCRIPT_SHA256_PLACEHOLDER
 from loopgen.render.extract import extract_helpers
 from loopgen.render.formatting import DEFAULTS, BlackConfig, format_script
 from loopgen.render.names import MARKER as IMPORTS_MARKER
-from loopgen.render.names import import_block, object_names, with_object_names
+from loopgen.render.names import idle_callbacks, import_block, object_names, with_idle_callbacks, with_object_names
 from loopgen.render.values import argument, fstring, ident, kwargs, literal, text
 
 
@@ -117,13 +117,17 @@ def _render_names(plan: Plan) -> str:
     """The script's text, its import block computed from the names its code uses, and the variables of the objects
     built as arguments renamed (rendered again) where they would take a name the script binds otherwise."""
     template = _environment().get_template("train.py.j2")
-    for _ in range(3):
+    for _ in range(4):
         text = _place_blocks(template.render(plan=plan, script_imports=IMPORTS_MARKER))
         text = import_block(extract_helpers(text))
         renamed = object_names(text, plan)
-        if not renamed:
+        if renamed:
+            plan = with_object_names(plan, renamed)
+            continue
+        idle = idle_callbacks(text, plan)
+        if idle == plan.build.idle:
             return text
-        plan = with_object_names(plan, renamed)
+        plan = with_idle_callbacks(plan, idle)
     raise LoopgenError(f"the variables {', '.join(sorted(renamed))} take names the script binds otherwise")
 
 

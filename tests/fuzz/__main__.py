@@ -51,6 +51,8 @@ def save_failure(directory: Path, number: int, draw: Draw, outcome: Outcome) -> 
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"{number:04d}.yaml"
     record = {"reference": draw.reference, "why": outcome.why, "spec": draw.spec}
+    if draw.code:
+        record["code"] = draw.code
     path.write_text(yaml.safe_dump(record, sort_keys=False, width=120), encoding="utf-8")
     return path
 
@@ -63,7 +65,7 @@ def load_failures(paths: list[str]) -> list[tuple[str, Draw]]:
     found = []
     for path in files:
         record = yaml.safe_load(path.read_text(encoding="utf-8"))
-        found.append((str(path), Draw(record["spec"], record.get("reference", "2.x"))))
+        found.append((str(path), Draw(record["spec"], record.get("reference", "2.x"), record.get("code", ""))))
     return found
 
 

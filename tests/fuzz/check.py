@@ -54,8 +54,10 @@ def venv195_python() -> Path | None:
 class Server:
     """One `python -m tests.fuzz.runner serve` process."""
 
-    def __init__(self, python: str | Path) -> None:
+    def __init__(self, python: str | Path, code: Path | None = None) -> None:
         env = env_with_root()
+        if code is not None:  # where drawn module files are written (tests/fuzz/code.py)
+            env["PYTHONPATH"] = os.pathsep.join([str(code), env.get("PYTHONPATH", "")])
         env.setdefault("PYTHONWARNINGS", "ignore")
         self.process = subprocess.Popen(
             [str(python), "-m", "tests.fuzz.runner", "serve"],
@@ -96,9 +98,13 @@ class Fuzzer:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.count = 0
         self.keep = False  # keep every example's directory
-        self.main = Server(sys.executable)
+        self.code = self.workdir / "code"  # drawn module files, importable by both sides and by the render
+        self.code.mkdir(exist_ok=True)
+        if str(self.code) not in sys.path:
+            sys.path.insert(0, str(self.code))
+        self.main = Server(sys.executable, self.code)
         python195 = venv195_python() if seed_era else None
-        self.seed_era = Server(python195) if python195 is not None else None
+        self.seed_era = Server(python195, self.code) if python195 is not None else None
 
     def close(self) -> None:
         for server in (self.main, self.seed_era):
@@ -119,6 +125,13 @@ class Fuzzer:
     def _check(self, draw: Draw, directory: Path) -> Outcome:
         if draw.reference == "1.9.5" and self.seed_era is None:
             return Outcome("skipped", ["no Lightning 1.9.5 venv: run `bash .ci/setup --lightning-1.9.5`"])
+        if draw.code:
+            import importlib
+
+            from tests.fuzz.code import module_name
+
+            (self.code / f"{module_name(draw.code)}.py").write_text(draw.code, encoding="utf-8")
+            importlib.invalidate_caches()
         sides = {"reference": directory / "reference", "script": directory / "script"}
         for path in sides.values():
             path.mkdir()

@@ -112,6 +112,7 @@ def run_job(side: str, spec_path: str, script: str, out: str) -> int:
     spec = yaml.safe_load(Path(spec_path).read_text(encoding="utf-8"))
     directory = Path(out).resolve().parent
     os.chdir(directory)
+    importlib.invalidate_caches()  # a drawn module file written since the server started
     calls = count_steps(spec)
     result: dict[str, Any] = {"state_dict": None, "records": None, "error": None, "checkpoints": [], "logs": []}
     try:

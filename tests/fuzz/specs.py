@@ -17,6 +17,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from tests.fuzz.code import drawn_code, module_name
+
 ZOO = "tests.fuzz.zoo"
 
 
@@ -65,6 +67,7 @@ MISSING_METRIC = "missing_metric"
 class Draw:
     spec: dict[str, Any]
     reference: str  # "2.x" or "1.9.5"
+    code: str = ""  # the source of a drawn module file (tests/fuzz/code.py) the spec names, or ""
 
     @property
     def model(self) -> str:
@@ -239,7 +242,8 @@ def optimization_flags(draw: st.DrawFn, model: Model) -> dict[str, Any]:
 
 @st.composite
 def draw_2x(draw: st.DrawFn) -> Draw:
-    model = draw(st.sampled_from(MODELS_2X))
+    code = draw(drawn_code()) if draw(st.integers(0, 2)) == 0 else None
+    model = MODELS_2X[0] if code else draw(st.sampled_from(MODELS_2X))  # drawn code subclasses LitRegression
     trainer: dict[str, Any] = {
         "accelerator": "cpu",
         **draw(bounds()),
@@ -270,15 +274,23 @@ def draw_2x(draw: st.DrawFn) -> Draw:
             callbacks.append({"class_path": f"{ZOO}.CompactBar", "init_args": {"refresh_rate": draw(mostly(1, 3))}})
         else:
             callbacks.append({"class_path": f"{ZOO}.CompactRichBar", "init_args": {"leave": draw(st.booleans())}})
+    if code:
+        text, module_class, callback_class = code
+        if callback_class:
+            callbacks.insert(
+                draw(st.integers(0, len(callbacks))), {"class_path": f"{module_name(text)}.{callback_class}"}
+            )
     if any(entry["class_path"].endswith("ModelCheckpoint") for entry in callbacks):
         trainer["enable_checkpointing"] = True
     if callbacks:
         trainer["callbacks"] = callbacks
     spec: dict[str, Any] = {"seed_everything": draw(st.sampled_from((42, 7, 1234))), "model": draw(model_entry(model))}
+    if code:
+        spec["model"]["class_path"] = f"{module_name(text)}.{module_class}"
     if model.data:
         spec["data"] = {"class_path": f"{ZOO}.{model.data}"}
     spec["trainer"] = trainer
-    return Draw(spec, "2.x")
+    return Draw(spec, "2.x", code[0] if code else "")
 
 
 @st.composite

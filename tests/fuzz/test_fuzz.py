@@ -52,7 +52,7 @@ def test_quick_profile(fuzzer: Fuzzer) -> None:
 @pytest.mark.parametrize("find", FINDS, ids=case_ids(FINDS))
 def test_find(find, fuzzer: Fuzzer) -> None:
     """What long runs found, fixed: each a named case that must now pass (or raise as Lightning does)."""
-    draw = Draw(find.spec["spec"], find.spec["reference"])
+    draw = Draw(find.spec["spec"], find.spec["reference"], find.spec.get("code", ""))
     if draw.reference == "1.9.5" and fuzzer.seed_era is None:
         pytest.skip("no Lightning 1.9.5 venv: run `bash .ci/setup --lightning-1.9.5`")
     outcome = fuzzer.check(draw)
@@ -60,6 +60,37 @@ def test_find(find, fuzzer: Fuzzer) -> None:
 
 
 # --- the checker's own tests ------------------------------------------------------------------------------------
+
+
+def test_drawn_code_compiles_and_reaches_every_hook() -> None:
+    """tests/fuzz/code.py draws module files that Python compiles, and over a few dozen draws every hook it
+    knows, each factor's kind of read (direct, getattr, a helper, logged metrics, random state) and a callback."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import seed as seeded
+
+    from tests.fuzz.code import drawn_code
+
+    texts: list[str] = []
+
+    @seeded(QUICK_SEED)
+    @settings(max_examples=60, database=None, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(drawn_code())
+    def one(code) -> None:
+        text, module, callback = code
+        compile(text, "drawn.py", "exec")
+        assert f"class {module}(LitRegression):" in text
+        assert callback is None or f"class {callback}(Callback):" in text
+        texts.append(text)
+
+    one()
+    seen = "\n".join(texts)
+    for hook in ("setup", "training_step", "on_train_batch_end", "on_before_optimizer_step", "optimizer_step",
+                 "configure_gradient_clipping", "on_train_batch_start", "on_after_batch_transfer",
+                 "on_validation_epoch_end", "on_train_epoch_end", "on_validation_end"):  # fmt: skip
+        assert f"    def {hook}(self" in seen, hook
+    for read in ("self.trainer.is_last_batch", 'getattr(self.trainer, "global_step")', "step_scale(self.trainer",
+                 "callback_metrics.get(", "torch.rand(())", "torch.randn_like(x)", "self.noise"):  # fmt: skip
+        assert read in seen, read
 
 
 def result(**changes) -> dict:
