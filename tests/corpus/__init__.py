@@ -8,5 +8,7 @@ weights (torch.equal), checkpoint files and logs, or a refusal at render time wh
 cases are chosen for the variety of Lightning they use, not for passing.
 
 Modules: tutorials.py (Lightning's examples, tutorials and course notebooks), templates.py (project templates and
-research code), domains.py (domain libraries: vision, text, audio, graphs, tabular); cases.py gathers their cases.
+research code), domains.py (domain libraries: vision, text, audio, graphs, tabular), libraries.py (domain libraries'
+own LightningModules and DataModules: self-supervised learning, geospatial, graphs, generative models, language
+models, forecasting, contrastive training); cases.py gathers their cases.
 """

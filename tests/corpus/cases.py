@@ -33,14 +33,15 @@ def corpus_case(id: str, module: str, model: str, *, pattern: str, studied: str,
 
 
 def all_cases() -> list[CorpusCase]:
-    from tests.corpus import domains, templates, tutorials
+    from tests.corpus import domains, libraries, templates, tutorials
 
-    return [*tutorials.CASES, *templates.CASES, *domains.CASES]
+    return [*tutorials.CASES, *templates.CASES, *domains.CASES, *libraries.CASES]
 
 
 def all_findings() -> list[CorpusCase]:
     """Cases loopgen still gets wrong (a different run, a crash after rendering, a wrong refusal): each module's
     FINDINGS, with what differs in the comment above each. tests/test_corpus.py expects each to fail."""
-    from tests.corpus import domains, templates, tutorials
+    from tests.corpus import domains, libraries, templates, tutorials
 
-    return [*getattr(tutorials, "FINDINGS", []), *getattr(templates, "FINDINGS", []), *getattr(domains, "FINDINGS", [])]
+    modules = (tutorials, templates, domains, libraries)
+    return [finding for module in modules for finding in getattr(module, "FINDINGS", [])]
