@@ -67,6 +67,10 @@ def resolve_build(
             continue
         if c.cls not in by_module.setdefault(c.module, []):
             by_module[c.module].append(c.cls)
+    for ref in (spec.optimizer, spec.lr_scheduler):  # LightningCLI's entries may name the project's own classes
+        c = construct_of(ref) if ref is not None else None
+        if c is not None and not c.from_torch and c.module and c.cls not in by_module.setdefault(c.module, []):
+            by_module[c.module].append(c.cls)
     for path in (path for paths in policy_classes(spec).values() for path in paths):
         module, _, cls = path.rpartition(".")
         if not path.startswith("torch.") and cls not in by_module.setdefault(module, []):

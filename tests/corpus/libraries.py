@@ -2975,15 +2975,7 @@ CASES = [
         gradient_clip_val=1.0,
         log_every_n_steps=1,
     ),
-]
-
-
-# Cases loopgen gets wrong (a crash after rendering, a different run, a refusal of code Lightning runs): kept out of
-# CASES. tests/test_corpus.py (LOOPGEN_CORPUS_FINDINGS=1) expects each to still differ.
-FINDINGS = [
-    # A refusal of code LightningCLI runs: with `optimizer:` naming the project's own optimizer class
-    # (tests.corpus.libraries.LARS), render fails with "the script reads 'LARS', which it neither defines nor
-    # imports (script_names.IMPORTS)": the script calls LARS(...) but imports only torch.optim's names.
+    # LightningCLI's optimizer entry naming the project's own optimizer class: the script imports it
     with_cli_optimizer(
         corpus_case(
             "libraries_simsiam_cli_lars",
@@ -3003,6 +2995,12 @@ FINDINGS = [
         },
         {"class_path": "torch.optim.lr_scheduler.CosineAnnealingLR", "init_args": {"T_max": 2}},
     ),
+]
+
+
+# Cases loopgen gets wrong (a crash after rendering, a different run, a refusal of code Lightning runs): kept out of
+# CASES. tests/test_corpus.py (LOOPGEN_CORPUS_FINDINGS=1) expects each to still differ.
+FINDINGS = [
     # The logs differ: save_hyperparameters records darts' class-valued arguments (optimizer_cls=torch.optim.Adam,
     # lr_scheduler_cls=ReduceLROnPlateau, the defaults); Lightning's hparams.yaml writes them as YAML python/name
     # tags (`lr_scheduler_cls: !!python/name:torch.optim.lr_scheduler.ReduceLROnPlateau ''`), the script as strings
