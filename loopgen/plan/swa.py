@@ -122,6 +122,18 @@ def resolve_swa(
                 "keep one of them",
             )
         )
+    # a user's subclass of LearningRateMonitor (on Lightning's class) reads trainer.lr_scheduler_configs, which the
+    # script does not swap
+    subclasses = {facts.class_path for facts in callbacks if "LearningRateMonitor" in facts.lightning_bases}
+    monitors = [r for r in t.callbacks if r.class_path in subclasses]
+    if monitors:
+        limits.append(
+            (
+                f"{monitors[0].class_path} (a LearningRateMonitor)",
+                "Lightning's monitor then reads the swapped scheduler configs, which the script's trainer does not hold",
+                "use Lightning's LearningRateMonitor, or log the learning rate from your module's hooks",
+            )
+        )
     if model.is_lightning_module and "lr_schedulers" in model.attributes_read:
         limits.append(
             (
