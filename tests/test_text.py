@@ -995,7 +995,7 @@ TRACES = {
         "progress_bar = ProgressBar(metrics)",
         "def progress_bar(self)",
         "prog_bar: bool = False",
-        "self.progress_bar_metrics[forked] = value",
+        "bar[forked] = value",
         "metrics.progress_bar_metrics.clear()",
     ],
     "progress_bar_max_steps": ["min(num_training_batches, MAX_STEPS - global_step)"],

@@ -120,6 +120,12 @@ class Plan:
         return throughput is not None and throughput.writes and self.state.has("logged_metrics")
 
     @property
+    def reads_logged(self) -> bool:
+        """trainer.callback_metrics, logged_metrics or progress_bar_metrics is read (by the user's code, Lightning's
+        callbacks or the bar): the script's MetricLog brings them up to date when read, as Lightning's do."""
+        return self.metrics.collect and (self.state.reads_metrics or self.metrics.progress_bar)
+
+    @property
     def builds_on_device(self) -> bool:
         """configure_model builds the layers on the process's device (Lightning's strategies' tensor_init_context),
         but under ModelParallelStrategy and FSDPStrategy on the CPU, moved to the device once sharded."""

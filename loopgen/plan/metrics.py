@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from loopgen.errors import Problem
 from loopgen.plan.checkpointing import Checkpointing
-from loopgen.plan.common import METRIC_ATTRIBUTES, reads_trainer
+from loopgen.plan.common import METRIC_ATTRIBUTES, follows_1_9_5, reads_trainer
 from loopgen.plan.data import Data
 from loopgen.plan.distributed import Distributed
 from loopgen.plan.evaluation import Evaluation
@@ -55,6 +55,9 @@ class Metrics:
     # only a ReduceLROnPlateau would read the values, and configure_optimizers' return is known when the script
     # runs: log becomes the no-op once it is known that none came back
     for_plateau_only: bool = False
+    # Lightning 1.9.5: trainer.callback_metrics / logged_metrics / progress_bar_metrics, brought up to date when
+    # read (MetricLog.read), hold an epoch's step values from its start (its start hooks included) until its end
+    epoch_start_steps: bool = False
 
     @property
     def ignores(self) -> bool:
@@ -129,6 +132,7 @@ def resolve_metrics(
         dataloaders=collect and (evaluation.returns_metrics or data.several_val),
         tests=collect and evaluation.has("test"),
         predicts=collect and evaluation.has("predict"),
+        epoch_start_steps=collect and follows_1_9_5(spec, model),
     )
 
 

@@ -98,7 +98,13 @@ class State:
     def own_class(self) -> bool:
         """The trainer is an object of the script's Trainer class (properties computed when read, attributes that
         raise), not a plain namespace."""
-        return bool(self.unserved) or self.has("progress_bar_metrics") or self.loads_on_demand or self.has("print")
+        return bool(self.unserved) or self.reads_metrics or self.loads_on_demand or self.has("print")
+
+    @property
+    def reads_metrics(self) -> bool:
+        """trainer.callback_metrics, logged_metrics or progress_bar_metrics is read: properties that bring the
+        script's metric dicts up to date when read, as Lightning's do."""
+        return bool(self.attributes & METRIC_ATTRIBUTES)
 
     def has(self, name: str) -> bool:
         return name in self.attributes

@@ -1,4 +1,4 @@
-"""Parity of trainer.progress_bar_metrics and trainer.lr_scheduler_configs with pytorch_lightning.Trainer: a
+"""Parity of trainer.progress_bar_metrics, trainer.lr_scheduler_configs (and callback_metrics, logged_metrics: tests/parity/live_metrics.py) with pytorch_lightning.Trainer: a
 callback (tests/parity/metric_attributes.py) records both at every hook, under Lightning and under the script,
 and the records (with the weights, as in tests/parity/test_parity.py) must be equal.
 
@@ -39,6 +39,12 @@ def experiment(built: Case, model: str) -> Case:
     return built
 
 
+def live(built: Case) -> Case:
+    built.spec["model"]["class_path"] = "tests.parity.live_metrics.LiveMetricsModel"
+    return built
+
+
+LIVE = [{"class_path": "tests.parity.live_metrics.LiveMetricsCallback"}]
 PLATEAU = {"class_path": "torch.optim.lr_scheduler.ReduceLROnPlateau", "init_args": {"monitor": "val_loss"}}
 CASES = [
     # prog_bar values on step and on epoch, in training and validation (with the sanity check); a plateau
@@ -88,6 +94,20 @@ CASES = [
     experiment(
         case("experiment_fast_dev_run_dummy", fast_dev_run=2, logger=logger("TensorBoardLogger", save_dir=".")),
         "DummyLoggerModel",
+    ),
+    # callback_metrics and logged_metrics brought up to date when read, in every hook: the step values within a
+    # loop's batches, the epoch values before the first and after the last; what the epoch-start hooks log
+    live(case("live_metrics_mid_epoch_validation", max_epochs=2, val_check_interval=3, callbacks=LIVE)),
+    # ... within accumulation windows, without the sanity check, with the bar reading them too
+    live(
+        case(
+            "live_metrics_accumulate_bar",
+            max_epochs=2,
+            accumulate_grad_batches=2,
+            num_sanity_val_steps=0,
+            enable_progress_bar=True,
+            callbacks=LIVE,
+        )
     ),
 ]
 
