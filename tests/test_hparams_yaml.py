@@ -115,3 +115,18 @@ def test_the_examples_hparams_file_is_pyyamls(to_yaml) -> None:
     hparams = {"features": 16, "hidden": 64, "lr": 0.05, "sizes": [32, 16], "schedule": {"warmup": 2}, "name": None}
     assert to_yaml(hparams) == yaml.dump(hparams)
     assert to_yaml({}) == yaml.dump({})
+
+
+def test_classes_and_functions_are_named_as_pyyaml_names_them(to_yaml) -> None:
+    """save_hyperparameters keeps a class or function given to __init__ (darts' optimizer_cls): yaml.dump names
+    it with a python/name tag, which Lightning's hparams.yaml holds."""
+    import torch
+
+    hparams = {
+        "optimizer_cls": torch.optim.Adam,
+        "activation": torch.tanh,
+        "loss": math.sqrt,
+        "layers": [torch.nn.ReLU],
+    }
+    assert to_yaml(hparams) == yaml.dump(hparams)
+    assert yaml.unsafe_load(to_yaml(hparams)) == hparams
