@@ -315,3 +315,59 @@ def test_data_and_callbacks_take_objects_too(tmp_path: Path) -> None:
     text = _render(tmp_path, spec)
     assert "    data_jitter = Encoder()\n    data = ShuffledData(jitter=data_jitter)\n" in text
     assert "    callback_at_step = torch.nn.Identity()\n    callback = StopRequest(at_step=callback_at_step)\n" in text
+
+
+IMPORTED_MODEL = """
+from typing import Callable, Optional
+
+import torch
+import pytorch_lightning as pl
+
+
+def scaled_tanh(x):
+    return 0.5 * torch.tanh(x)
+
+
+class Configurable(pl.LightningModule):
+    def __init__(self, optimizer_cls: Callable = torch.optim.SGD, activation: Optional[Callable] = None,
+                 name: str = "m"):
+        super().__init__()
+        self.save_hyperparameters()
+        self.layer = torch.nn.Linear(2, 1)
+
+    def training_step(self, batch, batch_idx):
+        return self.layer(batch).sum()
+
+    def configure_optimizers(self):
+        return self.hparams.optimizer_cls(self.parameters(), lr=0.1)
+
+    def train_dataloader(self):
+        return torch.utils.data.DataLoader(torch.randn(4, 2), batch_size=2)
+"""
+
+
+def _configurable(tmp_path: Path, **init_args) -> dict:
+    (tmp_path / "confpkg").mkdir(exist_ok=True)
+    (tmp_path / "confpkg" / "__init__.py").write_text("")
+    (tmp_path / "confpkg" / "models.py").write_text(IMPORTED_MODEL)
+    return {"class_path": "confpkg.models.Configurable", "init_args": init_args}
+
+
+def test_a_string_for_a_function_or_class_parameter_is_imported(tmp_path: Path) -> None:
+    """LightningCLI imports a string given for a parameter typed Callable: torch's by their dotted path, the
+    project's imported by name; a string for a `str` parameter stays a string."""
+    model = _configurable(
+        tmp_path, optimizer_cls="torch.optim.AdamW", activation="confpkg.models.scaled_tanh", name="torch.optim.SGD"
+    )
+    text = _render(tmp_path, {"model": model, "trainer": {"max_steps": 1}})
+    built = " ".join(text[text.index("model = Configurable(") :].split(")")[0].split())
+    assert (
+        built == 'model = Configurable( optimizer_cls=torch.optim.AdamW, activation=scaled_tanh, name="torch.optim.SGD"'
+    )
+    assert "from confpkg.models import Configurable, scaled_tanh" in text
+
+
+def test_a_string_that_is_no_import_path_for_a_callable_is_refused(tmp_path: Path) -> None:
+    model = _configurable(tmp_path, optimizer_cls="AdamW")
+    with pytest.raises(LoopgenError, match=r"optimizer_cls.*typed as a function or class.*'AdamW' is not an import"):
+        _render(tmp_path, {"model": model, "trainer": {"max_steps": 1}})

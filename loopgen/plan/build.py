@@ -13,9 +13,11 @@ from loopgen.plan.objects import (
     Construct,
     Import,
     Name,
+    Reference,
     check_unique_names,
     construct_of,
     constructs_in,
+    referenced,
 )
 from loopgen.source.facts import ClassFacts
 from loopgen.spec.model import ClassRef, Spec
@@ -59,6 +61,7 @@ def resolve_build(
     script_callbacks = tuple(cb for cb in callbacks if cb.kind != "summary")  # the script's function prints one
     owners = {"model": construct_of(spec.model), "data": construct_of(spec.data) if spec.data else None}
     owners.update((cb.var, cb.construct) for cb in script_callbacks)
+    owners = with_references(spec, owners, model, data, callback_facts, objects)
     built, constructs = take_out_objects(spec, owners, model, data, callback_facts, objects)
     nested = [c for var in owners for b in built.get(var, ()) for c in constructs_in(b.value)]
     by_module: dict[str, list[str]] = {}
@@ -67,6 +70,10 @@ def resolve_build(
             continue
         if c.cls not in by_module.setdefault(c.module, []):
             by_module[c.module].append(c.cls)
+    for c in (*owners.values(), *nested):  # the objects given by import path, the user's imported by name
+        for ref in (v for v in (c.args.values() if c is not None else ()) if isinstance(v, Reference)):
+            if not ref.from_torch and ref.name not in by_module.setdefault(ref.module, []):
+                by_module[ref.module].append(ref.name)
     for ref in (spec.optimizer, spec.lr_scheduler):  # LightningCLI's entries may name the project's own classes
         c = construct_of(ref) if ref is not None else None
         if c is not None and not c.from_torch and c.module and c.cls not in by_module.setdefault(c.module, []):
@@ -100,6 +107,45 @@ def resolve_build(
     )
 
 
+def with_references(
+    spec: Spec,
+    owners: Mapping[str, Construct | None],
+    model: ClassFacts,
+    data: ClassFacts | None,
+    callbacks: tuple[ClassFacts | None, ...],
+    objects: Mapping[str, ClassFacts | None],
+) -> dict[str, Construct | None]:
+    """The owners (and the objects among their arguments, to any depth) with the strings given for parameters
+    typed as a function or class replaced by the objects they name, as jsonargparse imports them."""
+    facts_by_var = _facts_by_var(spec, model, data, callbacks)
+
+    def resolve(value: Any, facts: ClassFacts | None = None) -> Any:
+        if isinstance(value, Construct):
+            facts = facts if facts is not None else objects.get(f"{value.module}.{value.cls}")
+            imported = facts.init.imported if facts is not None and facts.init is not None else ()
+            value = referenced(value, imported)
+            return replace(value, args={name: resolve(item) for name, item in value.args.items()})
+        if isinstance(value, list):
+            return [resolve(item) for item in value]
+        if isinstance(value, dict):
+            return {key: resolve(item) for key, item in value.items()}
+        return value
+
+    return {var: resolve(c, facts_by_var.get(var)) if c is not None else None for var, c in owners.items()}
+
+
+def _facts_by_var(
+    spec: Spec, model: ClassFacts, data: ClassFacts | None, callbacks: tuple[ClassFacts | None, ...]
+) -> dict[str, ClassFacts | None]:
+    """The facts of the model, the data and the user's callbacks by their script variables (as resolve_user_code
+    names them)."""
+    refs = spec.trainer.callbacks
+    facts_by_var: dict[str, ClassFacts | None] = {"model": model, "data": data}
+    for i, facts in enumerate(callbacks):
+        facts_by_var[f"callback_{i}" if len(refs) > 1 else "callback"] = facts
+    return facts_by_var
+
+
 def take_out_objects(
     spec: Spec,
     owners: Mapping[str, Construct | None],
@@ -120,10 +166,7 @@ def take_out_objects(
     argument by argument: their arguments are written in the order of their class's `__init__` parameters when
     its source is in the project (`objects`), else in the spec's order.
     """
-    refs = spec.trainer.callbacks
-    facts_by_var: dict[str, ClassFacts | None] = {"model": model, "data": data}
-    for i, facts in enumerate(callbacks):  # the user's callbacks' variables, as resolve_user_code names them
-        facts_by_var[f"callback_{i}" if len(refs) > 1 else "callback"] = facts
+    facts_by_var = _facts_by_var(spec, model, data, callbacks)
     built_by_owner: dict[str, tuple[Built, ...]] = {}
     constructs: dict[str, Construct | None] = dict(owners)
     for var, construct in owners.items():

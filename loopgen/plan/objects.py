@@ -37,6 +37,36 @@ class Name:
 
 
 @dataclass(frozen=True)
+class Reference:
+    """An argument given as an import path for a parameter typed as a function or class: the object it names,
+    imported as LightningCLI (jsonargparse) imports it."""
+
+    module: str
+    name: str
+
+    @property
+    def from_torch(self) -> bool:
+        return self.module == "torch" or self.module.startswith("torch.")
+
+    @property
+    def ref(self) -> str:
+        """How the script names it: torch's by the full dotted path, the user's by its own name (imported)."""
+        return f"{self.module}.{self.name}" if self.from_torch else self.name
+
+
+def referenced(construct: Construct, imported: tuple[str, ...]) -> Construct:
+    """The construct with the strings it is given for `imported` parameters (typed as a function or class) as the
+    objects they name."""
+    args = {
+        name: (
+            Reference(*value.rsplit(".", 1)) if name in imported and isinstance(value, str) and "." in value else value
+        )
+        for name, value in construct.args.items()
+    }
+    return Construct(construct.module, construct.cls, args) if args != dict(construct.args) else construct
+
+
+@dataclass(frozen=True)
 class Built:
     """An object argument the script builds before the object that takes it: `var = value`, where `value` is a
     Construct or a list / mapping holding Constructs (each nested object inline, its own arguments first)."""

@@ -8,7 +8,7 @@ import math
 from typing import Any
 
 from loopgen.errors import LoopgenError
-from loopgen.plan.objects import Construct, Name
+from loopgen.plan.objects import Construct, Name, Reference
 
 _PLAIN = (type(None), bool, int, float, str)
 
@@ -145,6 +145,8 @@ def argument(value: Any) -> str:
         return ident(value.name)
     if isinstance(value, Construct):
         return f"{value.ref}({kwargs(dict(value.args))})"
+    if isinstance(value, Reference):
+        return value.ref
     if not _holds_code(value):
         return literal(value)
     if isinstance(value, (list, tuple)):
@@ -154,7 +156,7 @@ def argument(value: Any) -> str:
 
 
 def _holds_code(value: Any) -> bool:
-    if isinstance(value, (Construct, Name)):
+    if isinstance(value, (Construct, Name, Reference)):
         return True
     if isinstance(value, (list, tuple)):
         return any(_holds_code(item) for item in value)

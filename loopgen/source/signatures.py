@@ -29,6 +29,9 @@ class Signature:
     # a parameter the script passes itself (params / optimizer), or that no YAML value can be (a function)
     fixed: Mapping[str, str] | None = None
     defaults: Mapping[str, Any] | None = None  # the defaults the source writes as literals, by parameter
+    # the parameters typed Callable or as a class (`type`, `Type[...]`), not str as well: a string given for one
+    # is an import path, which jsonargparse (LightningCLI) imports
+    imported: tuple[str, ...] = ()
 
 
 # torch.optim's optimizers: the keyword parameters after `params` (none is required, none takes **kwargs).
@@ -120,6 +123,15 @@ def check_arguments(key: str, cls: str, args: Mapping[str, Any], signature: Sign
             hint = did_you_mean(name, signature.names)
             takes = ", ".join(signature.names) if signature.names else "no arguments"
             problems.append(Problem(at, f"unknown argument of {cls}{hint or f' (it takes {takes})'}", line_of(at)))
+    for name in signature.imported:
+        value = args.get(name)
+        if isinstance(value, str) and not _import_path(value):
+            at = f"{key}.{name}"
+            message = (
+                f"{cls}'s `{name}` is typed as a function or class: LightningCLI imports a string given for it, and"
+                f" {value!r} is not an import path (give it as `package.module.name`)"
+            )
+            problems.append(Problem(at, message, line_of(at)))
     for name in signature.required:
         if name in fixed:
             if name in args or name in signature.names:
@@ -129,6 +141,12 @@ def check_arguments(key: str, cls: str, args: Mapping[str, Any], signature: Sign
         if name not in args:
             problems.append(Problem(key, f"{cls} needs `{name}` (it has no default)", line_of(key)))
     return _unique(problems)
+
+
+def _import_path(text: str) -> bool:
+    """`package.module.name`: dotted Python names."""
+    parts = text.split(".")
+    return len(parts) > 1 and all(part.isidentifier() for part in parts)
 
 
 def _unique(problems: list[Problem]) -> list[Problem]:
