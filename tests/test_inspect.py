@@ -566,3 +566,75 @@ def test_the_project_s_functions_the_module_is_passed_to_are_followed(tmp_path: 
     files["pkg/model.py"] = files["pkg/model.py"].replace("return anything(self, batch)", "return batch")
     found = facts(tmp_path / "followed", "pkg.model.Net", files)
     assert found.trainer_reads == {"current_epoch", "global_step"}
+
+
+STREAMS = """
+    import pytorch_lightning as pl
+    from torch.utils.data import DataLoader, Dataset, IterableDataset
+
+
+    class Blocks(IterableDataset):
+        def __iter__(self):
+            yield from range(4)
+
+
+    def stream():
+        return Blocks()
+
+
+    class Windows(Dataset):
+        def __len__(self):
+            return 4
+
+        def __getitem__(self, index):
+            return index
+
+
+    class MapData(pl.LightningDataModule):
+        def train_dataloader(self):
+            return DataLoader(Windows())
+
+
+    class StreamData(pl.LightningDataModule):
+        def train_dataloader(self):
+            return DataLoader(Blocks())
+
+
+    class HelperStreamData(pl.LightningDataModule):
+        def train_dataloader(self):
+            return DataLoader(stream())
+
+
+    class OwnStreamData(pl.LightningDataModule):
+        def train_dataloader(self):
+            return DataLoader(IterableDataset())
+"""
+
+
+@pytest.mark.parametrize(
+    ("cls", "unsized"),
+    [("MapData", False), ("StreamData", True), ("HelperStreamData", True), ("OwnStreamData", True)],
+)
+def test_iterable_datasets_are_those_the_code_names(tmp_path: Path, cls: str, unsized: bool) -> None:
+    """A loader may have no length where the data module names IterableDataset, or a class or function of the files
+    read that does (to any depth); an IterableDataset beside it that it never names does not count."""
+    found = inspect_class(f"m.{cls}", [write(tmp_path, {"m.py": STREAMS})], where="data.class_path")
+    assert found.mentions_iterable_dataset is unsized
+
+
+def test_parameters_typed_as_functions_or_classes(tmp_path: Path) -> None:
+    """jsonargparse imports a string given for a parameter typed Callable or as a class, not one also typed str."""
+    source = """
+        from typing import Callable, Optional, Type, Union
+
+        import torch
+
+
+        class Model:
+            def __init__(self, optimizer_cls: Callable = torch.optim.Adam, scheduler_cls: Optional[Type] = None,
+                         activation: type[torch.nn.Module] = torch.nn.ReLU, loss: Union[str, Callable] = "mse",
+                         name: str = "x", hidden: int = 4, plain=None):
+                pass
+    """
+    init = facts(tmp_path, "m.Model", {"m.py": source}).init
+    assert init.imported == ("optimizer_cls", "scheduler_cls", "activation")

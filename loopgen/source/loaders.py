@@ -4,6 +4,7 @@ builds on every path."""
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterable
 
 from loopgen.source.syntax import dotted_name
 
@@ -58,3 +59,32 @@ def _several(node: ast.expr | None) -> bool:
         return True
     items = node.keys if isinstance(node, ast.Dict) else node.elts
     return len(items) > 1 or any(item is None or isinstance(item, ast.Starred) for item in items)
+
+
+def uses_iterable_dataset(statements: Iterable[list[ast.stmt]], read: Iterable[ast.AST]) -> bool:
+    """Whether the code read (`read`: the class's lineage, the functions followed) may build a loader without a
+    length: it names IterableDataset, or a class or function of the files read (`statements`: each file's
+    top-level statements) that does, to any depth (a streaming dataset class defined beside the data module).
+    Another class in the same file that the code never names does not count."""
+    definitions = [
+        (node.name, _names_in(node))
+        for body in statements
+        for node in body
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+    ]
+    tainted = {"IterableDataset"}
+    grown = True
+    while grown:
+        grown = False
+        for name, names in definitions:
+            if name not in tainted and names & tainted:
+                tainted.add(name)
+                grown = True
+    return any(_names_in(node) & tainted for node in read)
+
+
+def _names_in(node: ast.AST) -> set[str]:
+    """The names and attribute names `node` reads."""
+    return {
+        n.id if isinstance(n, ast.Name) else n.attr for n in ast.walk(node) if isinstance(n, (ast.Name, ast.Attribute))
+    }

@@ -110,6 +110,11 @@ class Modules:
     def files_read(self) -> list[Path]:
         return list(self._files)
 
+    @property
+    def statements_read(self) -> list[list[ast.stmt]]:
+        """The top-level statements of each file read."""
+        return [statements for statements, _ in self._files.values()]
+
     def _lookup_in(self, module: Module, expr: str, stop: ast.stmt | None, functions: bool = False) -> Found:
         """What the dotted expression `expr` refers to in `module` just before the statement `stop` (a function
         only with `functions`; else None for one)."""

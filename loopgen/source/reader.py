@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -13,8 +14,8 @@ from loopgen.source.callbacks import read_callbacks
 from loopgen.source.facts import ClassFacts, OptimizersFacts
 from loopgen.source.fingerprints import read_objects
 from loopgen.source.fixed import Fixed, fixed_values
-from loopgen.source.lines import first_reads, imports_torchmetrics, line_of, source_matches
-from loopgen.source.loaders import returns_a_loader, returns_several
+from loopgen.source.lines import first_reads, imports_torchmetrics, line_of
+from loopgen.source.loaders import returns_a_loader, returns_several, uses_iterable_dataset
 from loopgen.source.modules import LIGHTNING_PACKAGES, Class, Module, Modules
 from loopgen.source.names import class_expression
 from loopgen.source.optimizers import read_optimizers
@@ -238,7 +239,9 @@ def inspect_class(
         ),
         init=init_signature(found),
         imports_torchmetrics=any(imports_torchmetrics(file) for file in reader.files_read),
-        mentions_iterable_dataset=any(source_matches(file, r"\bIterableDataset\b") for file in reader.files_read),
+        mentions_iterable_dataset=uses_iterable_dataset(
+            reader.statements_read, [*(c.node for c in lineage), *_function_nodes(reader.functions_read)]
+        ),
         experiment_read_at=line_of(experiment_in, [cls.module.file, *reader.files_read]),
         configured_callbacks=configured,
         val_loaders_listed_at=val_loaders_listed_at,
@@ -342,6 +345,16 @@ _NO_ARGUMENT_BASES = {
 }
 
 
+def _function_nodes(functions: Sequence[tuple[Module, str]]) -> list[ast.AST]:
+    """The definitions of the project's functions the reader followed (each a top-level function of its module)."""
+    return [
+        node
+        for module, name in functions
+        for node in module.statements
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name
+    ]
+
+
 def init_signature(found: Sequence[Class | str], skip: int = 1) -> Signature | None:
     """The `__init__` a class gets (its own, else the first of its bases' in method resolution order), read
     from the source: its parameters after the first `skip` (self); None when the source does not show it (a
@@ -387,7 +400,18 @@ def _signature(fn: Function, skip: int) -> Signature | None:
         var_keyword=p.kwarg is not None,
         positional_only=tuple(param.arg for param in positional_only),
         defaults={name: value for name, value in defaults.items() if any(name == k.arg for k in keyword)},
+        imported=tuple(param.arg for param in keyword if _names_an_import(param.annotation)),
     )
+
+
+def _names_an_import(annotation: ast.expr | None) -> bool:
+    """A parameter's annotation under which jsonargparse takes a string as an import path: Callable, or a class
+    (`type`, `Type[...]`), and not also str."""
+    if annotation is None:
+        return False
+    text = ast.unparse(annotation)
+    kinds = re.findall(r"\b(?:Callable|[Tt]ype)\b", text)
+    return bool(kinds) and not re.search(r"\bstr\b", text)
 
 
 class _Reader(Modules):
