@@ -1,14 +1,17 @@
-"""Drawn module code: a LightningModule and a callback whose hooks change training as a function of what they see.
+"""Drawn module code: a LightningModule, a data module and a callback whose hooks change training as a function of
+what they see.
 
 The spec draws (tests/fuzz/specs.py) vary the flags over the zoo's fixed modules; these draw the code itself. A
 drawn module subclasses the zoo's LitRegression and overrides some of the training, validation, optimizer and
-clipping hooks, `setup` and the batch-transfer hooks; a drawn callback acts on the module and its optimizer. Each
+clipping hooks, `setup` and the batch-transfer hooks; a drawn data module subclasses the zoo's RegressionData and
+overrides its `setup`, loaders and batch-transfer hooks (which Lightning calls where the module does not override
+them); a drawn callback acts on the module and its optimizer. Each
 body depends on what Lightning hands it: trainer attributes (read directly, through `getattr` by name, and through
 a helper function the module's file defines), the logged metrics (`trainer.callback_metrics`), the hook's arguments
 and the random state (torch's generator, seeded by `seed_everything` on both sides).
 
-`drawn_code(draw)` returns the source of one module file (its name derived from the text) and the class paths of
-its module and callback; the fuzzer writes the file where both sides import it (tests/fuzz/check.py).
+`drawn_code(draw)` returns the source of one module file (its name derived from the text) and the class names of
+its module, data module and callback; the fuzzer writes the file where both sides import it (tests/fuzz/check.py).
 """
 
 from __future__ import annotations
@@ -32,6 +35,16 @@ FACTORS = (
 )
 # the factors a hook without batch_idx may use
 NO_BATCH = tuple(f for f in FACTORS if "batch_idx" not in f)
+# the factors a data module's hooks may use (it reaches the trainer, not the module's attributes)
+DATA_FACTORS = (
+    "1.0 + 0.1 * self.trainer.current_epoch",
+    '1.0 + 0.05 * (getattr(self.trainer, "global_step") % {k})',
+    "step_scale(self.trainer, {k})",
+    "1.0 + 0.1 * torch.rand(()).item()",
+    "1.0 + 0.05 * len(self.trainer.callback_metrics)",
+    "0.5 if self.trainer.sanity_checking else 1.0",
+    "1.0 + 0.2 * self.noise",
+)
 
 HEADER = '''"""Drawn by tests/fuzz/code.py."""
 
@@ -39,7 +52,7 @@ import torch
 from pytorch_lightning.callbacks import Callback
 from torch.nn import functional as F
 
-from tests.fuzz.zoo import LitRegression
+from tests.fuzz.zoo import LitRegression, RegressionData
 
 
 def step_scale(trainer, k):
@@ -136,6 +149,46 @@ def module_hooks(draw: st.DrawFn) -> list[str]:
 
 
 @st.composite
+def data_hooks(draw: st.DrawFn) -> list[str]:
+    hooks = []
+    noise = draw(st.booleans())
+
+    def f() -> str:
+        text = draw(st.sampled_from(DATA_FACTORS)).format(k=draw(st.sampled_from((2, 3, 5))))
+        return text.replace("self.noise", "0.3") if not noise else text
+
+    if noise:  # random state drawn in setup (after the module's), read by a factor
+        hooks.append(
+            "    def setup(self, stage=None):\n"
+            "        super().setup(stage)\n"
+            "        self.noise = torch.rand(()).item()\n"
+        )
+    uses = [kind for kind in ("before", "after", "loader") if draw(st.integers(0, 1)) == 0]
+    if "before" in uses:
+        hooks.append(
+            "    def on_before_batch_transfer(self, batch, dataloader_idx):\n"
+            "        x, y = batch\n"
+            f"        return x * ({f()}), y\n"
+        )
+    if "after" in uses:
+        hooks.append(
+            "    def on_after_batch_transfer(self, batch, dataloader_idx):\n"
+            "        x, y = batch\n"
+            "        if self.trainer.training:\n"
+            f"            x = x + {draw(st.sampled_from((0.01, 0.1)))} * torch.randn_like(x) * ({f()})\n"
+            "        return x, y\n"
+        )
+    if "loader" in uses:
+        sizes = draw(st.sampled_from(((16, 12), (12, 16), (8, 24))))
+        hooks.append(
+            "    def train_dataloader(self):\n"
+            f"        size = {sizes[0]} if self.trainer.current_epoch % 2 == 0 else {sizes[1]}\n"
+            "        return torch.utils.data.DataLoader(self.train_set, batch_size=size, shuffle=True)\n"
+        )
+    return hooks
+
+
+@st.composite
 def callback_hooks(draw: st.DrawFn) -> list[str]:
     hooks = []
     if draw(st.booleans()):
@@ -166,15 +219,19 @@ def callback_hooks(draw: st.DrawFn) -> list[str]:
 
 
 @st.composite
-def drawn_code(draw: st.DrawFn) -> tuple[str, str, str | None]:
-    """(the module file's source, the module's class name, the callback's class name or None)."""
+def drawn_code(draw: st.DrawFn) -> tuple[str, str, str | None, str | None]:
+    """(the module file's source, the module's class name, the data module's and the callback's class names or
+    None)."""
     module = draw(module_hooks())
+    data = draw(data_hooks()) if draw(st.integers(0, 2)) == 0 else None
     callback = draw(callback_hooks())
     text = HEADER + "\n\nclass DrawnModule(LitRegression):\n"
     text += "\n".join(module) if module else "    pass\n"
+    if data is not None:
+        text += "\n\nclass DrawnData(RegressionData):\n" + ("\n".join(data) if data else "    pass\n")
     if callback:
         text += "\n\nclass DrawnCallback(Callback):\n" + "\n".join(callback)
-    return text, "DrawnModule", "DrawnCallback" if callback else None
+    return text, "DrawnModule", "DrawnData" if data is not None else None, "DrawnCallback" if callback else None
 
 
 def module_name(text: str) -> str:

@@ -275,7 +275,7 @@ def draw_2x(draw: st.DrawFn) -> Draw:
         else:
             callbacks.append({"class_path": f"{ZOO}.CompactRichBar", "init_args": {"leave": draw(st.booleans())}})
     if code:
-        text, module_class, callback_class = code
+        text, module_class, data_class, callback_class = code
         if callback_class:
             callbacks.insert(
                 draw(st.integers(0, len(callbacks))), {"class_path": f"{module_name(text)}.{callback_class}"}
@@ -289,6 +289,8 @@ def draw_2x(draw: st.DrawFn) -> Draw:
         spec["model"]["class_path"] = f"{module_name(text)}.{module_class}"
     if model.data:
         spec["data"] = {"class_path": f"{ZOO}.{model.data}"}
+    if code and data_class:  # the drawn data module's loaders replace the module's
+        spec["data"] = {"class_path": f"{module_name(text)}.{data_class}"}
     spec["trainer"] = trainer
     return Draw(spec, "2.x", code[0] if code else "")
 

@@ -64,7 +64,8 @@ def test_find(find, fuzzer: Fuzzer) -> None:
 
 def test_drawn_code_compiles_and_reaches_every_hook() -> None:
     """tests/fuzz/code.py draws module files that Python compiles, and over a few dozen draws every hook it
-    knows, each factor's kind of read (direct, getattr, a helper, logged metrics, random state) and a callback."""
+    knows, each factor's kind of read (direct, getattr, a helper, logged metrics, random state), a data module and
+    a callback."""
     from hypothesis import HealthCheck, given, settings
     from hypothesis import seed as seeded
 
@@ -76,9 +77,10 @@ def test_drawn_code_compiles_and_reaches_every_hook() -> None:
     @settings(max_examples=60, database=None, deadline=None, suppress_health_check=list(HealthCheck))
     @given(drawn_code())
     def one(code) -> None:
-        text, module, callback = code
+        text, module, data, callback = code
         compile(text, "drawn.py", "exec")
         assert f"class {module}(LitRegression):" in text
+        assert data is None or f"class {data}(RegressionData):" in text
         assert callback is None or f"class {callback}(Callback):" in text
         texts.append(text)
 
@@ -86,10 +88,12 @@ def test_drawn_code_compiles_and_reaches_every_hook() -> None:
     seen = "\n".join(texts)
     for hook in ("setup", "training_step", "on_train_batch_end", "on_before_optimizer_step", "optimizer_step",
                  "configure_gradient_clipping", "on_train_batch_start", "on_after_batch_transfer",
-                 "on_validation_epoch_end", "on_train_epoch_end", "on_validation_end"):  # fmt: skip
+                 "on_before_batch_transfer", "train_dataloader", "on_validation_epoch_end", "on_train_epoch_end",
+                 "on_validation_end"):  # fmt: skip
         assert f"    def {hook}(self" in seen, hook
     for read in ("self.trainer.is_last_batch", 'getattr(self.trainer, "global_step")', "step_scale(self.trainer",
-                 "callback_metrics.get(", "torch.rand(())", "torch.randn_like(x)", "self.noise"):  # fmt: skip
+                 "callback_metrics.get(", "torch.rand(())", "torch.randn_like(x)", "self.noise",
+                 "class DrawnData(RegressionData):"):  # fmt: skip
         assert read in seen, read
 
 

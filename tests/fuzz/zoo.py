@@ -85,6 +85,24 @@ class LitRegression(pl.LightningModule):
         return DataLoader(data, batch_size=self.hparams.batch_size)
 
 
+class RegressionData(pl.LightningDataModule):
+    """LitRegression's data as a data module (its loaders then replace the module's): the sets made in `setup`."""
+
+    def __init__(self, batch_size: int = 16, features: int = 8, n_train: int = 96, n_val: int = 40) -> None:
+        super().__init__()
+        self.batch_size, self.features, self.n_train, self.n_val = batch_size, features, n_train, n_val
+
+    def setup(self, stage=None):
+        self.train_set = regression_data(self.n_train, self.features, seed=0)
+        self.val_set = regression_data(self.n_val, self.features, seed=1)
+
+    def train_dataloader(self):
+        return DataLoader(self.train_set, batch_size=self.batch_size, shuffle=True)
+
+    def val_dataloader(self):
+        return DataLoader(self.val_set, batch_size=self.batch_size)
+
+
 class StepIntervalRegression(LitRegression):
     """An ExponentialLR stepped every `frequency` optimizer steps (interval "step")."""
 
