@@ -2995,17 +2995,9 @@ CASES = [
         },
         {"class_path": "torch.optim.lr_scheduler.CosineAnnealingLR", "init_args": {"T_max": 2}},
     ),
-]
-
-
-# Cases loopgen gets wrong (a crash after rendering, a different run, a refusal of code Lightning runs): kept out of
-# CASES. tests/test_corpus.py (LOOPGEN_CORPUS_FINDINGS=1) expects each to still differ.
-FINDINGS = [
-    # The logs differ: save_hyperparameters records darts' class-valued arguments (optimizer_cls=torch.optim.Adam,
-    # lr_scheduler_cls=ReduceLROnPlateau, the defaults); Lightning's hparams.yaml writes them as YAML python/name
-    # tags (`lr_scheduler_cls: !!python/name:torch.optim.lr_scheduler.ReduceLROnPlateau ''`), the script as strings
-    # (`lr_scheduler_cls: '<class ''torch.optim.lr_scheduler.ReduceLROnPlateau''>'`). Weights and checkpoints agree
-    # (libraries_darts_block_rnn_checkpoints, the same run without a logger, passes).
+    # save_hyperparameters records darts' class-valued arguments (optimizer_cls=torch.optim.Adam, the defaults):
+    # hparams.yaml names them as PyYAML does (`!!python/name:torch.optim.lr_scheduler.ReduceLROnPlateau ''`), once
+    # written as their repr
     corpus_case(
         "libraries_darts_block_rnn_plateau",
         LIB,
@@ -3024,10 +3016,8 @@ FINDINGS = [
             callback("ModelCheckpoint", monitor="val_loss", save_last=True),
         ],
     ),
-    # The script crashes: LightningCLI (and the reference runner) import a string given for an __init__ parameter
-    # typed Callable (optimizer_cls="torch.optim.AdamW"); the script passes the string through, so the module's
-    # configure_optimizers raises "ValueError: Error when building the optimizer or learning rate scheduler: 'str'
-    # object is not callable" where Lightning trains.
+    # LightningCLI imports a string given for an __init__ parameter typed Callable (optimizer_cls="torch.optim.AdamW"):
+    # so does the script (it once passed the string on, and configure_optimizers failed on it)
     corpus_case(
         "libraries_darts_classes_by_import_path",
         LIB,
@@ -3047,10 +3037,9 @@ FINDINGS = [
         max_epochs=2,
         gradient_clip_val=0.5,
     ),
-    # A refusal of code Lightning runs: "tests.corpus.libraries.ResampledWindowsData's source uses IterableDataset:
-    # reload_dataloaders_every_n_epochs with a loader that may have no length is not supported". The data module's
-    # loaders are map-style (a Subset, with a length); the IterableDataset is another class in the same file
-    # (nanoGPT's RandomBlocks): loopgen matches the name anywhere in the files it read.
+    # The data module's loaders are map-style (a Subset, with a length); an IterableDataset is another class in the
+    # same file (nanoGPT's RandomBlocks), which it never names: reload_dataloaders_every_n_epochs is served (it was
+    # refused for loaders that "may have no length")
     corpus_case(
         "libraries_forecasting_reload_dataloaders",
         LIB,
@@ -3064,3 +3053,8 @@ FINDINGS = [
         reload_dataloaders_every_n_epochs=1,
     ),
 ]
+
+
+# Cases loopgen gets wrong (a crash after rendering, a different run, a refusal of code Lightning runs): kept out of
+# CASES, each with what differs. tests/test_corpus.py (LOOPGEN_CORPUS_FINDINGS=1) expects each to still differ.
+FINDINGS = []
