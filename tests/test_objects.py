@@ -330,7 +330,7 @@ def scaled_tanh(x):
 
 class Configurable(pl.LightningModule):
     def __init__(self, optimizer_cls: Callable = torch.optim.SGD, activation: Optional[Callable] = None,
-                 name: str = "m"):
+                 name: str = "m", layers: Optional[list[Callable]] = None):
         super().__init__()
         self.save_hyperparameters()
         self.layer = torch.nn.Linear(2, 1)
@@ -357,12 +357,17 @@ def test_a_string_for_a_function_or_class_parameter_is_imported(tmp_path: Path) 
     """LightningCLI imports a string given for a parameter typed Callable: torch's by their dotted path, the
     project's imported by name; a string for a `str` parameter stays a string."""
     model = _configurable(
-        tmp_path, optimizer_cls="torch.optim.AdamW", activation="confpkg.models.scaled_tanh", name="torch.optim.SGD"
+        tmp_path,
+        optimizer_cls="torch.optim.AdamW",
+        activation="confpkg.models.scaled_tanh",
+        name="torch.optim.SGD",
+        layers=["torch.nn.ReLU", "confpkg.models.scaled_tanh"],
     )
     text = _render(tmp_path, {"model": model, "trainer": {"max_steps": 1}})
-    built = " ".join(text[text.index("model = Configurable(") :].split(")")[0].split())
-    assert (
-        built == 'model = Configurable( optimizer_cls=torch.optim.AdamW, activation=scaled_tanh, name="torch.optim.SGD"'
+    built = " ".join(text[text.index("model = Configurable(") :].split("\n    )")[0].split())
+    assert built == (
+        'model = Configurable( optimizer_cls=torch.optim.AdamW, activation=scaled_tanh, name="torch.optim.SGD",'
+        " layers=[torch.nn.ReLU, scaled_tanh],"
     )
     assert "from confpkg.models import Configurable, scaled_tanh" in text
 

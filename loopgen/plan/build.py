@@ -13,11 +13,11 @@ from loopgen.plan.objects import (
     Construct,
     Import,
     Name,
-    Reference,
     check_unique_names,
     construct_of,
     constructs_in,
     referenced,
+    references_in,
 )
 from loopgen.source.facts import ClassFacts
 from loopgen.spec.model import ClassRef, Spec
@@ -70,10 +70,9 @@ def resolve_build(
             continue
         if c.cls not in by_module.setdefault(c.module, []):
             by_module[c.module].append(c.cls)
-    for c in (*owners.values(), *nested):  # the objects given by import path, the user's imported by name
-        for ref in (v for v in (c.args.values() if c is not None else ()) if isinstance(v, Reference)):
-            if not ref.from_torch and ref.name not in by_module.setdefault(ref.module, []):
-                by_module[ref.module].append(ref.name)
+    for ref in references_in(list(owners.values())):  # the objects given by import path: the user's by name
+        if not ref.from_torch and ref.name not in by_module.setdefault(ref.module, []):
+            by_module[ref.module].append(ref.name)
     for ref in (spec.optimizer, spec.lr_scheduler):  # LightningCLI's entries may name the project's own classes
         c = construct_of(ref) if ref is not None else None
         if c is not None and not c.from_torch and c.module and c.cls not in by_module.setdefault(c.module, []):

@@ -55,15 +55,31 @@ class Reference:
 
 
 def referenced(construct: Construct, imported: tuple[str, ...]) -> Construct:
-    """The construct with the strings it is given for `imported` parameters (typed as a function or class) as the
-    objects they name."""
-    args = {
-        name: (
-            Reference(*value.rsplit(".", 1)) if name in imported and isinstance(value, str) and "." in value else value
-        )
-        for name, value in construct.args.items()
-    }
+    """The construct with the strings it is given for `imported` parameters (typed as a function or class, or a
+    list of them) as the objects they name."""
+
+    def resolved(value: Any) -> Any:
+        if isinstance(value, str) and "." in value:
+            return Reference(*value.rsplit(".", 1))
+        if isinstance(value, list) and all(isinstance(item, str) for item in value):
+            return [resolved(item) for item in value]
+        return value
+
+    args = {name: resolved(value) if name in imported else value for name, value in construct.args.items()}
     return Construct(construct.module, construct.cls, args) if args != dict(construct.args) else construct
+
+
+def references_in(value: Any) -> list[Reference]:
+    """Every Reference in an argument value, at any depth."""
+    if isinstance(value, Reference):
+        return [value]
+    if isinstance(value, Construct):
+        return [r for item in value.args.values() for r in references_in(item)]
+    if isinstance(value, (list, tuple)):
+        return [r for item in value for r in references_in(item)]
+    if isinstance(value, Mapping):
+        return [r for item in value.values() for r in references_in(item)]
+    return []
 
 
 @dataclass(frozen=True)

@@ -124,8 +124,10 @@ def check_arguments(key: str, cls: str, args: Mapping[str, Any], signature: Sign
             takes = ", ".join(signature.names) if signature.names else "no arguments"
             problems.append(Problem(at, f"unknown argument of {cls}{hint or f' (it takes {takes})'}", line_of(at)))
     for name in signature.imported:
-        value = args.get(name)
-        if isinstance(value, str) and not _import_path(value):
+        given = args.get(name)
+        for value in given if isinstance(given, list) else [given]:
+            if not isinstance(value, str) or _import_path(value):
+                continue
             at = f"{key}.{name}"
             message = (
                 f"{cls}'s `{name}` is typed as a function or class: LightningCLI imports a string given for it, and"
