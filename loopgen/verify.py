@@ -123,7 +123,8 @@ def verify(spec_path: Path | Sources, steps: int | None, out: TextIO | None = No
     import yaml
 
     out = out or sys.stdout
-    from loopgen.pipeline import project_root, render_spec
+    from loopgen.pipeline import project_root, read_classes, render_spec
+    from loopgen.source.roots import default_roots
     from loopgen.spec.load import class_accepts, load_spec
     from loopgen.spec.sources import Sources
 
@@ -133,6 +134,12 @@ def verify(spec_path: Path | Sources, steps: int | None, out: TextIO | None = No
     if importlib.util.find_spec("torch") is None:
         raise LoopgenError("cannot compare: verify needs torch to train both runs: pip install 'loopgen[verify]'")
     spec = load_spec(spec_path)  # every spec problem, reported as render reports it
+    model, *_ = read_classes(spec, default_roots(Sources.of(spec_path).path))
+    if model is not None and not model.is_lightning_module:
+        raise LoopgenError(
+            f"cannot compare: {spec.model.class_path} is a plain torch.nn.Module (loopgen's model protocol), which"
+            " Lightning's Trainer cannot train; verify compares LightningModules"
+        )
     if spec.seed_everything is False:
         raise LoopgenError(
             "cannot compare: seed_everything: false: the two runs would start from different random weights; set a"

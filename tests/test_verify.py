@@ -15,6 +15,7 @@ import yaml
 from loopgen import verify as verify_module
 from loopgen.cli import main
 from loopgen.errors import LoopgenError
+from tests.helpers import ROOT
 
 
 def write_spec(tmp_path: Path, model: str, **trainer: object) -> Path:
@@ -125,6 +126,17 @@ def test_a_failed_lightning_run_cannot_be_compared(tmp_path: Path, capsys: pytes
     assert captured.err.strip() == (
         "loopgen: error: cannot compare: the Lightning run failed (exit status 1): RuntimeError: this model cannot"
         " be built under Lightning"
+    )
+
+
+def test_a_plain_module_cannot_be_compared(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A plain torch.nn.Module trains under the script (loopgen's model protocol), never under Lightning's Trainer:
+    said before anything runs."""
+    pytest.importorskip("pytorch_lightning")
+    assert main(["verify", str(ROOT / "examples" / "classifier.yaml")]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "loopgen: error: cannot compare: examples.models.Classifier is a plain torch.nn.Module (loopgen's model"
+        " protocol), which Lightning's Trainer cannot train; verify compares LightningModules"
     )
 
 
