@@ -277,9 +277,19 @@ def idle_callbacks(text: str, plan: Plan) -> frozenset[str]:
     variables = {cb.var for cb in plan.build.callbacks if cb.kind == "user"} - plan.build.idle
     if not variables:
         return plan.build.idle
-    read = {
-        node.id for node in ast.walk(ast.parse(text)) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)
-    }
+    classes = {cb.var: cb.construct.ref for cb in plan.build.callbacks if cb.var in variables}
+    read = set()
+    functions = [n for n in ast.walk(ast.parse(text)) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    for function in functions:  # a read counts in the function that builds the callback (another's name is its own)
+        nodes = list(ast.walk(function))
+        built = {
+            target.id
+            for node in nodes
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+            for target in node.targets
+            if isinstance(target, ast.Name) and ast.unparse(node.value.func) == classes.get(target.id)
+        }
+        read |= {n.id for n in nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in built}
     return plan.build.idle | (variables - read)
 
 
