@@ -352,3 +352,18 @@ class DDPCollectives(DDPNet):
 
     def training_step(self, batch, batch_idx):
         return collectives_loss(self, batch, batch_idx)
+
+
+class DDPWorkerNet(DDPNet):
+    """Loaders read by two workers per process whose samples draw noise (tests/parity/worker_models.py): Lightning
+    seeds each worker from the seed, its id and the process's global rank."""
+
+    def train_dataloader(self):
+        from tests.parity.worker_models import NoisySamples
+
+        return DataLoader(NoisySamples(make_classification(90, seed=0)), batch_size=8, shuffle=True, num_workers=2)
+
+    def val_dataloader(self):
+        from tests.parity.worker_models import NoisySamples
+
+        return DataLoader(NoisySamples(make_classification(30, seed=1)), batch_size=8, num_workers=2)

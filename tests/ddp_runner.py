@@ -32,7 +32,7 @@ def lightning(spec_path: Path) -> None:
     from tests.harness import callback_entry, instantiate, logger_entry
 
     spec = yaml.safe_load(spec_path.read_text(encoding="utf-8"))
-    pl.seed_everything(spec["seed_everything"])
+    pl.seed_everything(spec["seed_everything"], workers=True)  # as LightningCLI seeds
     model = instantiate(spec["model"])
     flags = dict(spec["trainer"])
     flags["callbacks"] = [instantiate(with_timedelta(callback_entry(entry))) for entry in flags.get("callbacks") or []]

@@ -299,3 +299,29 @@ def test_a_spec_split_into_files_and_overrides_composes_to_itself(data: st.DataO
     (directory / "whole.yaml").write_text(yaml.safe_dump(composed(args), sort_keys=False))
     whole, _ = render_spec(directory / "whole.yaml", directory / "train.py")
     assert ours.split('"""', 2)[2] == whole.split('"""', 2)[2]
+
+
+@pytest.mark.filterwarnings("ignore")
+@pytest.mark.parametrize(
+    "flag", ["limit_train_batches", "limit_val_batches", "limit_test_batches", "limit_predict_batches",
+             "val_check_interval", "overfit_batches"],
+)  # fmt: skip
+@pytest.mark.parametrize("text", ["1", "1.0", "0.5", "3", "0"])
+def test_int_or_float_flags_are_read_with_lightning_clis_type(configs: Path, flag: str, text: str) -> None:
+    """A number of batches (int) or a fraction of them (float): `1` is one batch and `1.0` all of them, so the
+    type matters, and loopgen reads each as LightningCLI's parser (jsonargparse) types it, in a config file and on
+    the command line."""
+    if flag == "val_check_interval" and text == "0":
+        pytest.skip("Lightning's Trainer refuses val_check_interval 0, and loopgen as the spec is read")
+    (configs / "limit.yaml").write_text(f"trainer:\n  {flag}: {text}\n")
+    for args in (["-c", "base.yaml", "-c", "limit.yaml"], ["-c", "base.yaml", f"--trainer.{flag}={text}"]):
+        ours = getattr(load_spec_from(args).trainer, flag)
+        theirs = lightning_cli(args)["trainer"][flag]
+        assert (type(ours), ours) == (type(theirs), theirs), args
+
+
+def load_spec_from(args: list[str]):
+    """The spec loopgen reads from LightningCLI-style arguments."""
+    sources, rest = split_arguments(args, ())
+    assert not rest
+    return load_spec(Sources(tuple(sources)))

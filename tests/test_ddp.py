@@ -62,6 +62,8 @@ SPECS = {
     # the strategy's collectives as the module calls them (self.all_gather with gradients, trainer.strategy.reduce,
     # broadcast, barrier, reduce_boolean_decision), self.print, and a child LightningModule reading the counters
     "collectives": ({}, {"max_epochs": 2}, "DDPCollectives"),
+    # loaders read by two workers per process, drawing noise: seeded by the seed, the worker and the global rank
+    "workers": ({"dropout": 0.0}, {"max_epochs": 2}, "DDPWorkerNet"),
     # stops after 3 of 8 epochs
     "early_stopping": (
         {"plateau": True},

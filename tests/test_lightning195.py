@@ -85,6 +85,8 @@ CASES = [
     variant("lbfgs_no_sanity_check", "lbfgs", trainer={"num_sanity_val_steps": 0}),
     variant("one_optimizer_with_optimizer_idx", "one_optimizer_idx"),
     variant("live_metrics_read_in_every_hook", "live_metrics"),
+    variant("workers_seeded_as_1_9_5_seeds_them", "workers"),
+    variant("workers_persistent_1_9_5", "workers", init_args={"persistent_workers": True}),
     # a CSVLogger on each side: the rows (values, steps, epochs) and hparams.yaml must agree
     variant(
         "gan_logged_step_schedulers_grad_norm",

@@ -40,7 +40,7 @@ from tests.harness import callback_entry, instantiate
 
 for path in sys.argv[1:]:
     spec = yaml.safe_load(open(path))
-    pl.seed_everything(spec["seed_everything"])
+    pl.seed_everything(spec["seed_everything"], workers=True)  # as LightningCLI seeds
     flags = dict(spec["trainer"])
     flags["profiler"] = SimpleProfiler(**flags["profiler"]["init_args"])
     flags["callbacks"] = [instantiate(callback_entry(entry)) for entry in flags.get("callbacks") or []]

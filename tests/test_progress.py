@@ -401,7 +401,7 @@ def test_an_evaluation_bar_shows_what_lightnings_shows(project, command, bar):
     code = (
         "import yaml, pytorch_lightning as pl; from tests.harness import instantiate;"
         " from tests.parity.runner import lightning_trainer_kwargs;"
-        f" spec = yaml.safe_load(open({str(spec_file)!r})); pl.seed_everything(spec['seed_everything']);"
+        f" spec = yaml.safe_load(open({str(spec_file)!r})); pl.seed_everything(spec['seed_everything'], workers=True);"
         f" pl.Trainer(**lightning_trainer_kwargs(spec['trainer'])).{command}(instantiate(spec['model']))"
     )
     lightning = in_pty([sys.executable, "-c", code], directory, env_with_root(project))
@@ -518,7 +518,7 @@ def test_rich_evaluation_bar_and_table_as_lightnings(project, bar):
     code = (
         "import yaml, pytorch_lightning as pl; from tests.harness import instantiate;"
         " from tests.parity.runner import lightning_trainer_kwargs;"
-        f" spec = yaml.safe_load(open({str(spec_file)!r})); pl.seed_everything(spec['seed_everything']);"
+        f" spec = yaml.safe_load(open({str(spec_file)!r})); pl.seed_everything(spec['seed_everything'], workers=True);"
         " pl.Trainer(**lightning_trainer_kwargs(spec['trainer'])).test(instantiate(spec['model']))"
     )
     lightning = ANSI.sub("", in_pty([sys.executable, "-c", code], directory, env_with_root(project)))

@@ -34,6 +34,9 @@ class Data:
     # the batch-transfer hooks (BATCH_HOOKS) the script calls, each with the variable whose it is: "data" where the
     # data module overrides it (Lightning's _DataHookSelector takes it over the module's), else "model"
     batch_hooks: tuple[tuple[str, str], ...] = ()
+    # the loaders' workers are seeded by Lightning 1.9.5's pl_worker_init_function (numpy's SeedSequence), not
+    # 2.x's (a hash of the seed, the worker and the rank)
+    workers_1_9_5: bool = False
 
     def batch_hook(self, name: str) -> str | None:
         """Whose batch-transfer hook `name` the script calls ("data" or "model"); None: neither overrides it."""
@@ -92,6 +95,7 @@ def resolve_data(spec: Spec, model: ClassFacts, data: ClassFacts | None, problem
             for hook in BATCH_HOOKS
             if model.defines(hook) or (data is not None and data.defines(hook))
         ),
+        workers_1_9_5=follows_1_9_5(spec, model),
     )
 
 

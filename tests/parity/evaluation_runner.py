@@ -52,7 +52,7 @@ def run_lightning(spec: dict[str, Any], calls: list[list[Any]]) -> list[dict[str
     # the plain table, as the script prints it without rich; rich's with a RichProgressBar, as the script's
     callbacks = spec.get("trainer", {}).get("callbacks") or []
     evaluation_loop._RICH_AVAILABLE = any("RichProgressBar" in str(entry) for entry in callbacks)
-    pl.seed_everything(spec["seed_everything"])
+    pl.seed_everything(spec["seed_everything"], workers=True)  # as LightningCLI seeds
     model = instantiate(spec["model"])
     data = instantiate(spec["data"])
     trainer = pl.Trainer(**lightning_trainer_kwargs(spec.get("trainer", {})))

@@ -100,7 +100,9 @@ def run_lightning(spec: dict[str, Any]) -> Any:
     import pytorch_lightning as pl
     import torch
 
-    pl.seed_everything(spec["seed_everything"])
+    seed = spec.get("seed_everything", True)
+    if seed is not False:  # as LightningCLI seeds: a seed drawn for `true`, the workers too
+        pl.seed_everything(None if seed is True else seed, workers=True)
     model = instantiate(spec["model"])
     cli_configure_optimizers(model, spec)
     data = instantiate(spec["data"]) if spec.get("data") else None

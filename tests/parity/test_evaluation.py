@@ -110,8 +110,25 @@ def streamed(spec_: dict) -> dict:
 
 # (id, spec, Lightning's processes, the script's processes, the calls compared: Lightning's (process, call) and
 # the script's process)
+def workers(spec_: dict, **init_args) -> dict:
+    """The spec with tests/parity/worker_models.py's WorkerEvalData: its loaders read by two workers drawing noise."""
+    data = {"class_path": "tests.parity.worker_models.WorkerEvalData"}
+    data["init_args"] = {**spec_["data"]["init_args"], **init_args}
+    return {**spec_, "data": data}
+
+
 CASES = [
     ("validate", spec(), [[["validate", None]]], [["validate"]]),
+    # loaders read by two workers drawing noise, seeded as LightningCLI's seed_everything(workers=True) seeds them
+    ("validate_workers", workers(spec()), [[["validate", None]]], [["validate"]]),
+    ("predict_two_loaders_workers", workers(spec("TwoLoaderModel", loaders=2)), [[["predict", None]]], [["predict"]]),
+    # ... in fit (the sanity check's and the validations' too) and the test after it, with persistent workers
+    (
+        "fit_then_test_persistent_workers",
+        workers(fitted(), persistent=True),
+        [[["fit", None], ["test", "best"]]],
+        [["fit", "--test", "best"]],
+    ),
     ("test", spec(), [[["test", None]]], [["test"]]),
     ("predict", spec(), [[["predict", None]]], [["predict"]]),
     ("test_hooks_callback", spec("HookedEvalModel", callback=True), [[["test", None]]], [["test"]]),

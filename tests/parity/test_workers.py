@@ -1,0 +1,59 @@
+"""Worker seeding against pytorch_lightning.Trainer under LightningCLI's `seed_everything(seed, workers=True)`:
+loaders read by two worker processes whose samples draw random augmentation (tests/parity/worker_models.py). The
+weights and the validation losses (the records) must be equal; without the script's worker seeding, each case
+but the project's own worker_init_fn differs. Lightning 1.9.5's seeding: tests/test_lightning195.py.
+
+    pytest tests/parity/test_workers.py -p no:xdist
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.harness import Case, case_ids
+from tests.parity.test_parity import Runner, case, differences, train_both
+
+pytest.importorskip("pytorch_lightning")
+
+pytestmark = pytest.mark.slow
+
+
+def workers(id: str, init: dict | None = None, **trainer) -> Case:
+    built = case(id, init=init, max_epochs=2, val_check_interval=3, num_sanity_val_steps=1, **trainer)
+    built.spec["model"]["class_path"] = "tests.parity.worker_models.WorkerRegression"
+    return built
+
+
+CASES = [
+    # each epoch's workers seeded from the seed, their ids and the rank: the training, sanity check and validation
+    # loaders' (an iterator, and so workers, made per epoch and per validation)
+    workers("workers_seeded_each_epoch"),
+    # persistent workers: seeded once, their generators running on across epochs and validations
+    workers("workers_persistent", {"persistent_workers": True}),
+    # an IterableDataset whose samples the workers split between them
+    workers("workers_iterable_stream", {"stream": True}),
+    # a project's own worker_init_fn is kept
+    workers("workers_own_init_fn", {"own_init": True}),
+    # pinned memory, three workers, accumulation
+    workers("workers_pinned", {"pin_memory": True, "num_workers": 3}, accumulate_grad_batches=2),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=case_ids(CASES))
+def test_workers_match_lightning(case: Case, runner: Runner, tmp_path: Path) -> None:
+    lightning, script = train_both(runner, case.spec, tmp_path)
+    found = differences(lightning, script)
+    assert not found, f"{case.id}: the script differs from Lightning ({tmp_path}):\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize(("seed", "seeded"), [(False, None), (True, "pl_worker_init_function")])
+def test_workers_are_seeded_where_lightning_cli_seeds(seed, seeded, runner: Runner, tmp_path: Path) -> None:
+    """`seed_everything: false`: LightningCLI seeds nothing, and the loaders keep no worker_init_fn; `true`: a seed
+    drawn at run time, the workers seeded from it (the runs differ, their loaders' worker_init_fn does not)."""
+    built = workers(f"workers_seed_{seed}")
+    built.spec["seed_everything"] = seed
+    lightning, script = train_both(runner, built.spec, tmp_path)
+    for side in (lightning, script):
+        assert [e for e in side["records"]["events"] if e[0] == "worker_init_fn"] == [("worker_init_fn", seeded)]
