@@ -598,7 +598,6 @@ def test_lightning_values_outside_the_contract_are_refused(tmp_path: Path, flags
         ("detect_anomaly: true", "true", "call torch.autograd.set_detect_anomaly(True)"),
         ("barebones: true", "true", "turn the parts off one by one"),
         ("use_distributed_sampler: false", "false", "leave it true"),
-        ("enable_autolog_hparams: false", "false", "leave it true"),
         ("plugins: [my.Plugin]", '["my.Plugin"]', "set the precision with `precision:`"),
         ("model_registry: hub", "hub", "leave it null"),
     ],

@@ -236,8 +236,10 @@ def resolve_logging(
     loggers = tuple(_logger_plan(ref) for ref in refs)
     model_logs = model.uses_log or any(facts.module_reads & {"log", "log_dict"} for facts in callbacks)
     values = bool(loggers) and (model_logs or model.returns_log_dicts or optimization.track_grad_norm is not None)
-    hparams_model = bool(loggers) and model.is_lightning_module and model.saves_hyperparameters
-    hparams_data = bool(loggers) and data is not None and data.saves_hyperparameters
+    # Trainer(enable_autolog_hparams=False): Lightning's _log_hyperparams is skipped, the graph with it
+    autolog = bool(loggers) and t.enable_autolog_hparams is not False
+    hparams_model = autolog and model.is_lightning_module and model.saves_hyperparameters
+    hparams_data = autolog and data is not None and data.saves_hyperparameters
     for facts, used, where in ((model, hparams_model, "model"), (data, hparams_data, "data")):
         if used and facts is not None and facts.hyperparameters_to_loggers is None:
             problems.append(
@@ -255,7 +257,7 @@ def resolve_logging(
     writes_throughput = throughput is not None and throughput.writes
     hparams_model = hparams_model and model.hyperparameters_to_loggers is not False
     hparams_data = hparams_data and data is not None and data.hyperparameters_to_loggers is not False
-    graphs = any(ref.init_args.get("log_graph") for ref in refs)
+    graphs = autolog and any(ref.init_args.get("log_graph") for ref in refs)
     if graphs and "example_input_array" not in model.attributes_read | model.class_attributes | set(model.methods):
         problems.append(
             Problem(
@@ -267,8 +269,11 @@ def resolve_logging(
             )
         )
     hp_metric = (hparams_model or hparams_data) and any(ref.init_args.get("default_hp_metric") for ref in refs)
-    if not hp_metric:  # the argument makes no difference then: the script's class does without it
-        loggers = tuple(replace(p, args={k: v for k, v in p.args.items() if k != "default_hp_metric"}) for p in loggers)
+    # arguments that make no difference then: the script's class does without them
+    unused = {"default_hp_metric"} if not hp_metric else set()
+    unused |= {"log_graph"} if not graphs else set()
+    if unused:
+        loggers = tuple(replace(p, args={k: v for k, v in p.args.items() if k not in unused}) for p in loggers)
     first = loggers[0].kind if loggers else None
     return Logging(
         loggers=loggers,

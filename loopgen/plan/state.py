@@ -390,7 +390,7 @@ def flag_values(spec: Spec) -> tuple[tuple[str, Any], ...]:
     values = {
         "barebones": False,  # accepted at Lightning's default only
         "check_val_every_n_epoch": every_n,
-        "enable_autolog_hparams": True,
+        "enable_autolog_hparams": t.enable_autolog_hparams,
         "fast_dev_run": bool(fast) if fast in (0, 1) else fast,  # Lightning's True for 1
         "gradient_clip_algorithm": t.gradient_clip_algorithm if "gradient_clip_algorithm" in given else None,
         "gradient_clip_val": t.gradient_clip_val,

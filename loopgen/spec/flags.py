@@ -214,10 +214,8 @@ FLAGS: tuple[Flag, ...] = (
          support=implemented),
     Flag("default_root_dir", string(), None, "where logs and checkpoints go (null: the working directory)",
          support=implemented),
-    _lightning_only("enable_autolog_hparams", boolean(), True, "log hyperparameters at the start",
-                    why="the script gives the hyperparameters to its logger at the start, as Lightning's default"
-                        " does, and has no switch to skip that",
-                    instead="leave it true, or turn the logger off (`logger: false`)"),
+    Flag("enable_autolog_hparams", boolean(), True, "give the loggers the hyperparameters (and TensorBoard the"
+         " model's graph) as the run starts", support=implemented),
     _lightning_only("model_registry", anything(), None, "model hub name",
                     why="Lightning uploads the checkpoints to its model registry through the litmodels package;"
                         " the script does not",

@@ -860,6 +860,32 @@ CASES = [
         log_every_n_steps=3,
         logger=logger("TensorBoardLogger", save_dir=".", prefix="fit", log_graph=True),
     ),
+    # TensorBoard and CSV in one root: each its own version_N, the second numbered after the first's directory
+    case(
+        "log_tensorboard_and_csv_one_root",
+        "GraphModel",
+        HPARAMS,
+        data="HparamsData",
+        max_epochs=2,
+        log_every_n_steps=3,
+        logger=[logger("TensorBoardLogger", save_dir=".", log_graph=True), csv_logger()],
+    ),
+    # enable_autolog_hparams: false: no hyperparameters (hparams.yaml empty, no TensorBoard hparams or hp_metric),
+    # no graph, MLflow without params
+    case(
+        "log_autolog_hparams_off",
+        "GraphModel",
+        HPARAMS,
+        data="HparamsData",
+        max_epochs=2,
+        log_every_n_steps=3,
+        enable_autolog_hparams=False,
+        logger=[
+            logger("TensorBoardLogger", save_dir=".", log_graph=True),
+            csv_logger(),
+            logger("MLFlowLogger", tracking_uri="file:./mlruns"),
+        ],
+    ),
     case(
         "log_tensorboard_named_with_csv",
         "LoggingModel",
