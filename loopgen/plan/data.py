@@ -37,6 +37,9 @@ class Data:
     # the loaders' workers are seeded by Lightning 1.9.5's pl_worker_init_function (numpy's SeedSequence), not
     # 2.x's (a hash of the seed, the worker and the rank)
     workers_1_9_5: bool = False
+    # the code read names num_workers: its loaders may read in worker processes, which Lightning seeds (else the
+    # script only checks that no loader has workers where Lightning would seed them)
+    seeds_workers: bool = False
 
     def batch_hook(self, name: str) -> str | None:
         """Whose batch-transfer hook `name` the script calls ("data" or "model"); None: neither overrides it."""
@@ -96,6 +99,7 @@ def resolve_data(spec: Spec, model: ClassFacts, data: ClassFacts | None, problem
             if model.defines(hook) or (data is not None and data.defines(hook))
         ),
         workers_1_9_5=follows_1_9_5(spec, model),
+        seeds_workers=model.mentions_num_workers or (data is not None and data.mentions_num_workers),
     )
 
 

@@ -61,30 +61,44 @@ def _several(node: ast.expr | None) -> bool:
     return len(items) > 1 or any(item is None or isinstance(item, ast.Starred) for item in items)
 
 
-def uses_iterable_dataset(statements: Iterable[list[ast.stmt]], read: Iterable[ast.AST]) -> bool:
-    """Whether the code read (`read`: the class's lineage, the functions followed) may build a loader without a
-    length: it names IterableDataset, or a class or function of the files read (`statements`: each file's
-    top-level statements) that does, to any depth (a streaming dataset class defined beside the data module).
-    Another class in the same file that the code never names does not count."""
+def uses_name(statements: Iterable[list[ast.stmt]], read: Iterable[ast.AST], name: str) -> bool:
+    """Whether the code read (`read`) names `name` (as a name, an attribute or a keyword argument), or a class or
+    function of the files read (`statements`) that does, to any depth."""
     definitions = [
         (node.name, _names_in(node))
         for body in statements
         for node in body
         if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
     ]
-    tainted = {"IterableDataset"}
+    tainted = {name}
     grown = True
     while grown:
         grown = False
-        for name, names in definitions:
-            if name not in tainted and names & tainted:
-                tainted.add(name)
+        for defined, names in definitions:
+            if defined not in tainted and names & tainted:
+                tainted.add(defined)
                 grown = True
     return any(_names_in(node) & tainted for node in read)
 
 
+def uses_iterable_dataset(statements: Iterable[list[ast.stmt]], read: Iterable[ast.AST]) -> bool:
+    """Whether the code read (`read`: the class's lineage, the functions followed) may build a loader without a
+    length: it names IterableDataset, or a class or function of the files read (`statements`: each file's
+    top-level statements) that does, to any depth (a streaming dataset class defined beside the data module).
+    Another class in the same file that the code never names does not count."""
+    return uses_name(statements, read, "IterableDataset")
+
+
 def _names_in(node: ast.AST) -> set[str]:
-    """The names and attribute names `node` reads."""
-    return {
-        n.id if isinstance(n, ast.Name) else n.attr for n in ast.walk(node) if isinstance(n, (ast.Name, ast.Attribute))
-    }
+    """The names, attribute names, parameters, keyword arguments and identifier-like strings in `node`."""
+    names: set[str] = set()
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name):
+            names.add(n.id)
+        elif isinstance(n, ast.Attribute):
+            names.add(n.attr)
+        elif isinstance(n, (ast.keyword, ast.arg)) and n.arg:
+            names.add(n.arg)
+        elif isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.isidentifier():
+            names.add(n.value)  # a mapping's key: DataLoader(data, **{"num_workers": 2})
+    return names

@@ -15,7 +15,7 @@ from loopgen.source.facts import ClassFacts, OptimizersFacts
 from loopgen.source.fingerprints import read_objects
 from loopgen.source.fixed import Fixed, fixed_values
 from loopgen.source.lines import first_reads, imports_torchmetrics, line_of
-from loopgen.source.loaders import returns_a_loader, returns_several, uses_iterable_dataset
+from loopgen.source.loaders import returns_a_loader, returns_several, uses_iterable_dataset, uses_name
 from loopgen.source.modules import LIGHTNING_PACKAGES, Class, Module, Modules
 from loopgen.source.names import class_expression
 from loopgen.source.optimizers import read_optimizers
@@ -201,6 +201,7 @@ def inspect_class(
         )
         trainer_named |= child.trainer_named
         attributes |= child.attributes_read & MODULE_TRAINER_NAMES
+    read_nodes = [*(c.node for c in lineage), *_function_nodes(reader.functions_read)]
     return ClassFacts(
         class_path=class_path,
         file=cls.module.file,
@@ -239,9 +240,8 @@ def inspect_class(
         ),
         init=init_signature(found),
         imports_torchmetrics=any(imports_torchmetrics(file) for file in reader.files_read),
-        mentions_iterable_dataset=uses_iterable_dataset(
-            reader.statements_read, [*(c.node for c in lineage), *_function_nodes(reader.functions_read)]
-        ),
+        mentions_iterable_dataset=uses_iterable_dataset(reader.statements_read, read_nodes),
+        mentions_num_workers=uses_name(reader.statements_read, read_nodes, "num_workers"),
         experiment_read_at=line_of(experiment_in, [cls.module.file, *reader.files_read]),
         configured_callbacks=configured,
         val_loaders_listed_at=val_loaders_listed_at,

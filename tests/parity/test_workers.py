@@ -57,3 +57,21 @@ def test_workers_are_seeded_where_lightning_cli_seeds(seed, seeded, runner: Runn
     lightning, script = train_both(runner, built.spec, tmp_path)
     for side in (lightning, script):
         assert [e for e in side["records"]["events"] if e[0] == "worker_init_fn"] == [("worker_init_fn", seeded)]
+
+
+def test_a_script_without_worker_seeding_stops_at_a_loader_with_workers(tmp_path: Path, monkeypatch) -> None:
+    """Where the code read never sets num_workers the script has no worker seeding; a loader that has workers all
+    the same (built by code the render did not read) stops it rather than train unlike Lightning."""
+    from types import SimpleNamespace
+
+    from tests.helpers import ROOT, render
+
+    text = render(ROOT / "examples" / "lit_classifier.yaml")
+    assert "pl_worker_init_function" not in text
+    namespace: dict = {"__name__": "rendered"}
+    exec(compile(text, "train.py", "exec"), namespace)  # noqa: S102 - the rendered script's helpers
+    monkeypatch.setenv("PL_SEED_WORKERS", "1")
+    plain = SimpleNamespace(num_workers=0, worker_init_fn=None)
+    assert namespace["seed_workers"](plain, 0) is plain
+    with pytest.raises(SystemExit, match="never sets num_workers"):
+        namespace["seed_workers"](SimpleNamespace(num_workers=2, worker_init_fn=None), 0)
