@@ -75,3 +75,28 @@ def test_a_script_without_worker_seeding_stops_at_a_loader_with_workers(tmp_path
     assert namespace["seed_workers"](plain, 0) is plain
     with pytest.raises(SystemExit, match="never sets num_workers"):
         namespace["seed_workers"](SimpleNamespace(num_workers=2, worker_init_fn=None), 0)
+
+
+def test_the_seed_sequence_written_out_is_numpys(monkeypatch) -> None:
+    """Lightning 1.9.5's worker seeding goes through numpy's SeedSequence, which the script writes out in Python
+    (it imports nothing but torch): the pools, their spawned children and generated words equal numpy's."""
+    import random
+
+    numpy = pytest.importorskip("numpy")
+    from tests.helpers import ROOT, render
+
+    import sys
+    import types
+
+    text = render(ROOT / "tests" / "lightning195" / "specs" / "workers.yaml")
+    module = types.ModuleType("rendered")
+    monkeypatch.setitem(sys.modules, "rendered", module)  # its dataclasses look their module up
+    exec(compile(text, "train.py", "exec"), module.__dict__)  # noqa: S102 - the rendered script's helpers
+    pool, words = module.seed_pool, module.seed_words
+    draw = random.Random(0)
+    for _ in range(200):
+        entropy = [draw.choice([draw.getrandbits(64), draw.getrandbits(32), 0, 2**63 + 5]), draw.randint(0, 7), 1]
+        sequence = numpy.random.SeedSequence(entropy)
+        assert words(pool(entropy), 4) == list(sequence.generate_state(4))
+        for spawned, child in enumerate(sequence.spawn(2)):
+            assert words(pool(entropy, spawned=spawned), 6) == list(child.generate_state(6))
