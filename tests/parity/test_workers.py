@@ -83,10 +83,10 @@ def test_the_seed_sequence_written_out_is_numpys(monkeypatch) -> None:
     import random
 
     numpy = pytest.importorskip("numpy")
-    from tests.helpers import ROOT, render
-
     import sys
     import types
+
+    from tests.helpers import ROOT, render
 
     text = render(ROOT / "tests" / "lightning195" / "specs" / "workers.yaml")
     module = types.ModuleType("rendered")
