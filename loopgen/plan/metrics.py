@@ -39,9 +39,6 @@ class Metrics:
     torchmetrics: bool
     # the prog_bar=True values are kept: the progress bar shows them, or trainer.progress_bar_metrics is read
     progress_bar: bool
-    # the batch's values are published before the on_train_batch_end hooks run: Lightning's callback_metrics are
-    # computed when read, so those hooks (a step-triggered ModelCheckpoint, a user's callback) see this batch's
-    publishes_before_batch_end: bool = False
     # publish() returns the values for the loggers, or for validate and test to return
     returns_logged: bool = False
     # validate or test runs: several loaders key their values apart (name/dataloader_idx_N)
@@ -124,8 +121,6 @@ def resolve_metrics(
         and (model_logs or log_dicts)
         and optimization.loops_optimizers
         and optimization.grad_norm_first_only,
-        publishes_before_batch_end=collect
-        and (bool(hooks.callbacks_with("on_train_batch_end")) or hooks.model_has("on_train_batch_end")),
         publishes_after_train_epoch_end=collect and hooks.user_code("on_train_epoch_end"),
         publishes_after_val_epoch_end=collect and hooks.user_code("on_validation_epoch_end"),
         returns_logged=collect and (logging.values or evaluation.returns_metrics),

@@ -73,7 +73,7 @@ def test_a_script_without_worker_seeding_stops_at_a_loader_with_workers(tmp_path
     monkeypatch.setenv("PL_SEED_WORKERS", "1")
     plain = SimpleNamespace(num_workers=0, worker_init_fn=None)
     assert namespace["seed_workers"](plain, 0) is plain
-    with pytest.raises(SystemExit, match="never sets num_workers"):
+    with pytest.raises(SystemExit, match="not rendered to seed"):
         namespace["seed_workers"](SimpleNamespace(num_workers=2, worker_init_fn=None), 0)
 
 
