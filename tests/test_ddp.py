@@ -31,6 +31,8 @@ MODEL = "tests.ddp_models.DDPNet"
 SPECS = {
     "plain": ({"dropout": 0.0, "shuffle": False}, {"max_epochs": 2}),
     "shuffled_dropout": ({"dropout": 0.3}, {"max_epochs": 2}),
+    # strategy auto with two devices: DDP, as Lightning's accelerator connector chooses it
+    "strategy_auto": ({"dropout": 0.3}, {"max_epochs": 2, "strategy": "auto"}),
     "accumulate_clip": ({}, {"max_epochs": 2, "accumulate_grad_batches": 3, "gradient_clip_val": 0.5}),
     "plateau_sync_dist": ({"plateau": True}, {"max_epochs": 4}),
     "bf16_mixed": ({"dropout": 0.0}, {"max_epochs": 2, "precision": "bf16-mixed"}),
@@ -509,8 +511,8 @@ def problems(tmp_path: Path, content: dict) -> list[str]:
 @pytest.mark.parametrize(
     ("trainer", "expected"),
     [
-        ({"strategy": "auto", "devices": 2}, "devices: 2 needs `strategy: ddp`"),
-        ({"strategy": "auto", "num_nodes": 2}, "num_nodes: 2 needs `strategy: ddp`"),
+        ({"strategy": "single_device", "devices": 2}, "devices: 2 needs `strategy: ddp`"),
+        ({"strategy": "single_device", "num_nodes": 2}, "num_nodes: 2 needs `strategy: ddp`"),
         ({"precision": "64"}, ("precision 64 with strategy ddp is not supported by loopgen (the DDP script does not"
          " make the model and its batches float64")),
         ({"overfit_batches": 2}, "overfit_batches with strategy ddp"),
@@ -579,6 +581,19 @@ def test_a_ddp_strategy_entry_gives_ddp_its_arguments(tmp_path: Path) -> None:
         assert line in text
     path = write_spec(tmp_path, "spec", spec({}, {"max_epochs": 1}, strategy="ddp_find_unused_parameters_true"))
     assert "find_unused_parameters=True," in render_spec(path, tmp_path / "train.py")[0]
+
+
+@pytest.mark.parametrize("follows_1_9_5", [False, True])
+def test_strategy_auto_on_several_nodes_is_ddp(tmp_path: Path, follows_1_9_5: bool) -> None:
+    """Lightning's accelerator connector picks DDP for num_nodes > 1 without a strategy, in 2.x and in 1.9.5 (whose
+    one-node choice, ddp_spawn, is refused: test_bad_specs)."""
+    flags = {"max_epochs": 1, "terminate_on_nan": follows_1_9_5}
+    path = write_spec(tmp_path, "spec", spec({}, flags, strategy="auto", num_nodes=2, devices=1))
+    content = yaml.safe_load(path.read_text())
+    del content["trainer"]["strategy"]
+    path.write_text(yaml.safe_dump(content))
+    text, _ = render_spec(path, tmp_path / "train.py")
+    assert "NUM_NODES = 2" in text and "ddp_model = DistributedDataParallel(" in text
 
 
 def test_accumulation_skips_the_all_reduce_on_batches_that_do_not_step(tmp_path: Path) -> None:

@@ -199,7 +199,7 @@ def test_every_lightning_trainer_argument_is_a_flag() -> None:
     ("flags", "field", "value"),
     [
         ("accelerator: gpu", "accelerator", "cuda"),
-        ("strategy: single_device", "strategy", "auto"),
+        ("strategy: single_device", "strategy", "single_device"),
         ("strategy: Auto", "strategy", "auto"),
         ("devices: auto", "devices", 1),
         ("devices: '1'", "devices", 1),

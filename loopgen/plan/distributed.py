@@ -279,14 +279,20 @@ def process_group_backend(spec: Spec, args: dict[str, Any], problems: list[Probl
 def engine_kind(spec: Spec) -> str | None:
     """Which engine runs the loop, from the flags alone: "dp", "xla" (accelerator tpu), "horovod", "ddp",
     "model_parallel", "fsdp", or None (one process on one device). Every part that differs by engine reads this (or the resolved `Distributed`).
+
+    `strategy: auto` with several devices or nodes is "ddp", as Lightning's accelerator connector chooses it
+    (`_choose_strategy`: ddp for num_nodes > 1 or more than one device outside a notebook).
     """
-    strategy, _ = strategy_args(spec.trainer.strategy)
+    t = spec.trainer
+    strategy, _ = strategy_args(t.strategy)
     if strategy == "dp":
         return "dp"
-    if spec.trainer.accelerator == "tpu":
+    if t.accelerator == "tpu":
         return "xla"
     if strategy in ("horovod", "ddp", "model_parallel", "fsdp"):
         return strategy
+    if strategy == "auto" and (t.devices != 1 or t.num_nodes != 1):
+        return "ddp"
     return None
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from loopgen.errors import Problem
 from loopgen.plan.checkpointing import Checkpointing
-from loopgen.plan.common import flag_problem
+from loopgen.plan.common import flag_problem, follows_1_9_5, only_1_9_5
 from loopgen.plan.data import Data
 from loopgen.plan.ddp import resolve_ddp
 from loopgen.plan.distributed import Distributed, engine_kind
@@ -56,10 +56,21 @@ def resolve_engine(
         return resolve_model_parallel(parts)
     if kind == "fsdp":
         return resolve_fsdp(parts)
+    if kind == "ddp" and t.strategy == "auto" and "strategy" not in spec.trainer_given and t.num_nodes == 1:
+        if follows_1_9_5(spec, model):  # 1.9.5's strategy=None picks ddp_spawn on one node ("auto" picks ddp)
+            message = (
+                f"devices: {t.devices} without a strategy is ddp_spawn in Lightning 1.9.5 (which"
+                f" this spec follows for {only_1_9_5(spec, model)[0]}): it starts the processes from inside the"
+                " running program, while the script is started once per process by torchrun; set `strategy: ddp`"
+            )
+            problems.append(flag_problem(spec, "devices", message))
     if kind is None:
         for flag, value in (("devices", t.devices), ("num_nodes", t.num_nodes)):
             if value != 1:
-                message = f"{flag}: {value} needs `strategy: ddp` (one process per device, launched with torchrun)"
+                message = (
+                    f"{flag}: {value} needs `strategy: ddp` (one process per device, launched with torchrun);"
+                    " with strategy single_device Lightning trains on the first device alone: give it devices: 1"
+                )
                 problems.append(flag_problem(spec, flag, message))
         return Distributed()
     return resolve_ddp(parts)

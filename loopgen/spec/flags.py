@@ -117,7 +117,7 @@ FLAGS: tuple[Flag, ...] = (
                           " device would need its own placement and checks against Lightning's MPSAccelerator",
                       instead="use cpu (or auto)")),
     Flag("strategy", strategy_kind(), "auto",
-         "auto/single_device, ddp (ddp_find_unused_parameters_true/false, or a DDPStrategy entry), dp, horovod",
+         "auto (ddp with several devices or nodes), single_device, ddp (ddp_find_unused_parameters_true/false, or a DDPStrategy entry), dp, horovod",
          support=strategy_support),
     Flag("devices", devices_kind(), 1, "auto (= 1), or a device count (> 1: one process per device, strategy ddp)",
          support=devices_support),

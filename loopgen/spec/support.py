@@ -152,10 +152,10 @@ def _timeout_seconds(raw: Any) -> float:
 
 
 def strategy_kind() -> Kind:
-    """A registered strategy name (case-insensitive; single_device -> auto), or a `{class_path: DDPStrategy,
+    """A registered strategy name (case-insensitive), or a `{class_path: DDPStrategy,
     init_args: {...}}` entry, normalised to {"class_path": "DDPStrategy", "init_args": {...}} with a timeout in
     seconds."""
-    names = choice(*_STRATEGIES, aliases={"single_device": "auto"}, lower=True)
+    names = choice(*_STRATEGIES, lower=True)
     kinds = {"find_unused_parameters": boolean(), "static_graph": boolean(), "gradient_as_bucket_view": boolean(),
              "process_group_backend": choice("gloo", "nccl"), "save_distributed_checkpoint": boolean(),
              "data_parallel_size": Kind(_mesh_size, {}), "tensor_parallel_size": Kind(_mesh_size, {})}  # fmt: skip
@@ -189,7 +189,7 @@ def strategy_kind() -> Kind:
     return Kind(parse, schema)
 
 
-STRATEGIES_DONE = ("auto", *DDP_STRATEGIES, "horovod", "dp", "fsdp", "fsdp_cpu_offload")
+STRATEGIES_DONE = ("auto", "single_device", *DDP_STRATEGIES, "horovod", "dp", "fsdp", "fsdp_cpu_offload")
 
 
 _LAUNCHED = ("_spawn", "_fork", "_notebook")  # the DDP strategies that start their processes from the program
