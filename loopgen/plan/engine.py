@@ -56,14 +56,15 @@ def resolve_engine(
         return resolve_model_parallel(parts)
     if kind == "fsdp":
         return resolve_fsdp(parts)
-    if kind == "ddp" and t.strategy == "auto" and "strategy" not in spec.trainer_given and t.num_nodes == 1:
-        if follows_1_9_5(spec, model):  # 1.9.5's strategy=None picks ddp_spawn on one node ("auto" picks ddp)
-            message = (
-                f"devices: {t.devices} without a strategy is ddp_spawn in Lightning 1.9.5 (which"
-                f" this spec follows for {only_1_9_5(spec, model)[0]}): it starts the processes from inside the"
-                " running program, while the script is started once per process by torchrun; set `strategy: ddp`"
-            )
-            problems.append(flag_problem(spec, "devices", message))
+    unnamed = t.strategy == "auto" and "strategy" not in spec.trainer_given
+    if kind == "ddp" and unnamed and t.num_nodes == 1 and follows_1_9_5(spec, model):
+        # 1.9.5's strategy=None picks ddp_spawn on one node ("auto" picks ddp)
+        message = (
+            f"devices: {t.devices} without a strategy is ddp_spawn in Lightning 1.9.5 (which"
+            f" this spec follows for {only_1_9_5(spec, model)[0]}): it starts the processes from inside the"
+            " running program, while the script is started once per process by torchrun; set `strategy: ddp`"
+        )
+        problems.append(flag_problem(spec, "devices", message))
     if kind is None:
         for flag, value in (("devices", t.devices), ("num_nodes", t.num_nodes)):
             if value != 1:
