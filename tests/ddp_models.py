@@ -19,7 +19,7 @@ import time
 import torch
 from torch import nn
 from torch.nn import functional as F
-from torch.utils.data import DataLoader
+from torch.utils.data import DataLoader, DistributedSampler
 
 from tests.parity.compat import pl
 from tests.parity.data import CLASSES, FEATURES, make_classification
@@ -367,3 +367,37 @@ class DDPWorkerNet(DDPNet):
         from tests.parity.worker_models import NoisySamples
 
         return DataLoader(NoisySamples(make_classification(30, seed=1)), batch_size=8, num_workers=2)
+
+
+class DDPOwnSampler(DDPNet):
+    """For use_distributed_sampler: false: the training loader's own DistributedSampler (shuffled by a seed of its
+    own, its epoch set by Lightning), and the validation loader read whole by each process."""
+
+    def train_dataloader(self):
+        data = make_classification(90, seed=0)
+        return DataLoader(data, batch_size=8, sampler=DistributedSampler(data, shuffle=True, seed=7))
+
+
+class DDPBatchNormNet(DDPNet):
+    """For sync_batchnorm: BatchNorm layers in the network. On the CPU (where torch's SyncBatchNorm cannot
+    synchronise) they normalise by their running statistics in training too; the layers' classes at the training's
+    start and at fit's end (after Lightning's revert) go to $DDP_SAVE/rank$RANK.layers.json."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.net = nn.Sequential(nn.Linear(FEATURES, 32), nn.BatchNorm1d(32), nn.ReLU(), nn.Linear(32, CLASSES))
+        self.layers = {}
+
+    def training_step(self, batch, batch_idx):
+        self.net[1].eval()
+        return super().training_step(batch, batch_idx)
+
+    def on_train_start(self):
+        self.layers["train_start"] = [type(module).__name__ for module in self.net]
+        self.layers["optimized"] = sum(p.numel() for group in self.optimizers().param_groups for p in group["params"])
+
+    def on_fit_end(self):
+        self.layers["fit_end"] = [type(module).__name__ for module in self.net]
+        if os.environ.get("DDP_SAVE"):
+            with open(f"{os.environ['DDP_SAVE']}/rank{os.environ['RANK']}.layers.json", "w") as out:
+                json.dump(self.layers, out)

@@ -33,6 +33,14 @@ SPECS = {
     "shuffled_dropout": ({"dropout": 0.3}, {"max_epochs": 2}),
     # strategy auto with two devices: DDP, as Lightning's accelerator connector chooses it
     "strategy_auto": ({"dropout": 0.3}, {"max_epochs": 2, "strategy": "auto"}),
+    # use_distributed_sampler: false: the module's own DistributedSampler, the validation loader read whole
+    "own_sampler": ({"dropout": 0.0}, {"max_epochs": 3, "use_distributed_sampler": False}, "DDPOwnSampler"),
+    # sync_batchnorm: SyncBatchNorm layers from the set-up to fit's end (accelerator auto: refused on cpu)
+    "sync_batchnorm": (
+        {"dropout": 0.0},
+        {"max_epochs": 2, "sync_batchnorm": True, "accelerator": "auto"},
+        "DDPBatchNormNet",
+    ),
     "accumulate_clip": ({}, {"max_epochs": 2, "accumulate_grad_batches": 3, "gradient_clip_val": 0.5}),
     "plateau_sync_dist": ({"plateau": True}, {"max_epochs": 4}),
     "bf16_mixed": ({"dropout": 0.0}, {"max_epochs": 2, "precision": "bf16-mixed"}),
@@ -320,6 +328,15 @@ def test_trainer_attributes_equal_lightnings_ddp(runs: dict, name: str) -> None:
         seen = json.loads(ours.read_text())
         assert seen == json.loads(theirs.read_text())
         assert seen["distributed_sampler_kwargs"] == {"num_replicas": 2, "rank": rank}
+
+
+def test_sync_batchnorm_converts_the_layers_for_fit_as_lightning(runs: dict) -> None:
+    for rank in (0, 1):
+        ours, theirs = (runs["directory"] / side / "sync_batchnorm" / f"rank{rank}.layers.json" for side in
+                        ("loopgen", "lightning"))  # fmt: skip
+        seen = json.loads(ours.read_text())
+        assert seen == json.loads(theirs.read_text())
+        assert seen["train_start"][1] == "SyncBatchNorm" and seen["fit_end"][1] == "_BatchNormXd"
 
 
 def test_two_nodes_of_one_process_train_as_one_node_of_two(runs: dict) -> None:

@@ -594,10 +594,6 @@ def test_lightning_values_outside_the_contract_are_refused(tmp_path: Path, flags
 @pytest.mark.parametrize(
     ("flags", "shown", "instead"),
     [
-        ("sync_batchnorm: true", "true", "leave it false"),
-        ("detect_anomaly: true", "true", "call torch.autograd.set_detect_anomaly(True)"),
-        ("barebones: true", "true", "turn the parts off one by one"),
-        ("use_distributed_sampler: false", "false", "leave it true"),
         ("plugins: [my.Plugin]", '["my.Plugin"]', "set the precision with `precision:`"),
         ("model_registry: hub", "hub", "leave it null"),
     ],
@@ -1049,7 +1045,7 @@ def test_all_problems_in_one_error_in_line_order(tmp_path: Path) -> None:
             - class_path: pkg.cb.A
               init_args:
                 when: !!binary aGVsbG8=
-          sync_batchnorm: true
+          model_registry: hub
         optimizer: {init_args: {}}
         """,
     )
@@ -1057,7 +1053,7 @@ def test_all_problems_in_one_error_in_line_order(tmp_path: Path) -> None:
         "model (line 2)",
         "trainer.max_epochs (line 4)",
         "trainer.callbacks[0].init_args.when (line 8)",
-        "trainer.sync_batchnorm (line 9)",
+        "trainer.model_registry (line 9)",
         "optimizer (line 10)",
     ]
 
@@ -1185,7 +1181,7 @@ def test_schema_accepts_example_specs(path: Path) -> None:
         {"model": "pkg.Net", "trainr": {}},
         {"model": "pkg.Net", "trainer": {"max_epoch": 3}},
         {"model": "pkg.Net", "trainer": {"max_epochs": "3"}},
-        {"model": "pkg.Net", "trainer": {"sync_batchnorm": True}},
+        {"model": "pkg.Net", "trainer": {"model_registry": "hub"}},
         {"model": {"class_path": "pkg.Net", "init_arg": {}}},
         {"model": "pkg.Net", "loop": {"optimizer_frequencies": [0]}},
     ],
@@ -1217,7 +1213,7 @@ def test_schema_structure_without_a_validator() -> None:
     for name, flag_schema in trainer_schema["properties"].items():
         assert {"type": "null"} in flag_schema["anyOf"], name  # null: Lightning's default, everywhere
     assert trainer_schema["properties"]["gpus"]["deprecated"] is True
-    assert trainer_schema["properties"]["sync_batchnorm"]["anyOf"][1]["const"] is False
+    assert all(kind.get("type") == "null" for kind in trainer_schema["properties"]["model_registry"]["anyOf"])
 
 
 def test_loop_lr_schedulers(tmp_path: Path) -> None:
@@ -1226,3 +1222,25 @@ def test_loop_lr_schedulers(tmp_path: Path) -> None:
     with pytest.raises(LoopgenError) as excinfo:
         load(tmp_path, "model: pkg.Net\nloop:\n  lr_schedulers: maybe\n")
     assert "loop.lr_schedulers" in str(excinfo.value)
+
+
+BAREBONES_CONFLICTS = [("enable_checkpointing", True), ("logger", True), ("enable_progress_bar", True),
+                       ("log_every_n_steps", 5), ("enable_model_summary", True), ("num_sanity_val_steps", 2),
+                       ("fast_dev_run", 2), ("detect_anomaly", True), ("profiler", "simple")]  # fmt: skip
+
+
+@pytest.mark.parametrize(("flag", "value"), BAREBONES_CONFLICTS)
+def test_barebones_refuses_what_lightning_refuses_with_its_message(tmp_path: Path, flag: str, value) -> None:
+    pl = pytest.importorskip("pytorch_lightning")
+    with pytest.raises(ValueError) as lightning:
+        pl.Trainer(barebones=True, **{flag: value})
+    found = problem(tmp_path, f"model: pkg.models.Net\ntrainer:\n  barebones: true\n  {flag}: {json.dumps(value)}\n")
+    assert found == f"trainer.{flag} (line 4): {lightning.value}"
+
+
+def test_barebones_turns_off_what_lightning_turns_off(tmp_path: Path) -> None:
+    flags = trainer(tmp_path, "barebones: true\nenable_checkpointing: false\nlog_every_n_steps: 0\n")
+    off = {name: getattr(flags, name) for name, _ in BAREBONES_CONFLICTS}
+    assert off == {"enable_checkpointing": False, "logger": False, "enable_progress_bar": False,
+                   "log_every_n_steps": 0, "enable_model_summary": False, "num_sanity_val_steps": 0,
+                   "fast_dev_run": 0, "detect_anomaly": False, "profiler": None}  # fmt: skip

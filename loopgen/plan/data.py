@@ -40,6 +40,9 @@ class Data:
     # the code read names num_workers: its loaders may read in worker processes, which Lightning seeds (else the
     # script only checks that no loader has workers where Lightning would seed them)
     seeds_workers: bool = False
+    # the code read names sampler or batch_sampler: a loader's own sampler may have a set_epoch, which Lightning
+    # calls with the epoch (_set_sampler_epoch) as each training epoch and each validation in fit starts
+    sets_sampler_epoch: bool = False
 
     def batch_hook(self, name: str) -> str | None:
         """Whose batch-transfer hook `name` the script calls ("data" or "model"); None: neither overrides it."""
@@ -100,6 +103,7 @@ def resolve_data(spec: Spec, model: ClassFacts, data: ClassFacts | None, problem
         ),
         workers_1_9_5=follows_1_9_5(spec, model),
         seeds_workers=model.mentions_num_workers or (data is not None and data.mentions_num_workers),
+        sets_sampler_epoch=model.mentions_sampler or (data is not None and data.mentions_sampler),
     )
 
 

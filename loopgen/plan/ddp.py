@@ -64,6 +64,14 @@ def resolve_ddp(parts: EngineParts) -> Distributed:
         refuse(*ONE_DEVICE_OVERFIT)
     if parts.optimization.track_grad_norm is not None:
         refuse(*ONE_DEVICE_GRAD_NORM)
+    if t.sync_batchnorm and t.accelerator == "cpu":
+        refuse(
+            "sync_batchnorm",
+            "sync_batchnorm",
+            "torch's SyncBatchNorm runs on GPUs only: DistributedDataParallel raises ValueError for a CPU model that"
+            " has one (as it does under Lightning)",
+            "use accelerator cuda (or auto), or leave sync_batchnorm false on the CPU",
+        )
     backend = process_group_backend(spec, args, problems)
     world_size = devices * num_nodes
     return Distributed(
@@ -78,14 +86,15 @@ def resolve_ddp(parts: EngineParts) -> Distributed:
         static_graph=bool(args.get("static_graph", False)),
         gradient_as_bucket_view=bool(args.get("gradient_as_bucket_view", False)),
         rank_zero_gates=True,
-        replaces_samplers=True,
+        replaces_samplers=t.use_distributed_sampler,
         # following Lightning 1.9.5 (a hook or flag only it has): its DistributedSamplerWrapper over every sampler
-        wraps_samplers=follows_1_9_5(spec, parts.model),
+        wraps_samplers=t.use_distributed_sampler and follows_1_9_5(spec, parts.model),
         no_sync=parts.optimization.accumulates,
         reduces_decisions=parts.reduces_decisions,
         broadcasts=parts.checkpointing.saves or parts.logging.versions or parts.timed_stop,
         saves_on_rank_zero=parts.checkpointing.saves,
         logs_on_rank_zero=parts.logging.enabled,
         silent_bar=parts.progress.enabled,
+        sync_batchnorm=t.sync_batchnorm,
         reseeds=isinstance(spec.seed_everything, int) and not isinstance(spec.seed_everything, bool),
     )

@@ -42,6 +42,9 @@ class Distributed:
     # process's checkpoint file exists) ...
     reduces_any: bool = False
     reduces_all: bool = False  # ... and as "all" (ModelCheckpoint's top-k decision, by a monitored metric)
+    # Lightning's sync_batchnorm (TorchSyncBatchNorm): the BatchNorm layers made SyncBatchNorm before the wrapper,
+    # and made batch norms again (Lightning's _BatchNormXd) when fit ends
+    sync_batchnorm: bool = False
     reseeds: bool = False  # Lightning seeds again (seed_everything's seed) once the processes are set up
     # rank 0's value on every process: the loggers' versions, the checkpoint files that exist (Lightning's broadcast)
     broadcasts: bool = False

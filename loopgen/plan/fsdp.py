@@ -143,7 +143,7 @@ def resolve_fsdp(parts: EngineParts) -> Distributed:
         backend=backend,
         timeout=args.get("timeout"),
         rank_zero_gates=True,
-        replaces_samplers=True,
+        replaces_samplers=t.use_distributed_sampler,
         reduces_decisions=parts.reduces_decisions,
         broadcasts=parts.checkpointing.saves or parts.logging.versions or parts.timed_stop,
         saves_on_rank_zero=parts.checkpointing.saves,
@@ -154,6 +154,7 @@ def resolve_fsdp(parts: EngineParts) -> Distributed:
         checkpoint_classes=tuple(map(class_expression, classes.get("activation_checkpointing_policy", ()))),
         logs_on_rank_zero=parts.logging.enabled,
         silent_bar=parts.progress.enabled,
+        sync_batchnorm=t.sync_batchnorm,
         reseeds=True,
     )
 

@@ -131,8 +131,8 @@ def resolve_horovod(parts: EngineParts) -> Distributed:
         world_size=devices,
         ranks_from="horovod",
         rank_zero_gates=True,
-        replaces_samplers=True,
-        wraps_samplers=True,
+        replaces_samplers=spec.trainer.use_distributed_sampler,
+        wraps_samplers=spec.trainer.use_distributed_sampler,
         # Lightning 1.9.5's Horovod "handles accumulation": its loop calls optimizer.step() on every batch
         steps_every_batch=steps_every_batch(spec, parts.optimization.accumulates),
         # rank 0 writes the checkpoints and the logs; rank 0's directories and versions hold on every process

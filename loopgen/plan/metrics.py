@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from loopgen.errors import Problem
 from loopgen.plan.checkpointing import Checkpointing
-from loopgen.plan.common import METRIC_ATTRIBUTES, follows_1_9_5, reads_trainer
+from loopgen.plan.common import METRIC_ATTRIBUTES, flag_problem, follows_1_9_5, reads_trainer
 from loopgen.plan.data import Data
 from loopgen.plan.distributed import Distributed
 from loopgen.plan.evaluation import Evaluation
@@ -94,6 +94,18 @@ def resolve_metrics(
         or torchmetrics
     )
     collect = read_otherwise or optimizers.plateau
+    if spec.trainer.barebones and follows_1_9_5(spec, model):
+        message = refusal("barebones in a spec that follows Lightning 1.9.5", "Lightning 1.9.5 has no barebones mode",
+                          "follow Lightning 2.x")  # fmt: skip
+        problems.append(flag_problem(spec, "barebones", message))
+    elif spec.trainer.barebones and model_logs and (checkpointing.reads_metrics or optimizers.plateau
+                                                    or evaluation.returns_metrics):  # fmt: skip
+        message = refusal(
+            "barebones with a monitor, a plateau scheduler or validate's or test's results",
+            "in barebones mode Lightning's self.log warns and records nothing, so they find no value",
+            "leave barebones false",
+        )
+        problems.append(flag_problem(spec, "barebones", message))
     log_dicts = collect and model.returns_log_dicts
     # the prog_bar=True values are kept where the bar shows them or trainer.progress_bar_metrics is read
     bar_read = any(reads_trainer(facts, "progress_bar_metrics") for facts in (model, *callbacks))
@@ -108,7 +120,8 @@ def resolve_metrics(
         torchmetrics=torchmetrics,
         progress_bar=progress.metrics or (collect and bar_read),
         model_logs=model_logs,
-        discards=model_logs and not collect,
+        # (barebones: self.log records nothing, and the metric dicts a reader reads stay empty)
+        discards=model_logs and (not collect or spec.trainer.barebones),
         # (the seed's dict returns are logged by the script itself, whatever self.log is)
         for_plateau_only=model_logs
         and not read_otherwise

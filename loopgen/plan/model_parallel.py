@@ -117,7 +117,7 @@ def resolve_model_parallel(parts: EngineParts) -> Distributed:
         data_parallel_size=data_parallel,
         tensor_parallel_size=tensor_parallel,
         rank_zero_gates=True,
-        replaces_samplers=True,
+        replaces_samplers=spec.trainer.use_distributed_sampler,
         reduces_decisions=parts.reduces_decisions,
         broadcasts=parts.checkpointing.saves or parts.logging.versions or parts.timed_stop,
         saves_on_rank_zero=parts.checkpointing.saves,

@@ -42,6 +42,8 @@ class Optimization:
     track_grad_norm_inf: bool
     grad_norm_first_only: bool  # several optimizers: norms of optimizer 0's steps only (1.9.5)
     terminate_on_nan: bool
+    # Lightning's detect_anomaly: autograd's anomaly mode on around the fit loop (after the sanity check)
+    detect_anomaly: bool
     step_end: bool  # training_step_end
     outputs_used: bool  # training_step outputs go to on_train_batch_end / training_epoch_end
     nested_outputs: bool  # ... nested per time split and optimizer (1.9.5)
@@ -172,6 +174,7 @@ def resolve_optimization(
         track_grad_norm_inf=track == float("inf"),
         grad_norm_first_only=track is not None and optimizers.several,
         terminate_on_nan=t.terminate_on_nan,
+        detect_anomaly=spec.trainer.detect_anomaly,
         step_end=model.defines("training_step_end"),
         outputs_used=auto and outputs_used,
         nested_outputs=nested,

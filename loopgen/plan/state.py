@@ -388,7 +388,7 @@ def flag_values(spec: Spec) -> tuple[tuple[str, Any], ...]:
         limits["train"] = limits["val"] = t.overfit_batches
     given = spec.trainer_given
     values = {
-        "barebones": False,  # accepted at Lightning's default only
+        "barebones": t.barebones,
         "check_val_every_n_epoch": every_n,
         "enable_autolog_hparams": t.enable_autolog_hparams,
         "fast_dev_run": bool(fast) if fast in (0, 1) else fast,  # Lightning's True for 1

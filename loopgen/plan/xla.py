@@ -137,10 +137,10 @@ def resolve_xla(parts: EngineParts) -> Distributed:
         world_size=devices,
         ranks_from="xla" if several else None,
         rank_zero_gates=several,
-        replaces_samplers=several,
+        replaces_samplers=several and spec.trainer.use_distributed_sampler,
         # following Lightning 1.9.5 (a hook or flag only it has): its DistributedSamplerWrapper over every sampler,
         # as 1.9.5's TPUSpawnStrategy had it
-        wraps_samplers=several and follows_1_9_5(spec, parts.model),
+        wraps_samplers=several and spec.trainer.use_distributed_sampler and follows_1_9_5(spec, parts.model),
         # several devices: XLAStrategy's rank-0 files (XLACheckpointIO), broadcasts (xm.collective_broadcast),
         # barriers (xm.rendezvous) and decisions (xm.mesh_reduce); one device needs none of them
         reduces_decisions=several and parts.reduces_decisions,

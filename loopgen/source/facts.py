@@ -58,6 +58,7 @@ class ClassFacts:
     defined_at: Mapping[str, str] = field(default_factory=dict, compare=False)  # "file:line" of each method's `def`
     mentions_iterable_dataset: bool = False  # ... names IterableDataset (its loaders may have no length)
     mentions_num_workers: bool = False  # ... names num_workers (its loaders may have worker processes)
+    mentions_sampler: bool = False  # ... names sampler or batch_sampler (its loaders may have their own sampler)
     # "file:line" of the first method reading a logger's `experiment` (`logger.experiment`, `loggers[i].experiment`)
     experiment_read_at: str = field(default="", compare=False)
     # what configure_callbacks returns (loopgen.source.callbacks.ReturnedCallback each), or why its source does

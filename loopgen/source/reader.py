@@ -242,6 +242,9 @@ def inspect_class(
         imports_torchmetrics=any(imports_torchmetrics(file) for file in reader.files_read),
         mentions_iterable_dataset=uses_iterable_dataset(reader.statements_read, read_nodes),
         mentions_num_workers=uses_name(reader.statements_read, read_nodes, "num_workers"),
+        mentions_sampler=any(
+            uses_name(reader.statements_read, read_nodes, name) for name in ("sampler", "batch_sampler")
+        ),
         experiment_read_at=line_of(experiment_in, [cls.module.file, *reader.files_read]),
         configured_callbacks=configured,
         val_loaders_listed_at=val_loaders_listed_at,

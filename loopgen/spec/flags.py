@@ -188,28 +188,21 @@ FLAGS: tuple[Flag, ...] = (
          support=implemented),
     Flag("inference_mode", boolean(), True, "validate, test and predict under torch.inference_mode (false:"
          " torch.no_grad; fit validates under torch.no_grad either way)", support=implemented),
-    _lightning_only("use_distributed_sampler", boolean(), True, "wrap samplers in a DistributedSampler",
-                    why="with ddp the script shards every loader with a DistributedSampler, as Lightning's default"
-                        " does; keeping each loader's own sampler is not written",
-                    instead="leave it true (on one device it changes nothing)"),
+    Flag("use_distributed_sampler", boolean(), True, "with several processes, each loader's sampler replaced by a"
+         " DistributedSampler that gives each process its share (false: the loaders as they are)",
+         support=implemented),
     Flag("profiler", profiler_kind(), None, "null, simple, advanced, pytorch, or a profiler entry: SimpleProfiler,"
          " AdvancedProfiler, PyTorchProfiler", support=implemented),  # read by spec.py, checked by `profiler_support`
-    _lightning_only("detect_anomaly", boolean(), False, "autograd anomaly detection",
-                    why="the script does not run under torch.autograd.set_detect_anomaly",
-                    instead="call torch.autograd.set_detect_anomaly(True) in your module's __init__ (the same"
-                            " switch, for the whole run)"),
-    _lightning_only("barebones", boolean(), False, "Lightning's barebones mode",
-                    why="the script has no such mode: it leaves out what each flag turns off",
-                    instead="turn the parts off one by one: logger, enable_checkpointing, enable_progress_bar and"
-                            " enable_model_summary false"),
+    Flag("detect_anomaly", boolean(), False, "autograd's anomaly detection around the training loop (after the"
+         " sanity check): a backward that makes nan raises, naming the forward operation", support=implemented),
+    Flag("barebones", boolean(), False, "Lightning's barebones mode: checkpointing, loggers, the progress bar, the"
+         " model summary and the sanity check off, self.log a no-op", support=implemented),
     _lightning_only("plugins", anything(), None, "Lightning plugins",
                     why="a plugin replaces a part of Lightning's Trainer, such as its precision, cluster"
                         " environment or checkpoint IO, which the script does not have",
                     instead="set the precision with `precision:`; leave plugins null"),
-    _lightning_only("sync_batchnorm", boolean(), False, "synchronise batch norm statistics across processes",
-                    why="the script does not convert the model's BatchNorm layers to torch.nn.SyncBatchNorm before"
-                        " DistributedDataParallel wraps it",
-                    instead="leave it false: each process normalises by its own batch"),
+    Flag("sync_batchnorm", boolean(), False, "with ddp or fsdp, the BatchNorm layers made torch.nn.SyncBatchNorm"
+         " before the wrapper (batch statistics over all processes); on one device nothing", support=implemented),
     Flag("reload_dataloaders_every_n_epochs", integer(0), 0, "reload the dataloaders every n epochs (0: never)",
          support=implemented),
     Flag("default_root_dir", string(), None, "where logs and checkpoints go (null: the working directory)",

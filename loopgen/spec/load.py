@@ -123,6 +123,30 @@ def callback_entry(where: str, _line: int, entry: dict[str, Any]) -> tuple[Class
     return (refs[0] if refs and not reader.problems else None), reader.problems
 
 
+# Trainer(barebones=True): each flag it turns off (or whose opt-in it refuses), the value it gets, and Lightning's
+# reason, in the order Lightning checks them
+_BAREBONES = (
+    ("enable_checkpointing", False, "Checkpointing can impact raw speed"),
+    ("logger", False, "Logging can impact raw speed"),
+    ("enable_progress_bar", False, "The progress bar can impact raw speed"),
+    ("log_every_n_steps", 0, "Logging can impact raw speed"),
+    ("enable_model_summary", False, "Model summary can impact raw speed"),
+    ("num_sanity_val_steps", 0, "Sanity checking can impact raw speed"),
+    ("fast_dev_run", 0, "Development run is not meant for raw speed evaluation"),
+    ("detect_anomaly", False, "Anomaly detection can impact raw speed"),
+    ("profiler", None, "Profiling can impact raw speed"),
+)
+
+
+def _python(value: Any) -> str:
+    """A flag's YAML value as Lightning's message shows it (Python's repr; an entry by its class)."""
+    if isinstance(value, dict) and "class_path" in value:
+        return f"{str(value['class_path']).rpartition('.')[2]}(...)"
+    if isinstance(value, list):
+        return "[" + ", ".join(map(_python, value)) + "]"
+    return repr(value)
+
+
 def _by_line(problem: Problem) -> int:
     return problem.line or 0
 
@@ -400,12 +424,27 @@ class _Reader:
                     " callback. Either remove `accumulate_grad_batches` from the Trainer or remove the callback.",
                 )
             values["accumulate_grad_batches"] = schedule  # the script's schedule, as the {epoch: factor} flag's
+        if values["barebones"]:
+            self.barebones(path, raw, values, given)
         if len(self.problems) > problems_before:
             return None
         self.trainer_given = given
         for _, rate in from_aliases.get("progress_bar_refresh_rate", []):
             self.progress_bar_refresh_rate = rate
         return TrainerFlags(**values)
+
+    def barebones(self, path: KeyPath, raw: Mapping[str, Any], values: dict[str, Any], given: set[str]) -> None:
+        """Trainer(barebones=True), as Lightning's __init__ reads it: each flag it turns off is off, and one given a
+        value that it would turn off, or an opt-in given, is Lightning's ValueError."""
+        for name, off, what in _BAREBONES:
+            value = values[name]
+            if name in given and not same(value, off) and not (name == "logger" and value is None):
+                shown = _python(raw.get(name, value))
+                self.problem(
+                    (*path, name),
+                    f"`Trainer(barebones=True, {name}={shown})` was passed. {what} so it is disabled in barebones mode.",
+                )
+            values[name] = off
 
     def flag_value(self, flag: Flag, key: KeyPath, candidates: list[tuple[KeyPath, Any]]) -> Any:
         """The normalised value of `flag` from its key and/or seed-era spellings (which must agree)."""

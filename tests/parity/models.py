@@ -128,6 +128,38 @@ class MLP(Classifier):
         return DataLoader(make_classification(self.n_val, seed=1), batch_size=self.batch_size)
 
 
+class AnomalyMLP(MLP):
+    """Whether autograd's anomaly mode is on at each stage (Lightning's detect_anomaly turns it on around the fit
+    loop, after the sanity check), and what a backward that makes nan raises where it is."""
+
+    def _record(self, stage: str) -> None:
+        self.events.append((stage, torch.is_anomaly_enabled()))
+
+    def validation_step(self, batch, batch_idx):
+        self._record("sanity_check" if self.trainer.sanity_checking else "validation")
+        return super().validation_step(batch, batch_idx)
+
+    def training_step(self, batch, batch_idx):
+        if batch_idx == 1:
+            x = torch.zeros(1, requires_grad=True)
+            try:
+                torch.autograd.grad(torch.sqrt(x) * 0, x)  # 0 * inf: nan in backward
+                self.events.append(("nan backward", None))
+            except RuntimeError as error:
+                self.events.append(("nan backward", str(error).split(" returned")[0]))
+        return super().training_step(batch, batch_idx)
+
+    def on_train_start(self):
+        self._record("on_train_start")
+
+    def on_train_end(self):
+        super().on_train_end()
+        self._record("on_train_end")
+
+    def on_fit_end(self):
+        self._record("on_fit_end")
+
+
 class CollectivesMLP(MLP):
     """MLP whose loss goes through one device's strategy as modules call it, with a child LightningModule
     (tests/ddp_models.py: collectives_loss)."""

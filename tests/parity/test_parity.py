@@ -712,6 +712,12 @@ CASES = [
     # --- other ----------------------------------------------------------------------------------
     case("batchnorm_val_twice_per_epoch", "BatchNormNet", max_epochs=2, val_check_interval=0.5),
     case("deterministic", max_epochs=2, deterministic=True),
+    # autograd's anomaly mode around the fit loop only: off in the sanity check and at on_fit_end, and a backward
+    # that makes nan raises inside it; without the flag, off everywhere
+    case("detect_anomaly", "AnomalyMLP", max_epochs=2, detect_anomaly=True, limit_train_batches=4),
+    case("detect_anomaly_off", "AnomalyMLP", max_epochs=1, limit_train_batches=3),
+    # barebones: no checkpoint, logger, bar, summary or sanity check, and self.log records nothing
+    case("barebones", "TwoValidationLoadersModel", max_epochs=2, barebones=True, callbacks=TRAINER_STATE),
     # --- loggers (LoggingModel logs on step and epoch in training, on epoch and on step in validation) -----
     case("log_default_logger", "LoggingModel", max_epochs=3, logger=True, log_every_n_steps=3),
     case(

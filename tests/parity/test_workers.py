@@ -20,9 +20,10 @@ pytest.importorskip("pytorch_lightning")
 pytestmark = pytest.mark.slow
 
 
-def workers(id: str, init: dict | None = None, **trainer) -> Case:
-    built = case(id, init=init, max_epochs=2, val_check_interval=3, num_sanity_val_steps=1, **trainer)
-    built.spec["model"]["class_path"] = "tests.parity.worker_models.WorkerRegression"
+def workers(id: str, init: dict | None = None, model: str = "WorkerRegression", **trainer) -> Case:
+    trainer = {"max_epochs": 2, "val_check_interval": 3, "num_sanity_val_steps": 1, **trainer}
+    built = case(id, init=init, **trainer)
+    built.spec["model"]["class_path"] = f"tests.parity.worker_models.{model}"
     return built
 
 
@@ -38,6 +39,10 @@ CASES = [
     workers("workers_own_init_fn", {"own_init": True}),
     # pinned memory, three workers, accumulation
     workers("workers_pinned", {"pin_memory": True, "num_workers": 3}, accumulate_grad_batches=2),
+    # the project's own samplers, with a set_epoch that Lightning calls as each epoch and each validation starts
+    workers("own_sampler_set_epoch", {"num_workers": 0}, model="EpochSampledRegression", max_epochs=3),
+    # ... read by workers, which draw epoch 0's order as its iterator is made, before Lightning sets the epoch
+    workers("own_sampler_set_epoch_workers", model="EpochSampledRegression", max_epochs=3),
 ]
 
 

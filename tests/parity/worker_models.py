@@ -14,7 +14,7 @@ import pytorch_lightning as pl
 import torch
 from torch import nn
 from torch.nn import functional as F
-from torch.utils.data import DataLoader, Dataset, IterableDataset, get_worker_info
+from torch.utils.data import DataLoader, Dataset, IterableDataset, Sampler, get_worker_info
 
 
 def _tensors(n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -120,6 +120,35 @@ class WorkerRegression(pl.LightningModule):
 
     def configure_optimizers(self):
         return torch.optim.SGD(self.parameters(), lr=0.05)
+
+
+class EpochShuffle(Sampler):
+    """A sampler of the project's own that shuffles by the epoch Lightning gives it (its set_epoch), as
+    DistributedSampler does; the epochs it was given are recorded."""
+
+    def __init__(self, size: int, seed: int, seen: list) -> None:
+        self.size, self.seed, self.epoch, self.seen = size, seed, 0, seen
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+        self.seen.append(("set_epoch", self.seed, epoch))
+
+    def __iter__(self):
+        generator = torch.Generator().manual_seed(self.seed + self.epoch)
+        return iter(torch.randperm(self.size, generator=generator).tolist())
+
+    def __len__(self) -> int:
+        return self.size
+
+
+class EpochSampledRegression(WorkerRegression):
+    """The training loader shuffled, and the validation loader reordered, by samplers with a set_epoch."""
+
+    def _loader(self, n: int, seed: int, shuffle: bool) -> DataLoader:
+        h = self.hparams
+        data = AugmentedSet(n, seed)
+        sampler = EpochShuffle(n, seed, self.records)
+        return DataLoader(data, batch_size=h.batch_size, sampler=sampler, num_workers=h.num_workers)
 
 
 class NoisySamples(Dataset):
