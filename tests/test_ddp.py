@@ -530,6 +530,9 @@ def problems(tmp_path: Path, content: dict) -> list[str]:
     [
         ({"strategy": "single_device", "devices": 2}, "devices: 2 needs `strategy: ddp`"),
         ({"strategy": "single_device", "num_nodes": 2}, "num_nodes: 2 needs `strategy: ddp`"),
+        ({"plugins": ["SLURMEnvironment"]}, ("SLURMEnvironment with ddp is not supported by loopgen (the script's"
+         " processes are started by torchrun")),
+        ({"sync_batchnorm": True}, "sync_batchnorm with strategy ddp is not supported by loopgen (torch's SyncBatchNorm"),
         ({"precision": "64"}, ("precision 64 with strategy ddp is not supported by loopgen (the DDP script does not"
          " make the model and its batches float64")),
         ({"overfit_batches": 2}, "overfit_batches with strategy ddp"),

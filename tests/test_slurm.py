@@ -55,7 +55,7 @@ echo "$@" >> "$SCONTROL_LOG"
 """
 
 
-def project(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+def project(tmp_path: Path, **trainer) -> tuple[Path, dict[str, str]]:
     (tmp_path / "slurmproj").mkdir()
     (tmp_path / "slurmproj" / "__init__.py").write_text("")
     (tmp_path / "slurmproj" / "models.py").write_text(textwrap.dedent(MODEL))
@@ -63,7 +63,7 @@ def project(tmp_path: Path) -> tuple[Path, dict[str, str]]:
         "seed_everything": 3,
         "model": "slurmproj.models.Regression",
         "trainer": {"accelerator": "cpu", "max_epochs": 3, "logger": False, "enable_progress_bar": False,
-                    "default_root_dir": "run"},
+                    "default_root_dir": "run", **trainer},
     }  # fmt: skip
     script = tmp_path / "train.py"
     cwd = os.getcwd()
@@ -112,3 +112,23 @@ def test_sigusr1_saves_requeues_and_the_requeued_job_resumes(tmp_path: Path) -> 
     assert "Resuming from" in requeued.stdout and "hpc_ckpt_1.ckpt" in requeued.stdout
     ours, theirs = torch.load(work / "final.pt"), torch.load(reference / "final.pt")
     assert all(torch.equal(ours[name], theirs[name]) for name in theirs)
+
+
+def test_without_auto_requeue_sigusr1_is_not_the_scripts(tmp_path: Path) -> None:
+    """plugins: [SLURMEnvironment(auto_requeue=False)]: Lightning's signal connector handles no SIGUSR1, so the
+    signal ends the process as it ends any (no hpc checkpoint, no requeue)."""
+    plugin = {"class_path": "lightning.pytorch.plugins.environments.SLURMEnvironment",
+              "init_args": {"auto_requeue": False}}  # fmt: skip
+    script, env = project(tmp_path, plugins=[plugin])
+    assert "SIGUSR1" not in script.read_text()
+    work = tmp_path / "job"
+    work.mkdir()
+    process = subprocess.Popen([sys.executable, str(script)], cwd=work, env=env, stdout=subprocess.PIPE, text=True)
+    assert process.stdout is not None
+    for line in process.stdout:
+        if line.strip() == "step":
+            process.send_signal(signal.SIGUSR1)
+            break
+    process.communicate(timeout=120)
+    assert process.returncode == -signal.SIGUSR1
+    assert not (work / "run").exists() and not (tmp_path / "scontrol.log").exists()

@@ -594,7 +594,6 @@ def test_lightning_values_outside_the_contract_are_refused(tmp_path: Path, flags
 @pytest.mark.parametrize(
     ("flags", "shown", "instead"),
     [
-        ("plugins: [my.Plugin]", '["my.Plugin"]', "set the precision with `precision:`"),
         ("model_registry: hub", "hub", "leave it null"),
     ],
 )
@@ -1244,3 +1243,44 @@ def test_barebones_turns_off_what_lightning_turns_off(tmp_path: Path) -> None:
     assert off == {"enable_checkpointing": False, "logger": False, "enable_progress_bar": False,
                    "log_every_n_steps": 0, "enable_model_summary": False, "num_sanity_val_steps": 0,
                    "fast_dev_run": 0, "detect_anomaly": False, "profiler": None}  # fmt: skip
+
+
+def test_plugins_are_read_as_lightnings_connector_reads_them(tmp_path: Path) -> None:
+    flags = trainer(tmp_path, "accelerator: cpu\nplugins: [TorchSyncBatchNorm, {class_path: "
+                              "lightning.pytorch.plugins.HalfPrecision, init_args: {precision: bf16-true}}]\n")  # fmt: skip
+    assert flags.precision == "bf16-true" and flags.sync_batchnorm is True
+    assert flags.plugins == ({"class_path": "TorchSyncBatchNorm", "init_args": {}},
+                             {"class_path": "HalfPrecision", "init_args": {"precision": "bf16-true"}})  # fmt: skip
+    assert trainer(tmp_path, "plugins: DoublePrecisionPlugin\n").precision == "64"  # Lightning 1.9.5's name
+
+
+def test_two_plugins_of_a_kind_and_a_precision_beside_a_plugin_are_lightnings_errors(tmp_path: Path) -> None:
+    pl = pytest.importorskip("pytorch_lightning")
+    from lightning_fabric.utilities.exceptions import MisconfigurationException
+
+    with pytest.raises(MisconfigurationException) as lightning:
+        pl.Trainer(plugins=[pl.plugins.Precision(), pl.plugins.DoublePrecision()])
+    found = problem(tmp_path, "model: pkg.models.Net\ntrainer:\n  plugins: [Precision, DoublePrecision]\n")
+    assert found == f"trainer.plugins (line 3): {lightning.value}"
+    with pytest.raises(ValueError, match="Received both `precision=64-true` and `plugins="):
+        pl.Trainer(precision="64", plugins=[pl.plugins.DoublePrecision()])
+    found = problem(tmp_path, "model: pkg.models.Net\ntrainer:\n  precision: 64\n  plugins: [DoublePrecision]\n")
+    assert "Received both `precision=64` and `plugins=DoublePrecision(...)`. Choose one." in found
+
+
+@pytest.mark.parametrize(
+    ("plugins", "expected"),
+    [
+        ("[my.pkg.Plugin]", "Plugin: a plugin of the project's own replaces a part of Lightning's Trainer"),
+        ("[AsyncCheckpointIO]", "AsyncCheckpointIO: it writes each checkpoint from a background thread"),
+        ("[BitsandbytesPrecision]", "bitsandbytes replaces the model's Linear layers"),
+        ("[{class_path: SLURMEnvironment, init_args: {requeue_signal: SIGHUP}}]", "with a requeue_signal"),
+        ("[{class_path: MixedPrecision, init_args: {precision: 16-mixed, device: cpu}}]",
+         "float16 autocast on the CPU with a GradScaler"),
+        ("[{class_path: MixedPrecision, init_args: {precision: bf16-mixed, device: cuda}}]",
+         "autocast on another device than the model's casts nothing"),
+    ],
+)  # fmt: skip
+def test_plugins_loopgen_does_not_serve_are_refused(tmp_path: Path, plugins: str, expected: str) -> None:
+    found = problem(tmp_path, f"model: pkg.models.Net\ntrainer:\n  accelerator: cpu\n  plugins: {plugins}\n")
+    assert found.startswith("trainer.plugins (line 4): ") and expected in found, found

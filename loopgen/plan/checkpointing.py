@@ -25,6 +25,7 @@ from loopgen.plan.validation import Validation
 from loopgen.source.facts import ClassFacts
 from loopgen.spec.kinds import refusal
 from loopgen.spec.model import ClassRef, Spec
+from loopgen.spec.support import PLUGIN_CLASSES
 
 
 @dataclass(frozen=True)
@@ -366,7 +367,7 @@ def resolve_checkpointing(
         reads_metrics=monitors or placeholders or bool(early_stopping),
         searches_versions=saves and numbered and any(cb.dirpath is None for cb in checkpoints),
         stops_on_signals=on_signals,
-        requeues=on_signals,
+        requeues=on_signals and requeues_on_slurm(spec),
         shared=shared,
         varying=varying,
         acts_after_validation=acts_after_validation,
@@ -646,3 +647,18 @@ def _valid_filename(filename: str) -> bool:
     except (ValueError, KeyError, IndexError, TypeError):
         return False
     return True
+
+
+def cluster_environment(spec: Spec) -> dict[str, Any] | None:
+    """The cluster environment plugin the spec gives (Trainer(plugins=[...])), or None: Lightning detects it."""
+    return next((plugin for plugin in spec.trainer.plugins or () if
+                 PLUGIN_CLASSES.get(plugin["class_path"], ("",))[0] == "ClusterEnvironment"), None)  # fmt: skip
+
+
+def requeues_on_slurm(spec: Spec) -> bool:
+    """Whether SIGUSR1 saves and requeues under SLURM: Lightning's signal connector does so where the cluster
+    environment is SLURM's with auto_requeue (detected, when no plugin names another)."""
+    environment = cluster_environment(spec)
+    if environment is None:
+        return True
+    return environment["class_path"] == "SLURMEnvironment" and environment["init_args"].get("auto_requeue", True)

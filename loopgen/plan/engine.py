@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from loopgen.errors import Problem
-from loopgen.plan.checkpointing import Checkpointing
+from loopgen.plan.checkpointing import Checkpointing, cluster_environment
 from loopgen.plan.common import flag_problem, follows_1_9_5, only_1_9_5
 from loopgen.plan.data import Data
 from loopgen.plan.ddp import resolve_ddp
@@ -22,6 +22,7 @@ from loopgen.plan.progress import Progress
 from loopgen.plan.timer import Timer
 from loopgen.plan.xla import resolve_xla
 from loopgen.source.facts import ClassFacts
+from loopgen.spec.kinds import refusal
 from loopgen.spec.model import Spec
 
 
@@ -56,6 +57,23 @@ def resolve_engine(
         return resolve_model_parallel(parts)
     if kind == "fsdp":
         return resolve_fsdp(parts)
+    environment = cluster_environment(spec)
+    if (
+        environment is not None
+        and kind is not None
+        and not (kind in ("ddp", "fsdp", "model_parallel") and environment["class_path"] == "TorchElasticEnvironment")
+    ):
+        message = refusal(
+            f"{environment['class_path']} with {kind}",
+            (
+                "the script's processes are started by torchrun and read torchrun's environment (RANK, LOCAL_RANK,"
+                " WORLD_SIZE), as TorchElasticEnvironment reads it"
+                if kind in ("ddp", "fsdp", "model_parallel")
+                else f"the {kind} script reads its processes from its own runtime"
+            ),
+            "use TorchElasticEnvironment, or leave the cluster environment out (Lightning detects torchrun's)",
+        )
+        problems.append(flag_problem(spec, "plugins", message))
     unnamed = t.strategy == "auto" and "strategy" not in spec.trainer_given
     if kind == "ddp" and unnamed and t.num_nodes == 1 and follows_1_9_5(spec, model):
         # 1.9.5's strategy=None picks ddp_spawn on one node ("auto" picks ddp)

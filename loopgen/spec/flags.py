@@ -66,6 +66,8 @@ from loopgen.spec.support import (
     logger_kind,
     no_model_logging,
     number_kind,
+    plugins_kind,
+    plugins_support,
     precision_notice,
     precision_support,
     profiler_kind,
@@ -197,10 +199,9 @@ FLAGS: tuple[Flag, ...] = (
          " sanity check): a backward that makes nan raises, naming the forward operation", support=implemented),
     Flag("barebones", boolean(), False, "Lightning's barebones mode: checkpointing, loggers, the progress bar, the"
          " model summary and the sanity check off, self.log a no-op", support=implemented),
-    _lightning_only("plugins", anything(), None, "Lightning plugins",
-                    why="a plugin replaces a part of Lightning's Trainer, such as its precision, cluster"
-                        " environment or checkpoint IO, which the script does not have",
-                    instead="set the precision with `precision:`; leave plugins null"),
+    Flag("plugins", plugins_kind(), None, "Lightning's plugins: a precision plugin (Precision, MixedPrecision,"
+         " HalfPrecision, DoublePrecision), a cluster environment (Lightning, TorchElastic, SLURM, LSF, Kubeflow),"
+         " TorchCheckpointIO, TorchSyncBatchNorm", support=plugins_support),
     Flag("sync_batchnorm", boolean(), False, "with ddp or fsdp, the BatchNorm layers made torch.nn.SyncBatchNorm"
          " before the wrapper (batch statistics over all processes); on one device nothing", support=implemented),
     Flag("reload_dataloaders_every_n_epochs", integer(0), 0, "reload the dataloaders every n epochs (0: never)",

@@ -691,3 +691,115 @@ def timedelta_kind() -> Kind:
         raise FlagError(f"{expected}, {got(raw)}")
 
     return Kind(parse, {"anyOf": [{"type": "number", "minimum": 0}, {"type": "string"}, {"type": "object"}]})
+
+
+# Lightning's plugins (Trainer(plugins=...)) by class name, each with its kind (Lightning allows one of each) and
+# the init_args it takes: name -> (kind, {arg: default}). 1.9.5's precision plugin names are read as 2.x's.
+PLUGIN_CLASSES: Mapping[str, tuple[str, Mapping[str, Any]]] = {
+    "Precision": ("Precision", {}),
+    "PrecisionPlugin": ("Precision", {}),
+    "MixedPrecision": ("Precision", {"precision": None, "device": None, "scaler": None}),
+    "MixedPrecisionPlugin": ("Precision", {"precision": None, "device": None, "scaler": None}),
+    "HalfPrecision": ("Precision", {"precision": "16-true"}),
+    "DoublePrecision": ("Precision", {}),
+    "DoublePrecisionPlugin": ("Precision", {}),
+    "TorchCheckpointIO": ("CheckpointIO", {}),
+    "LightningEnvironment": ("ClusterEnvironment", {}),
+    "TorchElasticEnvironment": ("ClusterEnvironment", {}),
+    "SLURMEnvironment": ("ClusterEnvironment", {"auto_requeue": True, "requeue_signal": None}),
+    "LSFEnvironment": ("ClusterEnvironment", {}),
+    "KubeflowEnvironment": ("ClusterEnvironment", {}),
+    "TorchSyncBatchNorm": ("LayerSync", {}),
+}
+# Lightning's plugins that are not served, and why
+PLUGINS_REFUSED: Mapping[str, tuple[str, str]] = {
+    "AsyncCheckpointIO": (
+        (
+            "it writes each checkpoint from a background thread, on a copy of its tensors; the script writes its"
+            " checkpoints where it decides them"
+        ),
+        "leave it out (the files are the same)",
+    ),
+    "XLACheckpointIO": ("the XLA scripts save through torch_xla themselves", "leave it out"),
+    "BitsandbytesPrecision": (
+        (
+            "bitsandbytes replaces the model's Linear layers with its quantized ones (CUDA only); the script does not"
+            " make that conversion"
+        ),
+        "use bf16-true or 16-true",
+    ),
+    "TransformerEnginePrecision": (
+        (
+            "NVIDIA's Transformer Engine replaces the Linear and LayerNorm layers with its FP8 ones (CUDA only); the"
+            " script does not make that conversion"
+        ),
+        "use bf16-mixed or bf16-true",
+    ),
+    "FSDPPrecision": ("the FSDP script sets its precision from `precision:`", "set `precision:`"),
+    "DeepSpeedPrecision": ("the script has no DeepSpeed engine", "set `precision:`"),
+    "XLAPrecision": ("the XLA scripts set their precision from `precision:`", "set `precision:`"),
+    "MPIEnvironment": (
+        "the processes would be started by mpirun; the script's are started by torchrun",
+        "use TorchElasticEnvironment (torchrun's)",
+    ),
+    "XLAEnvironment": ("the XLA scripts read torch_xla's runtime themselves", "leave it out"),
+}
+_PLUGIN_PACKAGES = ("pytorch_lightning.plugins", "lightning.pytorch.plugins", "lightning_fabric.plugins",
+                    "lightning.fabric.plugins")  # fmt: skip
+
+
+def plugins_kind() -> Kind:
+    """One plugin entry or a list of them: a class path (string) or {class_path, init_args}, normalised to a tuple
+    of {"class_path": Lightning's class name, "init_args": {...}}; a class that is not Lightning's keeps its path
+    (refused by `plugins_support`)."""
+
+    def entry(raw: Any, at: tuple) -> dict[str, Any]:
+        if isinstance(raw, str):
+            raw = {"class_path": raw}
+        if (
+            not isinstance(raw, dict)
+            or not isinstance(raw.get("class_path"), str)
+            or set(raw) - {"class_path", "init_args"}
+        ):
+            raise FlagError(f"expected a plugin class path or {{class_path, init_args}}, {got(raw)}", at)
+        init_args = raw.get("init_args") or {}
+        if not isinstance(init_args, dict):
+            raise FlagError(f"expected a mapping of init_args, {got(init_args)}", (*at, "init_args"))
+        module, _, name = raw["class_path"].rpartition(".")
+        lightning = name in PLUGIN_CLASSES or name in PLUGINS_REFUSED
+        if lightning and (not module or module.startswith(_PLUGIN_PACKAGES)):
+            return {"class_path": name, "init_args": dict(init_args)}
+        return {"class_path": raw["class_path"], "init_args": dict(init_args)}
+
+    def parse(raw: Any) -> tuple[dict[str, Any], ...]:
+        entries = raw if isinstance(raw, list) else [raw]
+        return tuple(entry(item, (index,) if isinstance(raw, list) else ()) for index, item in enumerate(entries))
+
+    return Kind(parse, {"anyOf": [CLASS_REF_SCHEMA, {"type": "array", "items": CLASS_REF_SCHEMA}]})
+
+
+def plugins_support(value: tuple[dict[str, Any], ...] | None) -> str | None:
+    """Whether loopgen serves each plugin entry (the rules between a plugin and the other flags: load.py)."""
+    for plugin in value or ():
+        name, args = plugin["class_path"], plugin["init_args"]
+        if name in PLUGINS_REFUSED:
+            why, instead = PLUGINS_REFUSED[name]
+            return refused(f"{name}: {why}", instead)
+        if name not in PLUGIN_CLASSES:
+            return refused(
+                f"{name}: a plugin of the project's own replaces a part of Lightning's Trainer (its precision, cluster"
+                " environment, checkpoint IO or layer sync), which the script does not have",
+                "use Lightning's plugins, or `precision:` / `sync_batchnorm:`",
+            )
+        known = PLUGIN_CLASSES[name][1]
+        unknown = [key for key in args if key not in known]
+        if unknown:
+            return refused(f"{name} takes no {unknown[0]}", f"remove {unknown[0]}")
+        if args.get("scaler") is not None:
+            return refused(f"{name} with a scaler of its own: the script makes float16's GradScaler itself",
+                           "leave scaler null")  # fmt: skip
+        if args.get("requeue_signal") is not None:
+            return refused(
+                f"{name} with a requeue_signal: the script requeues on SIGUSR1, Lightning's default", "leave it null"
+            )
+    return None

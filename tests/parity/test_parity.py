@@ -663,6 +663,29 @@ CASES = [
     case("trainer_state_max_steps", max_steps=13, callbacks=TRAINER_STATE),
     # --- bf16-true and 16-true: the weights, the batches and the steps' new tensors in that dtype ---------------
     case("bf16_true_defaults", max_epochs=2, precision="bf16-true"),
+    # Lightning's plugins: precision objects in place of `precision:` (with a cluster environment, a checkpoint
+    # IO and the layer sync, which change nothing on one CPU)
+    case(
+        "plugins_mixed_precision",
+        max_epochs=2,
+        plugins=[
+            {
+                "class_path": "lightning.pytorch.plugins.precision.MixedPrecision",
+                "init_args": {"precision": "bf16-mixed", "device": "cpu"},
+            },
+            {"class_path": "SLURMEnvironment", "init_args": {"auto_requeue": False}},
+            "TorchCheckpointIO",
+            "TorchSyncBatchNorm",
+        ],
+    ),
+    case(
+        "plugins_half_precision",
+        "LoggingModel",
+        max_epochs=2,
+        logger=csv_logger(),
+        plugins={"class_path": "HalfPrecision", "init_args": {"precision": "bf16-true"}},
+    ),
+    case("plugins_double_precision", max_epochs=1, plugins=["DoublePrecision", "LightningEnvironment"]),
     case("16_true_defaults", max_epochs=2, precision="16-true"),
     case("bf16_true_noise_made_in_the_steps", "NoisyStepModel", max_epochs=2, precision="bf16-true"),
     case("16_true_noise_made_in_the_steps", "NoisyStepModel", max_epochs=1, precision="16-true"),
