@@ -92,6 +92,7 @@ class Flag:
     nullable: bool = False  # null is a value of its own, not "the default"
     notice: Callable[[Any], str | None] | None = None  # raw value -> one-line notice (seed-era value spellings)
     default_notice: str | None = None  # notice when null/absent: Lightning's default is not implemented
+    default_only: bool = False  # a Lightning argument loopgen accepts at its default only (`_lightning_only`)
 
     def parse(self, raw: Any) -> Any:
         return None if raw is None else self.kind.parse(raw)
@@ -106,7 +107,7 @@ def _lightning_only(name: str, kind: Kind, default: Any, doc: str, why: str, ins
     refused, saying why and what to do instead."""
     schema = {"const": default} if default is not None else {"type": "null"}
     support = lightning_default(default, why, instead)
-    return Flag(name, Kind(kind.parse, {**kind.schema, **schema}), default, doc, support=support)
+    return Flag(name, Kind(kind.parse, {**kind.schema, **schema}), default, doc, support=support, default_only=True)
 
 
 # fmt: off
