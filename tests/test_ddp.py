@@ -530,6 +530,8 @@ def problems(tmp_path: Path, content: dict) -> list[str]:
     [
         ({"strategy": "single_device", "devices": 2}, "devices: 2 needs `strategy: ddp`"),
         ({"strategy": "single_device", "num_nodes": 2}, "num_nodes: 2 needs `strategy: ddp`"),
+        ({"plugins": ["AsyncCheckpointIO"], "enable_checkpointing": True},
+         "AsyncCheckpointIO with ddp is not supported by loopgen"),
         ({"plugins": ["SLURMEnvironment"]}, ("SLURMEnvironment with ddp is not supported by loopgen (the script's"
          " processes are started by torchrun")),
         ({"sync_batchnorm": True}, "sync_batchnorm with strategy ddp is not supported by loopgen (torch's SyncBatchNorm"),

@@ -1272,7 +1272,7 @@ def test_two_plugins_of_a_kind_and_a_precision_beside_a_plugin_are_lightnings_er
     ("plugins", "expected"),
     [
         ("[my.pkg.Plugin]", "Plugin: a plugin of the project's own replaces a part of Lightning's Trainer"),
-        ("[AsyncCheckpointIO]", "AsyncCheckpointIO: it writes each checkpoint from a background thread"),
+        ("[{class_path: AsyncCheckpointIO, init_args: {checkpoint_io: my.IO}}]", "around a checkpoint IO of its own"),
         ("[BitsandbytesPrecision]", "bitsandbytes replaces the model's Linear layers"),
         ("[{class_path: SLURMEnvironment, init_args: {requeue_signal: SIGHUP}}]", "with a requeue_signal"),
         ("[{class_path: MixedPrecision, init_args: {precision: 16-mixed, device: cpu}}]",

@@ -81,6 +81,8 @@ class Checkpointing:
     searches_versions: bool  # `--ckpt-path last` looks into every version_N/checkpoints of the first logger
     stops_on_signals: bool  # SIGTERM / SIGINT write a resumable checkpoint before the script exits
     requeues: bool  # under SLURM, SIGUSR1 saves an hpc checkpoint and requeues the job
+    # Lightning's AsyncCheckpointIO plugin: each file written by a background thread, from a copy of its tensors
+    writes_async: bool
     # the script's ModelCheckpoint class, made for these instances: the arguments they all give the same value
     # are the class's (its code specialised to them), the others are fields each instance passes
     shared: Mapping[str, Any]
@@ -312,6 +314,14 @@ def resolve_checkpointing(
     placeholders = any(_placeholders(f) - {"epoch", "step"} for f in every("filename"))
     # torchrun signals every process when one fails: no checkpoint is written on a signal under an engine
     on_signals = saves and engine_kind(spec) is None and bool(checkpoints or subclassed)
+    writes_async = any(plugin["class_path"] == "AsyncCheckpointIO" for plugin in t.plugins or ())
+    if writes_async and engine_kind(spec) is not None:
+        message = refusal(
+            f"AsyncCheckpointIO with {engine_kind(spec)}",
+            "the script writes its checkpoints in a background thread on one device only",
+            "leave AsyncCheckpointIO out (the files are the same), or train on one device",
+        )
+        problems.append(flag_problem(spec, "plugins", message))
     return Checkpointing(
         saves=saves,
         resumes=resumes,
@@ -368,6 +378,7 @@ def resolve_checkpointing(
         searches_versions=saves and numbered and any(cb.dirpath is None for cb in checkpoints),
         stops_on_signals=on_signals,
         requeues=on_signals and requeues_on_slurm(spec),
+        writes_async=saves and writes_async,
         shared=shared,
         varying=varying,
         acts_after_validation=acts_after_validation,

@@ -83,6 +83,7 @@ STANDARD = (
     Line("warnings"),
     Line("collections", ("defaultdict",)),
     Line("collections.abc", ("Iterable", "Mapping", "MutableMapping", "Sequence")),
+    Line("concurrent.futures", ("ThreadPoolExecutor",)),
     Line("contextlib", ("contextmanager", "nullcontext")),
     Line("dataclasses", ("asdict", "dataclass", "field", "fields", "is_dataclass")),
     Line("datetime", ("timedelta",)),

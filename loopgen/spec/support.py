@@ -704,6 +704,7 @@ PLUGIN_CLASSES: Mapping[str, tuple[str, Mapping[str, Any]]] = {
     "DoublePrecision": ("Precision", {}),
     "DoublePrecisionPlugin": ("Precision", {}),
     "TorchCheckpointIO": ("CheckpointIO", {}),
+    "AsyncCheckpointIO": ("CheckpointIO", {"checkpoint_io": None}),
     "LightningEnvironment": ("ClusterEnvironment", {}),
     "TorchElasticEnvironment": ("ClusterEnvironment", {}),
     "SLURMEnvironment": ("ClusterEnvironment", {"auto_requeue": True, "requeue_signal": None}),
@@ -713,13 +714,6 @@ PLUGIN_CLASSES: Mapping[str, tuple[str, Mapping[str, Any]]] = {
 }
 # Lightning's plugins that are not served, and why
 PLUGINS_REFUSED: Mapping[str, tuple[str, str]] = {
-    "AsyncCheckpointIO": (
-        (
-            "it writes each checkpoint from a background thread, on a copy of its tensors; the script writes its"
-            " checkpoints where it decides them"
-        ),
-        "leave it out (the files are the same)",
-    ),
     "XLACheckpointIO": ("the XLA scripts save through torch_xla themselves", "leave it out"),
     "BitsandbytesPrecision": (
         (
@@ -795,6 +789,9 @@ def plugins_support(value: tuple[dict[str, Any], ...] | None) -> str | None:
         unknown = [key for key in args if key not in known]
         if unknown:
             return refused(f"{name} takes no {unknown[0]}", f"remove {unknown[0]}")
+        if args.get("checkpoint_io") is not None:
+            return refused(f"{name} around a checkpoint IO of its own: the script writes with torch.save",
+                           "leave checkpoint_io null")  # fmt: skip
         if args.get("scaler") is not None:
             return refused(f"{name} with a scaler of its own: the script makes float16's GradScaler itself",
                            "leave scaler null")  # fmt: skip

@@ -957,6 +957,15 @@ CASES = [
         "ckpt_hparams_model_and_data", model="HparamsModel", init=HPARAMS, data="HparamsData", max_epochs=1
     ),
     checkpointing_case("ckpt_val_loss_top_2_last", VAL_LOSS_TOP_2, max_epochs=5),
+    # Lightning's AsyncCheckpointIO: the files written by a background thread, from copies of the tensors taken
+    # at each save; the top-k files it replaces removed after they are written
+    checkpointing_case("ckpt_async_io_top_2_last", VAL_LOSS_TOP_2, max_epochs=5, plugins=["AsyncCheckpointIO"]),
+    checkpointing_case(
+        "ckpt_async_io_every_step",
+        model_checkpoint(save_top_k=2, monitor="step", mode="max", every_n_train_steps=1),
+        max_epochs=2,
+        plugins=["AsyncCheckpointIO"],
+    ),
     checkpointing_case(
         "ckpt_all_every_5_steps",
         model_checkpoint("pytorch_lightning.callbacks.ModelCheckpoint", save_top_k=-1, every_n_train_steps=5),
