@@ -1284,3 +1284,7 @@ def test_two_plugins_of_a_kind_and_a_precision_beside_a_plugin_are_lightnings_er
 def test_plugins_loopgen_does_not_serve_are_refused(tmp_path: Path, plugins: str, expected: str) -> None:
     found = problem(tmp_path, f"model: pkg.models.Net\ntrainer:\n  accelerator: cpu\n  plugins: {plugins}\n")
     assert found.startswith("trainer.plugins (line 4): ") and expected in found, found
+
+
+def test_lightning_1_9_5s_replace_sampler_ddp_is_use_distributed_sampler(tmp_path: Path) -> None:
+    assert trainer(tmp_path, "replace_sampler_ddp: false\n").use_distributed_sampler is False

@@ -644,6 +644,9 @@ ALIASES: tuple[Alias, ...] = (
           "seed-era: reload_dataloaders_every_n_epochs 1 (true) or 0 (false)"),
     Alias("early_stop_callback", Kind(_early_stop_callback, {"anyOf": [{"type": "boolean"}, CLASS_REF_SCHEMA]}),
           "seed-era: true adds an EarlyStopping callback monitoring val_loss"),
+    Alias("replace_sampler_ddp", Kind(lambda raw: {"use_distributed_sampler": boolean().parse(raw)},
+                                      {"type": "boolean"}),
+          "Lightning 1.9.5's name of use_distributed_sampler"),
     Alias("progress_bar_refresh_rate", Kind(_progress_bar_refresh_rate, {"type": "integer", "minimum": 0}),
           "seed-era: 0 is enable_progress_bar false; n is true, the bar redrawn every n batches"),
 )
