@@ -36,7 +36,11 @@ class Model:
 
 
 MODELS_2X = (
-    Model("LitRegression", ("train_loss", "val_loss"), init={"shuffle": (True, False), "batch_size": (16, 12)}),
+    Model(
+        "LitRegression",
+        ("train_loss", "val_loss"),
+        init={"shuffle": (True, False), "batch_size": (16, 12), "num_workers": (0, 0, 2), "augment": (False, True)},
+    ),
     Model("StepIntervalRegression", ("train_loss", "val_loss")),
     Model("EpochEndRegression", ("train_loss", "val_loss")),
     Model(
@@ -257,7 +261,16 @@ def draw_2x(draw: st.DrawFn) -> Draw:
         "enable_progress_bar": draw(mostly(False, True)),
         "enable_model_summary": draw(st.booleans()),
         "deterministic": draw(mostly(False, True)),
+        "detect_anomaly": draw(mostly(False, True)),
     }
+    if draw(st.integers(0, 9)) == 0:  # a precision plugin in place of the flag
+        precision = trainer.pop("precision")
+        trainer["plugins"] = [{
+            "32-true": "Precision", "64-true": "DoublePrecision",
+            "bf16-true": {"class_path": "HalfPrecision", "init_args": {"precision": "bf16-true"}},
+            "bf16-mixed": {"class_path": "MixedPrecision", "init_args": {"precision": "bf16-mixed", "device": "cpu"}},
+            "16-mixed": {"class_path": "MixedPrecision", "init_args": {"precision": "16-mixed", "device": "cpu"}},
+        }[precision]]  # fmt: skip
     callbacks = []
     if draw(st.integers(0, 4)) > 0:
         callbacks.append({"class_path": f"{ZOO}.Probe"})

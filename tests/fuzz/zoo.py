@@ -41,6 +41,21 @@ def regression_data(n: int, features: int, seed: int) -> TensorDataset:
     return TensorDataset(x, y)
 
 
+class Augmented(torch.utils.data.Dataset):
+    """A dataset whose samples get noise from torch's generator as they are read (in the loader's workers, which
+    Lightning seeds under LightningCLI's seed_everything(workers=True))."""
+
+    def __init__(self, data: TensorDataset) -> None:
+        self.data = data
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def __getitem__(self, index):
+        x, y = self.data[index]
+        return x + 0.05 * torch.randn_like(x), y
+
+
 def sequence_data(n: int, length: int, features: int, seed: int) -> TensorDataset:
     generator = torch.Generator().manual_seed(seed)
     x = torch.randn(n, length, features, generator=generator)
@@ -55,7 +70,7 @@ class LitRegression(pl.LightningModule):
     """An MLP regressor with its own loaders and an SGD optimizer."""
 
     def __init__(self, features: int = 8, hidden: int = 16, lr: float = 0.05, n_train: int = 96, n_val: int = 40,
-                 batch_size: int = 16, shuffle: bool = True) -> None:  # fmt: skip
+                 batch_size: int = 16, shuffle: bool = True, num_workers: int = 0, augment: bool = False) -> None:  # fmt: skip
         super().__init__()
         self.save_hyperparameters()
         self.model = nn.Sequential(nn.Linear(features, hidden), nn.Tanh(), nn.Linear(hidden, 1))
@@ -78,11 +93,14 @@ class LitRegression(pl.LightningModule):
 
     def train_dataloader(self):
         data = regression_data(self.hparams.n_train, self.hparams.features, seed=0)
-        return DataLoader(data, batch_size=self.hparams.batch_size, shuffle=self.hparams.shuffle)
+        data = Augmented(data) if self.hparams.augment else data
+        return DataLoader(data, batch_size=self.hparams.batch_size, shuffle=self.hparams.shuffle,
+                          num_workers=self.hparams.num_workers)  # fmt: skip
 
     def val_dataloader(self):
         data = regression_data(self.hparams.n_val, self.hparams.features, seed=1)
-        return DataLoader(data, batch_size=self.hparams.batch_size)
+        data = Augmented(data) if self.hparams.augment else data
+        return DataLoader(data, batch_size=self.hparams.batch_size, num_workers=self.hparams.num_workers)
 
 
 class RegressionData(pl.LightningDataModule):
