@@ -25,7 +25,7 @@ from loopgen.plan.validation import Validation
 from loopgen.source.facts import ClassFacts
 from loopgen.spec.kinds import refusal
 from loopgen.spec.model import ClassRef, Spec
-from loopgen.spec.support import PLUGIN_CLASSES
+from loopgen.spec.plugins import PLUGIN_CLASSES
 
 
 @dataclass(frozen=True)

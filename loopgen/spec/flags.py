@@ -49,6 +49,7 @@ from loopgen.spec.kinds import (
     string,
     swa_learning_rates,
 )
+from loopgen.spec.plugins import plugins_kind, plugins_support
 from loopgen.spec.support import (
     PRECISION_ALIASES,
     PRECISION_TRUE_HALF,
@@ -66,8 +67,6 @@ from loopgen.spec.support import (
     logger_kind,
     no_model_logging,
     number_kind,
-    plugins_kind,
-    plugins_support,
     precision_notice,
     precision_support,
     profiler_kind,

@@ -38,10 +38,10 @@ from loopgen.spec.model import (
     Spec,
     TrainerFlags,
 )
+from loopgen.spec.plugins import read_plugins
 from loopgen.spec.sources import KeyPath, Sources, dotted
 from loopgen.spec.support import (
     LIGHTNING_LOGGERS,
-    PLUGIN_CLASSES,
     PROFILER_NAMES,
     accumulate_kind,
     accumulation_scheduler,
@@ -137,37 +137,6 @@ _BAREBONES = (
     ("detect_anomaly", False, "Anomaly detection can impact raw speed"),
     ("profiler", None, "Profiling can impact raw speed"),
 )
-
-
-def _plugin_precision(name: str, args: Mapping[str, Any], accelerator: str) -> str:
-    """The `precision:` value a precision plugin stands for, or "!" and why it cannot."""
-    if name in ("Precision", "PrecisionPlugin"):
-        return "32"
-    if name in ("DoublePrecision", "DoublePrecisionPlugin"):
-        return "64"
-    if name == "HalfPrecision":
-        precision = args.get("precision", "16-true")
-        if precision not in ("bf16-true", "16-true"):
-            return f"!HalfPrecision(precision={precision!r}): expected 'bf16-true' or '16-true'"
-        return precision
-    precision = {"16": "16-mixed", 16: "16-mixed", "bf16": "bf16-mixed"}.get(
-        args.get("precision"), args.get("precision")
-    )
-    device = args.get("device")
-    if precision not in ("16-mixed", "bf16-mixed"):
-        return f"!{name}(precision={args.get('precision')!r}): Precision must be '16-mixed' or 'bf16-mixed'."
-    if not isinstance(device, str):
-        return f'!{name}(precision={precision!r}) needs its device: "cpu" or "cuda"'
-    if accelerator not in ("cpu", "cuda"):
-        return (f"!{name}(device={device!r}) with accelerator {accelerator}: the plugin fixes autocast's device,"
-                " which the script decides from the accelerator; set accelerator: cpu or cuda")  # fmt: skip
-    if device.split(":")[0] != accelerator:
-        return (f"!{name}(device={device!r}) with accelerator {accelerator}: autocast on another device than the"
-                " model's casts nothing; give the accelerator's device")  # fmt: skip
-    if precision == "16-mixed" and accelerator == "cpu":
-        return (f"!{name}(precision='16-mixed', device='cpu'): float16 autocast on the CPU with a GradScaler (the"
-                " plugin is not turned into bf16-mixed, as the flag is) is not written; use bf16-mixed")  # fmt: skip
-    return precision
 
 
 def _python(value: Any) -> str:
@@ -459,7 +428,8 @@ class _Reader:
         if values["barebones"]:
             self.barebones(path, raw, values, given)
         if isinstance(values["plugins"], tuple):
-            self.plugins((*path, "plugins"), values, given)
+            for message in read_plugins(values, given):
+                self.problem((*path, "plugins"), message)
         if len(self.problems) > problems_before:
             return None
         self.trainer_given = given
@@ -479,32 +449,6 @@ class _Reader:
                     f"`Trainer(barebones=True, {name}={shown})` was passed. {what} so it is disabled in barebones mode.",
                 )
             values[name] = off
-
-    def plugins(self, key: KeyPath, values: dict[str, Any], given: set[str]) -> None:
-        """Trainer(plugins=...) as Lightning's accelerator connector reads it: one plugin of each kind, a precision
-        plugin instead of `precision:` (which it sets), TorchSyncBatchNorm as sync_batchnorm. The cluster
-        environment and the checkpoint IO stay in the flag, for the plan."""
-        kinds = [PLUGIN_CLASSES[p["class_path"]][0] for p in values["plugins"] if p["class_path"] in PLUGIN_CLASSES]
-        repeated = [kind for kind in dict.fromkeys(kinds) if kinds.count(kind) > 1]
-        if repeated:
-            self.problem(key, f"Received multiple values for {', '.join(repeated)} flags in `plugins`. Expected one"
-                              " value for each type at most.")  # fmt: skip
-        for plugin in values["plugins"]:
-            name, args = plugin["class_path"], plugin["init_args"]
-            kind = PLUGIN_CLASSES.get(name, ("",))[0]
-            if kind == "LayerSync":
-                values["sync_batchnorm"] = True
-            if kind != "Precision":
-                continue
-            if "precision" in given:
-                self.problem(key, f"Received both `precision={values['precision']}` and `plugins={name}(...)`."
-                                  " Choose one.")  # fmt: skip
-                continue
-            precision = _plugin_precision(name, args, values["accelerator"])
-            if precision.startswith("!"):
-                self.problem(key, precision[1:])
-            else:
-                values["precision"] = precision
 
     def flag_value(self, flag: Flag, key: KeyPath, candidates: list[tuple[KeyPath, Any]]) -> Any:
         """The normalised value of `flag` from its key and/or seed-era spellings (which must agree)."""
