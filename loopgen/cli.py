@@ -324,6 +324,14 @@ def _launcher(spec_path: Sources) -> list[str]:
     trainer = load_spec(spec_path).trainer
     if strategy_args(trainer.strategy)[0] not in ("ddp", "model_parallel", "fsdp"):
         return [sys.executable]
+    environment = next(
+        (p["class_path"] for p in trainer.plugins or () if p["class_path"].endswith("Environment")), None
+    )
+    if environment not in (None, "TorchElasticEnvironment"):
+        raise LoopgenError(
+            f"trainer.plugins: {environment}: the cluster's launcher starts the processes; render the script and"
+            " launch it as its header says"
+        )
     if trainer.num_nodes > 1:
         raise LoopgenError(
             f"trainer.num_nodes: {trainer.num_nodes} nodes: loopgen run starts one; render the script and run the"

@@ -84,8 +84,8 @@ class DDPNet(pl.LightningModule):
             time.sleep(self.late_start)
 
     def on_train_end(self):
-        if os.environ.get("DDP_SAVE"):
-            torch.save(self.state_dict(), f"{os.environ['DDP_SAVE']}/rank{os.environ['RANK']}.pt")
+        if os.environ.get("DDP_SAVE"):  # by the trainer's rank: a cluster's launcher may set no RANK
+            torch.save(self.state_dict(), f"{os.environ['DDP_SAVE']}/rank{self.global_rank}.pt")
             # what this process's trainer says of the processes and the devices, to compare with Lightning's
             trainer = self.trainer
             seen = {
@@ -98,7 +98,7 @@ class DDPNet(pl.LightningModule):
                 "scaler": trainer.scaler is not None,
                 "signals": [trainer.received_sigterm, trainer.interrupted],
             }
-            with open(f"{os.environ['DDP_SAVE']}/rank{os.environ['RANK']}.json", "w") as out:
+            with open(f"{os.environ['DDP_SAVE']}/rank{self.global_rank}.json", "w") as out:
                 json.dump(seen, out)
 
 
@@ -401,3 +401,15 @@ class DDPBatchNormNet(DDPNet):
         if os.environ.get("DDP_SAVE"):
             with open(f"{os.environ['DDP_SAVE']}/rank{os.environ['RANK']}.layers.json", "w") as out:
                 json.dump(self.layers, out)
+
+
+class ClusterNet(DDPNet):
+    """DDPNet that also records where its process group met (MASTER_ADDR, MASTER_PORT as the process has them at
+    the end of training): under a cluster environment both come from the cluster's variables
+    (tests/test_clusters.py)."""
+
+    def on_train_end(self):
+        super().on_train_end()
+        if os.environ.get("DDP_SAVE"):
+            with open(f"{os.environ['DDP_SAVE']}/address{self.global_rank}.json", "w") as out:
+                json.dump([os.environ.get("MASTER_ADDR"), os.environ.get("MASTER_PORT")], out)

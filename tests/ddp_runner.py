@@ -45,6 +45,16 @@ def lightning(spec_path: Path) -> None:
     if isinstance(flags.get("strategy"), dict):  # a strategy entry: Lightning's class of that name
         name = flags["strategy"]["class_path"].rpartition(".")[2]
         flags["strategy"] = getattr(pl.strategies, name)(**flags["strategy"].get("init_args") or {})
+    if flags.get("plugins"):  # Lightning's plugins by class name (cluster environments: tests/test_clusters.py)
+        from pytorch_lightning.plugins import environments
+
+        entries = flags["plugins"] if isinstance(flags["plugins"], list) else [flags["plugins"]]
+        entries = [{"class_path": entry} if isinstance(entry, str) else entry for entry in entries]
+        flags["plugins"] = [
+            getattr(pl.plugins, name, None) or getattr(environments, name)
+            for name in (entry["class_path"].rpartition(".")[2] for entry in entries)
+        ]
+        flags["plugins"] = [plugin(**entry.get("init_args", {})) for plugin, entry in zip(flags["plugins"], entries)]
     trainer = pl.Trainer(**{**flags, "enable_model_summary": False})
     compiled = (spec.get("loop") or {}).get("compile")  # loopgen's loop.compile: Lightning fits torch.compile(model)
     if compiled:

@@ -532,8 +532,8 @@ def problems(tmp_path: Path, content: dict) -> list[str]:
         ({"strategy": "single_device", "num_nodes": 2}, "num_nodes: 2 needs `strategy: ddp`"),
         ({"plugins": ["AsyncCheckpointIO"], "enable_checkpointing": True},
          "AsyncCheckpointIO with ddp is not supported by loopgen"),
-        ({"plugins": ["SLURMEnvironment"]}, ("SLURMEnvironment with ddp is not supported by loopgen (the script's"
-         " processes are started by torchrun")),
+        ({"plugins": ["LightningEnvironment"]}, ("LightningEnvironment with ddp is not supported by loopgen"
+         " (Lightning starts the other processes itself under it")),
         ({"sync_batchnorm": True}, "sync_batchnorm with strategy ddp is not supported by loopgen (torch's SyncBatchNorm"),
         ({"precision": "64"}, ("precision 64 with strategy ddp is not supported by loopgen (the DDP script does not"
          " make the model and its batches float64")),

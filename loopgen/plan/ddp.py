@@ -79,7 +79,6 @@ def resolve_ddp(parts: EngineParts) -> Distributed:
         devices=devices,
         num_nodes=num_nodes,
         world_size=world_size,
-        ranks_from="torchrun",
         backend=backend,
         timeout=args.get("timeout"),
         find_unused_parameters=bool(args.get("find_unused_parameters", False)),

@@ -11,6 +11,17 @@ from loopgen.plan.common import flag_problem
 from loopgen.spec.kinds import refusal
 from loopgen.spec.model import Spec
 
+# The engines whose processes a launcher starts, one per device, each reading its rank from the environment
+TORCHRUN_ENGINES = ("ddp", "fsdp", "model_parallel")
+# The cluster environments (Trainer(plugins=[...])) under which they are served, by the launcher that starts the
+# processes: torchrun, srun, jsrun, Kubeflow's PyTorchJob
+LAUNCHERS = {
+    "TorchElasticEnvironment": "torchrun",
+    "SLURMEnvironment": "slurm",
+    "LSFEnvironment": "lsf",
+    "KubeflowEnvironment": "kubeflow",
+}
+
 
 @dataclass(frozen=True)
 class Distributed:
@@ -26,7 +37,9 @@ class Distributed:
     devices: int = 1  # processes (devices) per node
     num_nodes: int = 1
     world_size: int = 1  # devices * num_nodes
-    # where the ranks come from: "torchrun" (RANK, LOCAL_RANK, WORLD_SIZE, GROUP_RANK in the environment)
+    # where the ranks come from: "torchrun" (RANK, LOCAL_RANK, WORLD_SIZE, GROUP_RANK in the environment), or the
+    # cluster's launcher under a cluster environment plugin (LAUNCHERS), whose variables the script reads as
+    # Lightning's environment reads them; "horovod" and "xla": their runtimes
     ranks_from: str | None = None
     backend: str | None = None  # "gloo" | "nccl"; None: decided at run time by the device (nccl on CUDA)
     timeout: float | None = None  # the process group's timeout in seconds; None: torch's default (Lightning's)

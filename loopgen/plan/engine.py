@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from loopgen.errors import Problem
 from loopgen.plan.checkpointing import Checkpointing, cluster_environment
 from loopgen.plan.common import flag_problem, follows_1_9_5, only_1_9_5
 from loopgen.plan.data import Data
 from loopgen.plan.ddp import resolve_ddp
-from loopgen.plan.distributed import Distributed, engine_kind
+from loopgen.plan.distributed import LAUNCHERS, TORCHRUN_ENGINES, Distributed, engine_kind
 from loopgen.plan.dp import resolve_dp
 from loopgen.plan.engine_parts import EngineParts
 from loopgen.plan.fsdp import resolve_fsdp
@@ -47,33 +49,36 @@ def resolve_engine(
     kind = engine_kind(spec)
     parts = EngineParts(spec, model, precision, optimizers, optimization, data, checkpointing, logging, profiling,
                         progress, timer, problems)  # fmt: skip
+    environment = cluster_environment(spec)
+    launcher = None if environment is None else LAUNCHERS.get(environment["class_path"])
+    if environment is not None and kind is not None and not (kind in TORCHRUN_ENGINES and launcher is not None):
+        message = refusal(
+            f"{environment['class_path']} with {kind}",
+            (
+                "Lightning starts the other processes itself under it (its subprocess launcher); the script's are"
+                " started by a launcher, one per process: torchrun, srun, jsrun or Kubeflow's PyTorchJob"
+                if kind in TORCHRUN_ENGINES
+                else f"the {kind} script reads its processes from its own runtime"
+            ),
+            (
+                "launch with torchrun (TorchElasticEnvironment, or no cluster environment), srun"
+                " (SLURMEnvironment), jsrun (LSFEnvironment) or a PyTorchJob (KubeflowEnvironment)"
+                if kind in TORCHRUN_ENGINES
+                else "leave the cluster environment out"
+            ),
+        )
+        problems.append(flag_problem(spec, "plugins", message))
     if kind == "dp":
         return resolve_dp(parts)
     if kind == "xla":
         return resolve_xla(parts)
     if kind == "horovod":
         return resolve_horovod(parts)
+    ranks_from = launcher or "torchrun"  # the torchrun engines': the launcher whose variables hold the ranks
     if kind == "model_parallel":
-        return resolve_model_parallel(parts)
+        return replace(resolve_model_parallel(parts), ranks_from=ranks_from)
     if kind == "fsdp":
-        return resolve_fsdp(parts)
-    environment = cluster_environment(spec)
-    if (
-        environment is not None
-        and kind is not None
-        and not (kind in ("ddp", "fsdp", "model_parallel") and environment["class_path"] == "TorchElasticEnvironment")
-    ):
-        message = refusal(
-            f"{environment['class_path']} with {kind}",
-            (
-                "the script's processes are started by torchrun and read torchrun's environment (RANK, LOCAL_RANK,"
-                " WORLD_SIZE), as TorchElasticEnvironment reads it"
-                if kind in ("ddp", "fsdp", "model_parallel")
-                else f"the {kind} script reads its processes from its own runtime"
-            ),
-            "use TorchElasticEnvironment, or leave the cluster environment out (Lightning detects torchrun's)",
-        )
-        problems.append(flag_problem(spec, "plugins", message))
+        return replace(resolve_fsdp(parts), ranks_from=ranks_from)
     unnamed = t.strategy == "auto" and "strategy" not in spec.trainer_given
     if kind == "ddp" and unnamed and t.num_nodes == 1 and follows_1_9_5(spec, model):
         # 1.9.5's strategy=None picks ddp_spawn on one node ("auto" picks ddp)
@@ -92,4 +97,4 @@ def resolve_engine(
                 )
                 problems.append(flag_problem(spec, flag, message))
         return Distributed()
-    return resolve_ddp(parts)
+    return replace(resolve_ddp(parts), ranks_from=ranks_from)

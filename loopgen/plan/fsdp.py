@@ -139,7 +139,6 @@ def resolve_fsdp(parts: EngineParts) -> Distributed:
         devices=t.devices,
         num_nodes=t.num_nodes,
         world_size=world_size,
-        ranks_from="torchrun",
         backend=backend,
         timeout=args.get("timeout"),
         rank_zero_gates=True,

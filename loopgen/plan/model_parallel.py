@@ -111,7 +111,6 @@ def resolve_model_parallel(parts: EngineParts) -> Distributed:
         devices=t.devices,
         num_nodes=t.num_nodes,
         world_size=world_size,
-        ranks_from="torchrun",
         backend=backend,
         timeout=args.get("timeout"),
         data_parallel_size=data_parallel,

@@ -76,6 +76,7 @@ STANDARD = (
     Line("re"),
     Line("shutil"),
     Line("signal"),
+    Line("socket"),
     Line("subprocess"),
     Line("sys"),
     Line("time"),
