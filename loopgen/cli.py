@@ -318,19 +318,18 @@ def _run(args: argparse.Namespace) -> int:
 def _launcher(spec_path: Sources) -> list[str]:
     """How `loopgen run` starts the script: python, or torchrun with one process per device for DDP,
     ModelParallelStrategy and FSDPStrategy."""
-    from loopgen.plan.distributed import strategy_args
+    from loopgen.plan.distributed import LAUNCHERS, strategy_args
     from loopgen.spec.load import load_spec
+    from loopgen.spec.plugins import cluster_environment
 
     trainer = load_spec(spec_path).trainer
     if strategy_args(trainer.strategy)[0] not in ("ddp", "model_parallel", "fsdp"):
         return [sys.executable]
-    environment = next(
-        (p["class_path"] for p in trainer.plugins or () if p["class_path"].endswith("Environment")), None
-    )
-    if environment not in (None, "TorchElasticEnvironment"):
+    environment = cluster_environment(trainer.plugins)
+    if environment is not None and LAUNCHERS.get(environment["class_path"]) != "torchrun":
         raise LoopgenError(
-            f"trainer.plugins: {environment}: the cluster's launcher starts the processes; render the script and"
-            " launch it as its header says"
+            f"trainer.plugins: {environment['class_path']}: the cluster's launcher starts the processes; render the"
+            " script and launch it as its header says"
         )
     if trainer.num_nodes > 1:
         raise LoopgenError(

@@ -29,7 +29,7 @@ def lightning(spec_path: Path) -> None:
     import pytorch_lightning as pl
     import yaml
 
-    from tests.harness import callback_entry, instantiate, logger_entry
+    from tests.harness import callback_entry, instantiate, lightning_plugins, logger_entry
 
     spec = yaml.safe_load(spec_path.read_text(encoding="utf-8"))
     pl.seed_everything(spec["seed_everything"], workers=True)  # as LightningCLI seeds
@@ -46,15 +46,7 @@ def lightning(spec_path: Path) -> None:
         name = flags["strategy"]["class_path"].rpartition(".")[2]
         flags["strategy"] = getattr(pl.strategies, name)(**flags["strategy"].get("init_args") or {})
     if flags.get("plugins"):  # Lightning's plugins by class name (cluster environments: tests/test_clusters.py)
-        from pytorch_lightning.plugins import environments
-
-        entries = flags["plugins"] if isinstance(flags["plugins"], list) else [flags["plugins"]]
-        entries = [{"class_path": entry} if isinstance(entry, str) else entry for entry in entries]
-        flags["plugins"] = [
-            getattr(pl.plugins, name, None) or getattr(environments, name)
-            for name in (entry["class_path"].rpartition(".")[2] for entry in entries)
-        ]
-        flags["plugins"] = [plugin(**entry.get("init_args", {})) for plugin, entry in zip(flags["plugins"], entries)]
+        flags["plugins"] = lightning_plugins(flags["plugins"])
     trainer = pl.Trainer(**{**flags, "enable_model_summary": False})
     compiled = (spec.get("loop") or {}).get("compile")  # loopgen's loop.compile: Lightning fits torch.compile(model)
     if compiled:

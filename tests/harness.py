@@ -98,6 +98,23 @@ def instantiate(entry: Any, *args: Any) -> Any:
     return cls(*args, **init_args, **dict(entry.get("dict_kwargs") or {}))
 
 
+def lightning_plugins(plugins: Any) -> list[Any]:
+    """Trainer(plugins=...) from a spec's entry or list of them (class names, {class_path, init_args}): Lightning's
+    plugin objects (precision, checkpoint IO, layer sync, cluster environments)."""
+    from pytorch_lightning import plugins as lightning
+    from pytorch_lightning.plugins import environments
+
+    entries = [
+        {"class_path": p} if isinstance(p, str) else p for p in (plugins if isinstance(plugins, list) else [plugins])
+    ]
+    made = []
+    for entry in entries:
+        name = entry["class_path"].rpartition(".")[2]
+        plugin = getattr(lightning, name, None) or getattr(environments, name)
+        made.append(plugin(**entry.get("init_args", {})))
+    return made
+
+
 def _argument(value: Any) -> Any:
     """An init_args value with its objects instantiated (see `instantiate`)."""
     if isinstance(value, Mapping) and "class_path" in value:

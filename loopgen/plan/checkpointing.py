@@ -25,7 +25,7 @@ from loopgen.plan.validation import Validation
 from loopgen.source.facts import ClassFacts
 from loopgen.spec.kinds import refusal
 from loopgen.spec.model import ClassRef, Spec
-from loopgen.spec.plugins import PLUGIN_CLASSES
+from loopgen.spec.plugins import cluster_environment
 
 
 @dataclass(frozen=True)
@@ -660,16 +660,10 @@ def _valid_filename(filename: str) -> bool:
     return True
 
 
-def cluster_environment(spec: Spec) -> dict[str, Any] | None:
-    """The cluster environment plugin the spec gives (Trainer(plugins=[...])), or None: Lightning detects it."""
-    return next((plugin for plugin in spec.trainer.plugins or () if
-                 PLUGIN_CLASSES.get(plugin["class_path"], ("",))[0] == "ClusterEnvironment"), None)  # fmt: skip
-
-
 def requeues_on_slurm(spec: Spec) -> bool:
     """Whether SIGUSR1 saves and requeues under SLURM: Lightning's signal connector does so where the cluster
     environment is SLURM's with auto_requeue (detected, when no plugin names another)."""
-    environment = cluster_environment(spec)
+    environment = cluster_environment(spec.trainer.plugins)
     if environment is None:
         return True
     return environment["class_path"] == "SLURMEnvironment" and environment["init_args"].get("auto_requeue", True)

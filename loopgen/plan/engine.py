@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from loopgen.errors import Problem
-from loopgen.plan.checkpointing import Checkpointing, cluster_environment
+from loopgen.plan.checkpointing import Checkpointing
 from loopgen.plan.common import flag_problem, follows_1_9_5, only_1_9_5
 from loopgen.plan.data import Data
 from loopgen.plan.ddp import resolve_ddp
@@ -26,6 +26,7 @@ from loopgen.plan.xla import resolve_xla
 from loopgen.source.facts import ClassFacts
 from loopgen.spec.kinds import refusal
 from loopgen.spec.model import Spec
+from loopgen.spec.plugins import cluster_environment
 
 
 def resolve_engine(
@@ -49,7 +50,7 @@ def resolve_engine(
     kind = engine_kind(spec)
     parts = EngineParts(spec, model, precision, optimizers, optimization, data, checkpointing, logging, profiling,
                         progress, timer, problems)  # fmt: skip
-    environment = cluster_environment(spec)
+    environment = cluster_environment(t.plugins)
     launcher = None if environment is None else LAUNCHERS.get(environment["class_path"])
     if environment is not None and kind is not None and not (kind in TORCHRUN_ENGINES and launcher is not None):
         message = refusal(

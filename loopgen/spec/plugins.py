@@ -51,13 +51,19 @@ PLUGINS_REFUSED: Mapping[str, tuple[str, str]] = {
     "DeepSpeedPrecision": ("the script has no DeepSpeed engine", "set `precision:`"),
     "XLAPrecision": ("the XLA scripts set their precision from `precision:`", "set `precision:`"),
     "MPIEnvironment": (
-        "the processes would be started by mpirun; the script's are started by torchrun",
+        "the processes would be started by mpirun; the script's are started by torchrun, srun, jsrun or a PyTorchJob",
         "use TorchElasticEnvironment (torchrun's)",
     ),
     "XLAEnvironment": ("the XLA scripts read torch_xla's runtime themselves", "leave it out"),
 }
 _PLUGIN_PACKAGES = ("pytorch_lightning.plugins", "lightning.pytorch.plugins", "lightning_fabric.plugins",
                     "lightning.fabric.plugins")  # fmt: skip
+
+
+def cluster_environment(plugins: tuple[dict[str, Any], ...] | None) -> dict[str, Any] | None:
+    """The cluster environment plugin among Trainer(plugins=[...]), or None: Lightning detects it."""
+    return next((p for p in plugins or () if PLUGIN_CLASSES.get(p["class_path"], ("",))[0] == "ClusterEnvironment"),
+                None)  # fmt: skip
 
 
 def plugins_kind() -> Kind:

@@ -44,6 +44,7 @@ from tests.harness import (
     cli_configure_optimizers,
     in_directory,
     instantiate,
+    lightning_plugins,
     log_facts,
     logger_entry,
 )
@@ -89,18 +90,8 @@ def lightning_trainer_kwargs(flags: dict[str, Any]) -> dict[str, Any]:
         from pytorch_lightning import profilers
 
         kwargs["profiler"] = getattr(profilers, profiler["class_path"])(**profiler.get("init_args", {}))
-    plugins = kwargs.get("plugins")
-    if plugins:  # Lightning's plugins, by class name ({class_path, init_args} or a name)
-        from pytorch_lightning import plugins as lightning_plugins
-        from pytorch_lightning.plugins import environments
-
-        entries = [{"class_path": p} if isinstance(p, str) else p for p in (plugins if isinstance(plugins, list)
-                                                                              else [plugins])]  # fmt: skip
-        kwargs["plugins"] = [
-            getattr(lightning_plugins, name, None) or getattr(environments, name)
-            for name in (entry["class_path"].rpartition(".")[2] for entry in entries)
-        ]
-        kwargs["plugins"] = [plugin(**entry.get("init_args", {})) for plugin, entry in zip(kwargs["plugins"], entries)]
+    if kwargs.get("plugins"):  # Lightning's plugins, by class name ({class_path, init_args} or a name)
+        kwargs["plugins"] = lightning_plugins(kwargs["plugins"])
     accumulate = kwargs.get("accumulate_grad_batches")
     if isinstance(accumulate, dict):  # the seed's {epoch: factor}: Lightning's GradientAccumulationScheduler
         del kwargs["accumulate_grad_batches"]
